@@ -1,0 +1,190 @@
+// hcaemu: one emulated HCA (PF + VFs) served to QEMU guests over vfio-user, one socket per function.
+#include <boost/program_options.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "qemu-bridge/function_backend.h"
+#include "qemu-bridge/kernel_queue.h"
+#include "qemu-bridge/server.h"
+#include "sriov/hca_device.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace hcaemu;
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: hcaemu --socket-dir DIR [--vfs N] [--config FILE] [options]
+
+Emulates one ConnectX-like HCA (a PF and up to TotalVFs SR-IOV VFs) and serves each PCIe function on
+its own vfio-user socket: DIR/pf.sock for the PF, DIR/vf0.sock, DIR/vf1.sock, ... for the VFs. Attach a
+socket to a QEMU (>= 10.1) guest with
+  -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"DIR/pf.sock"}}'
+and guest RAM shared through memory-backend-memfd,share=on (or use hcavm). Stops cleanly on SIGINT or
+SIGTERM.
+
+Options)";
+
+struct Options {
+  fs::path socket_dir;
+  unsigned vfs = 0;
+  fs::path config_file;
+  std::string log_level = "info";
+  bool print_config = false;
+};
+
+// Returns the exit code to stop with, or -1 to go on.
+int parse_options(int argc, char** argv, Options& o) {
+  po::options_description desc(kUsage);
+  desc.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit")
+      ("socket-dir", po::value<std::string>(), "directory for the vfio-user sockets (created if missing)")
+      ("vfs", po::value<unsigned>(&o.vfs)->default_value(0),
+       "VFs to enable at start, through the PF's SR-IOV capability like sriov_numvfs")
+      ("config", po::value<std::string>(), "JSON device configuration (see docs/configuration.md)")
+      ("print-config", "print the effective configuration as JSON and exit")
+      ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
+       "trace, debug, info, warn, error, critical or off");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "hcaemu: " << e.what() << "\n(see hcaemu --help)\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (vm.count("version")) {
+    std::cout << "hcaemu 0.1.0 (SystemC " << sc_core::sc_release() << ")\n";
+    return 0;
+  }
+  o.print_config = vm.count("print-config") > 0;
+  if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
+  if (vm.count("socket-dir")) o.socket_dir = vm["socket-dir"].as<std::string>();
+  if (o.socket_dir.empty() && !o.print_config) {
+    std::cerr << "hcaemu: --socket-dir is required (see hcaemu --help)\n";
+    return 2;
+  }
+  if (!set_log_level(o.log_level)) {
+    std::cerr << "hcaemu: unknown --log-level \"" << o.log_level << "\"\n";
+    return 2;
+  }
+  return -1;
+}
+
+// One served function: its kernel queue, backend and (once the function exists) its server.
+struct ServedFunction {
+  std::unique_ptr<bridge::KernelQueue> queue;
+  std::unique_ptr<bridge::FunctionBackend> backend;
+  std::unique_ptr<vfio_user::VfioUserServer> server;
+};
+
+void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& path) {
+  if (f.server) return;
+  f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend);
+  port.attach_host(&f.server->host_memory(), &f.server->msix());
+  log().info("{}: serving on {}", port.name(), path.string());
+}
+
+}  // namespace
+
+int sc_main(int argc, char** argv) {
+  Options options;
+  if (int code = parse_options(argc, argv, options); code >= 0) return code;
+
+  sriov::DeviceConfig config;
+  try {
+    if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
+    config.validate();
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: " << e.what() << "\n";
+    return 2;
+  }
+  if (options.print_config) {
+    std::cout << sriov::to_json(config) << "\n";
+    return 0;
+  }
+  if (options.vfs > config.total_vfs) {
+    std::cerr << "hcaemu: --vfs " << options.vfs << " exceeds TotalVFs " << config.total_vfs << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  fs::create_directories(options.socket_dir, ec);
+  if (!fs::is_directory(options.socket_dir)) {
+    std::cerr << "hcaemu: cannot use socket directory " << options.socket_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+
+  // Signals go to one waiting thread, never into the SystemC kernel or the I/O threads.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
+  sriov::HcaDevice device("hca", config);
+  bridge::KernelQueue control("control");
+  ServedFunction pf;
+  pf.queue = std::make_unique<bridge::KernelQueue>("pf_queue");
+  pf.backend = std::make_unique<bridge::FunctionBackend>(device.pf(), *pf.queue);
+  std::vector<ServedFunction> vfs(device.vf_ports());
+  for (unsigned i = 0; i < vfs.size(); ++i) {
+    vfs[i].queue = std::make_unique<bridge::KernelQueue>(("vf" + std::to_string(i) + "_queue").c_str());
+    vfs[i].backend = std::make_unique<bridge::FunctionBackend>(device.vf(i), *vfs[i].queue);
+  }
+
+  try {
+    start_server(pf, device.pf(), options.socket_dir / "pf.sock");
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: " << e.what() << "\n";
+    return 1;
+  }
+  // VF sockets appear when VF Enable creates the VFs. A disabled VF keeps its socket and answers
+  // like an absent function (all ones) until it is enabled again.
+  device.on_vfs_changed([&](uint16_t count) {
+    for (uint16_t i = 0; i < count; ++i) {
+      try {
+        start_server(vfs[i], device.vf(i), options.socket_dir / ("vf" + std::to_string(i) + ".sock"));
+      } catch (const std::exception& e) {
+        log().error("vf{}: cannot serve: {}", i, e.what());
+      }
+    }
+  });
+  control.post([&] {
+    if (options.vfs > 0) {
+      if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
+        log().error("enabling {} VFs failed: {}", options.vfs, error);
+    }
+    log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, sockets in {}",
+               config.vendor_id, config.pf_device_id, config.firmware.major, config.firmware.minor,
+               config.firmware.subminor, device.enabled_vfs(), config.total_vfs, options.socket_dir.string());
+  });
+
+  std::thread signal_waiter([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    log().info("hcaemu: {} received, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    control.request_stop();
+  });
+
+  sc_core::sc_start();
+
+  for (auto* f : {&pf}) f->server.reset();
+  for (auto& f : vfs) f.server.reset();
+  pthread_kill(signal_waiter.native_handle(), SIGTERM);
+  signal_waiter.join();
+  log().info("hcaemu: stopped");
+  return 0;
+}

@@ -1,0 +1,100 @@
+#include "model/hca_function.h"
+
+#include <bit>
+
+#include "common/log.h"
+
+namespace hcaemu::model {
+
+HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FirmwareVersion fw, HcaTiming timing)
+    : sc_module(name),
+      bar0("bar0"),
+      bar0_size_(bar0_size),
+      timing_(timing),
+      init_segment_(fw),
+      commands_([this](const CommandRequest& request, std::vector<uint8_t>& output) {
+        firmware_.execute(request, output);
+      }) {
+  bar0.register_b_transport(this, &HcaFunction::b_transport);
+  SC_THREAD(command_engine);
+}
+
+void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
+  memory_ = memory;
+  msix_ = msix;
+  if (pending_slots_ != 0) doorbell_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void HcaFunction::set_active(bool active) {
+  if (active_ == active) return;
+  function_reset();
+  active_ = active;
+}
+
+void HcaFunction::function_reset() {
+  init_segment_.reset();
+  firmware_.reset();
+  pending_slots_ = 0;
+}
+
+uint64_t HcaFunction::now_ticks() const {
+  return uint64_t(sc_core::sc_time_stamp().to_seconds() * timing_.clock_mhz * 1e6);
+}
+
+void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+  const uint64_t offset = trans.get_address();
+  const uint32_t length = trans.get_data_length();
+  uint8_t* data = trans.get_data_ptr();
+  delay += timing_.register_access;
+  if (!active_ || length == 0 || length > 8 || offset >= bar0_size_ || length > bar0_size_ - offset ||
+      trans.get_byte_enable_ptr() != nullptr) {
+    ++counters_.rejected_accesses;
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  const bool in_init_segment = offset < init_seg::kSize;
+  if (trans.is_read()) {
+    ++counters_.bar_reads;
+    if (in_init_segment && length <= init_seg::kSize - offset)
+      init_segment_.read(uint32_t(offset), std::span(data, length), now_ticks());
+    else
+      std::fill(data, data + length, 0);  // UAR doorbells read as zero
+    return;
+  }
+  ++counters_.bar_writes;
+  if (!in_init_segment) {
+    ++counters_.uar_writes;  // doorbells are issue 4's; counted so tests can see them arrive
+    return;
+  }
+  if (length > init_seg::kSize - offset) {
+    ++counters_.rejected_accesses;
+    return;
+  }
+  InitSegmentEffect effect = init_segment_.write(uint32_t(offset), std::span<const uint8_t>(data, length));
+  if (effect.doorbell_bits != 0) {
+    constexpr uint64_t kSlotMask = (uint64_t(1) << (1u << init_seg::kLogCmdqSize)) - 1;
+    pending_slots_ |= effect.doorbell_bits & uint32_t(kSlotMask);
+    doorbell_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void HcaFunction::command_engine() {
+  for (;;) {
+    wait(doorbell_event_);
+    while (pending_slots_ != 0 && memory_ != nullptr) {
+      const uint32_t slot = uint32_t(std::countr_zero(pending_slots_));
+      pending_slots_ &= pending_slots_ - 1;
+      wait(timing_.command_latency);
+      // Checked after the firmware delay: a reset may have come in while we waited.
+      if (!init_segment_.command_queue_configured() || memory_ == nullptr) {
+        log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
+        continue;
+      }
+      commands_.execute(*memory_, init_segment_.command_queue_address(), slot);
+    }
+    if (pending_slots_ != 0 && memory_ == nullptr) ++counters_.commands_while_detached;
+  }
+}
+
+}  // namespace hcaemu::model

@@ -1,0 +1,73 @@
+#pragma once
+// One HCA function (PF or VF) as a SystemC module: BAR0 behind a TLM-2.0 target socket (init
+// segment, then UAR pages), the command interface, and the hooks the PCIe face calls on reset.
+// Model state lives here; PCIe config space lives in pcie/ and is composed by sriov/.
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <cstdint>
+#include <string>
+
+#include "model/command_queue.h"
+#include "model/firmware.h"
+#include "model/init_segment.h"
+#include "pcie/host_port.h"
+
+namespace hcaemu::model {
+
+struct HcaTiming {
+  sc_core::sc_time register_access = sc_core::sc_time(20, sc_core::SC_NS);  // BAR0 register decode
+  sc_core::sc_time command_latency = sc_core::sc_time(2, sc_core::SC_US);   // firmware per command
+  double clock_mhz = 1000.0;  // device clock for the internal timer
+};
+
+struct HcaFunctionCounters {
+  uint64_t bar_reads = 0;
+  uint64_t bar_writes = 0;
+  uint64_t uar_writes = 0;
+  uint64_t rejected_accesses = 0;  // outside BAR0, bad size, or while the function is inactive
+  uint64_t commands_while_detached = 0;
+};
+
+class HcaFunction : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(HcaFunction);
+  HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FirmwareVersion fw = {}, HcaTiming timing = {});
+
+  tlm_utils::simple_target_socket<HcaFunction> bar0;
+
+  // Where DMA and interrupts go. May be null (no host attached): commands then wait.
+  void attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix);
+
+  // A VF exists only while its PF has VF Enable set; an inactive function ignores its BARs.
+  void set_active(bool active);
+  bool active() const { return active_; }
+
+  // Function-level reset (FLR, DEVICE_RESET, VF disable): every piece of function state goes.
+  void function_reset();
+
+  uint64_t bar0_size() const { return bar0_size_; }
+  const HcaFunctionCounters& counters() const { return counters_; }
+  const CommandQueueCounters& command_counters() const { return commands_.counters(); }
+  const InitSegment& init_segment() const { return init_segment_; }
+
+ private:
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void command_engine();  // SC_THREAD: executes submitted command entries in slot order
+  uint64_t now_ticks() const;
+
+  uint64_t bar0_size_;
+  HcaTiming timing_;
+  InitSegment init_segment_;
+  Firmware firmware_;
+  CommandQueue commands_;
+  pcie::HostMemory* memory_ = nullptr;
+  pcie::MsixSender* msix_ = nullptr;
+  bool active_ = true;
+  uint32_t pending_slots_ = 0;
+  sc_core::sc_event doorbell_event_;
+  HcaFunctionCounters counters_;
+};
+
+}  // namespace hcaemu::model

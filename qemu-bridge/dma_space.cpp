@@ -1,0 +1,171 @@
+#include "qemu-bridge/dma_space.h"
+
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <vector>
+
+namespace hcaemu::vfio_user {
+
+namespace {
+// mmap offsets must be aligned to the page size of the fd's file system (huge pages on hugetlbfs).
+uint64_t fd_page_size(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0) return uint64_t(fs.f_bsize);
+  return uint64_t(::sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+DmaSpace::DmaSpace(size_t max_maps, DmaMessenger* messenger) : max_maps_(max_maps), messenger_(messenger) {}
+
+DmaSpace::~DmaSpace() { unmap_all(); }
+
+void DmaSpace::release(Map& m) {
+  if (m.mapping) ::munmap(m.mapping, m.mapping_len);
+  m.mapping = nullptr;
+  m.host = nullptr;
+}
+
+void DmaSpace::set_messenger(DmaMessenger* messenger) {
+  std::unique_lock lock(mu_);
+  messenger_ = messenger;
+}
+
+size_t DmaSpace::map_count() const {
+  std::shared_lock lock(mu_);
+  return maps_.size();
+}
+
+int DmaSpace::map(uint64_t iova, uint64_t size, uint32_t flags, UniqueFd fd, uint64_t fd_offset) {
+  if (size == 0 || iova + size < iova) return EINVAL;
+  if ((flags & ~(kRead | kWrite)) != 0 || (flags & (kRead | kWrite)) == 0) return EINVAL;
+
+  Map m{iova, size, flags};
+  if (fd.valid()) {
+    if (fd_offset + size < fd_offset) return EINVAL;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return errno;
+    // A mapping past the end of a regular file (memfd included) would SIGBUS on access.
+    if (S_ISREG(st.st_mode) && uint64_t(st.st_size) < fd_offset + size) return EINVAL;
+    const uint64_t page = fd_page_size(fd.get());
+    const uint64_t aligned = fd_offset & ~(page - 1);
+    const uint64_t remainder = fd_offset - aligned;
+    if (size > SIZE_MAX - remainder) return EINVAL;
+    int prot = ((flags & kRead) ? PROT_READ : 0) | ((flags & kWrite) ? PROT_WRITE : 0);
+    void* p = ::mmap(nullptr, size_t(size + remainder), prot, MAP_SHARED, fd.get(), off_t(aligned));
+    if (p == MAP_FAILED) return errno;
+    m.mapping = p;
+    m.mapping_len = size_t(size + remainder);
+    m.host = static_cast<uint8_t*>(p) + remainder;
+  }
+  // fd is closed when it goes out of scope: the mapping holds the memory.
+
+  std::unique_lock lock(mu_);
+  auto next = maps_.lower_bound(iova);
+  bool overlap = (next != maps_.end() && next->second.iova < iova + size);
+  if (!overlap && next != maps_.begin()) {
+    auto prev = std::prev(next);
+    overlap = prev->second.iova + prev->second.size > iova;
+  }
+  int err = overlap ? EEXIST : (maps_.size() >= max_maps_ ? ENOSPC : 0);
+  if (err != 0) {
+    lock.unlock();
+    release(m);
+    return err;
+  }
+  maps_.emplace(iova, m);
+  return 0;
+}
+
+int DmaSpace::unmap(uint64_t iova, uint64_t size) {
+  Map victim;
+  {
+    std::unique_lock lock(mu_);  // waits for in-flight memcpy accesses
+    auto it = maps_.find(iova);
+    if (it == maps_.end()) return ENOENT;
+    if (it->second.size != size) return EINVAL;
+    victim = it->second;
+    maps_.erase(it);
+  }
+  release(victim);  // no access can reach it any more
+  return 0;
+}
+
+void DmaSpace::unmap_all() {
+  std::map<uint64_t, Map> old;
+  {
+    std::unique_lock lock(mu_);
+    old.swap(maps_);
+  }
+  for (auto& [iova, m] : old) release(m);
+}
+
+// Resolves [addr, addr + len) into per-map segments under the shared lock, refusing the whole
+// access unless every byte is covered with permission `need`. Segments of mmapped maps are copied
+// under the lock; segments of fd-less maps are sent as messages after the lock is dropped (a
+// message round trip can take seconds and must not hold off the I/O thread's map/unmap).
+template <typename Copy, typename Send>
+bool DmaSpace::access(uint64_t addr, size_t len, uint32_t need, Copy&& copy, Send&& send) {
+  if (len == 0) return true;
+  if (addr + len < addr) return false;
+  const uint64_t end = addr + len;
+
+  std::vector<Segment> remote;
+  DmaMessenger* messenger = nullptr;
+  {
+    std::shared_lock lock(mu_);
+    auto it = maps_.upper_bound(addr);
+    if (it == maps_.begin()) return false;
+    --it;
+    std::vector<Segment> segs;
+    uint64_t cur = addr;
+    while (cur < end) {
+      if (it == maps_.end()) return false;
+      const Map& m = it->second;
+      if (m.iova > cur || m.iova + m.size <= cur) return false;  // hole
+      if ((m.flags & need) != need) return false;
+      uint64_t seg_end = std::min(end, m.iova + m.size);
+      segs.push_back(Segment{&m, cur, size_t(cur - addr), size_t(seg_end - cur)});
+      cur = seg_end;
+      ++it;
+    }
+    bool needs_messages = false;
+    for (const auto& s : segs) needs_messages |= (s.map->host == nullptr);
+    if (needs_messages && messenger_ == nullptr) return false;
+    messenger = messenger_;
+    for (const auto& s : segs) {
+      if (s.map->host) {
+        copy(s.map->host + (s.iova - s.map->iova), s.buf_offset, s.len);
+      } else {
+        remote.push_back(s);
+      }
+    }
+  }
+  for (const auto& s : remote) {
+    if (send(messenger, s.iova, s.buf_offset, s.len) != 0) return false;
+  }
+  return true;
+}
+
+bool DmaSpace::read(uint64_t addr, std::span<uint8_t> dst) {
+  return access(
+      addr, dst.size(), kRead,
+      [&](const uint8_t* host, size_t off, size_t n) { std::memcpy(dst.data() + off, host, n); },
+      [&](DmaMessenger* m, uint64_t iova, size_t off, size_t n) { return m->dma_read(iova, dst.subspan(off, n)); });
+}
+
+bool DmaSpace::write(uint64_t addr, std::span<const uint8_t> src) {
+  return access(
+      addr, src.size(), kWrite,
+      [&](uint8_t* host, size_t off, size_t n) { std::memcpy(host, src.data() + off, n); },
+      [&](DmaMessenger* m, uint64_t iova, size_t off, size_t n) { return m->dma_write(iova, src.subspan(off, n)); });
+}
+
+}  // namespace hcaemu::vfio_user

@@ -1,0 +1,201 @@
+#include "qemu-bridge/server.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "common/log.h"
+
+namespace hcaemu::vfio_user {
+
+namespace {
+[[noreturn]] void throw_errno(int err, const std::string& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
+constexpr size_t kRxBufSize = 1u << 16;
+}  // namespace
+
+VfioUserServer::VfioUserServer(std::string socket_path, DeviceBackend& backend, ServerOptions options)
+    : path_(std::move(socket_path)),
+      opts_(options),
+      dispatcher_(backend, *this, options.protocol),
+      decoder_(dispatcher_),
+      rx_buf_(kRxBufSize) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path_.empty() || path_.size() >= sizeof(addr.sun_path))
+    throw_errno(ENAMETOOLONG, "vfio-user socket path empty or too long: " + path_);
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw_errno(EEXIST, "refusing to replace non-socket " + path_);
+    ::unlink(path_.c_str());  // stale socket from an earlier run
+  }
+  listen_fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_fd_) throw_errno(errno, "socket");
+  if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    throw_errno(errno, "bind " + path_);
+  if (::listen(listen_fd_.get(), 4) != 0) throw_errno(errno, "listen " + path_);
+  wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd_) throw_errno(errno, "eventfd");
+
+  thread_ = std::thread([this] { run(); });
+  log().info("vfio-user: listening on {}", path_);
+}
+
+VfioUserServer::~VfioUserServer() { stop(); }
+
+void VfioUserServer::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  wake();
+  thread_.join();
+  if (client_fd_) drop_client("server stopping");
+  listen_fd_.reset();
+  ::unlink(path_.c_str());
+  log().info("vfio-user: stopped {}", path_);
+}
+
+bool VfioUserServer::client_connected() const {
+  std::lock_guard lock(write_mu_);
+  return client_fd_.valid() && !broken_;
+}
+
+void VfioUserServer::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(wake_fd_.get(), &one, sizeof(one));
+}
+
+void VfioUserServer::run() {
+  dispatcher_.set_io_thread(std::this_thread::get_id());
+  while (!stopping_) {
+    pollfd pfd[3] = {{wake_fd_.get(), POLLIN, 0}, {listen_fd_.get(), POLLIN, 0}, {client_fd_.get(), POLLIN, 0}};
+    const nfds_t n = client_fd_ ? 3 : 2;
+    int r = ::poll(pfd, n, -1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      log().error("vfio-user: poll failed: {}", std::strerror(errno));
+      break;
+    }
+    if (pfd[0].revents & POLLIN) {
+      uint64_t v;
+      [[maybe_unused]] auto rr = ::read(wake_fd_.get(), &v, sizeof(v));
+    }
+    if (stopping_) break;
+    if (n == 3 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (!read_client()) drop_client("connection closed");
+    }
+    if (pfd[1].revents & POLLIN) accept_client();
+  }
+}
+
+void VfioUserServer::accept_client() {
+  UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!fd) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      log().warn("vfio-user: accept on {} failed: {}", path_, std::strerror(errno));
+    return;
+  }
+  if (client_fd_) {
+    dispatcher_.count_reject(Reject::kSecondClient);
+    log().warn("vfio-user: refused a second client on {} (one is connected)", path_);
+    return;  // fd closes here
+  }
+  // Blocking socket: receives use MSG_DONTWAIT; sends block at most send_timeout.
+  timeval tv{};
+  tv.tv_sec = opts_.send_timeout.count() / 1000;
+  tv.tv_usec = (opts_.send_timeout.count() % 1000) * 1000;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  decoder_.reset();
+  const uint64_t conn = dispatcher_.connect();
+  {
+    std::lock_guard lock(write_mu_);
+    client_fd_ = std::move(fd);
+    client_conn_ = conn;
+    broken_ = false;
+  }
+  accepted_.fetch_add(1);
+  log().info("vfio-user: client connected on {}", path_);
+}
+
+void VfioUserServer::drop_client(const char* why) {
+  {
+    std::lock_guard lock(write_mu_);
+    client_fd_.reset();
+    client_conn_ = 0;
+    broken_ = false;
+  }
+  decoder_.reset();
+  dispatcher_.disconnect();
+  log().info("vfio-user: client disconnected from {} ({})", path_, why);
+}
+
+// Reads what is available, never more than the decoder wants, so that SCM_RIGHTS fds (which the
+// kernel delivers with the first byte of the sendmsg that carried them) attach to their header.
+bool VfioUserServer::read_client() {
+  for (int rounds = 0; rounds < 64; ++rounds) {
+    const size_t want = std::min(decoder_.want(), rx_buf_.size());
+    iovec iov{rx_buf_.data(), want};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kMaxMsgFds)];
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctrl;
+    mh.msg_controllen = sizeof(ctrl);
+    ssize_t n = ::recvmsg(client_fd_.get(), &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      return false;
+    }
+    std::vector<UniqueFd> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        fds.emplace_back(fd);
+      }
+    }
+    const bool truncated = (mh.msg_flags & MSG_CTRUNC) != 0;  // the kernel closed what did not fit
+    if (n == 0) return false;                                   // fds (if any) close with `fds`
+    if (!decoder_.consume(std::span<const uint8_t>(rx_buf_.data(), size_t(n)), std::move(fds), truncated))
+      return false;
+    {
+      std::lock_guard lock(write_mu_);
+      if (broken_) return false;
+    }
+  }
+  return true;  // more may be pending; poll will report it again
+}
+
+bool VfioUserServer::send(uint64_t conn, std::vector<uint8_t> bytes) {
+  std::lock_guard lock(write_mu_);
+  if (!client_fd_ || broken_ || conn != client_conn_) return false;
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(client_fd_.get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      log().warn("vfio-user: send on {} failed: {}; dropping the client", path_,
+                 n < 0 ? std::strerror(errno) : "closed");
+      broken_ = true;
+      ::shutdown(client_fd_.get(), SHUT_RDWR);  // the I/O thread sees EOF and disconnects
+      if (std::this_thread::get_id() != thread_.get_id()) wake();
+      return false;
+    }
+    off += size_t(n);
+  }
+  return true;
+}
+
+}  // namespace hcaemu::vfio_user

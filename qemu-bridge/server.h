@@ -1,0 +1,89 @@
+#pragma once
+// A vfio-user server for one PCIe function: listens on an AF_UNIX stream socket, serves one
+// client (QEMU's vfio-user-pci) at a time, and connects it to a DeviceBackend.
+//
+// Threads:
+//  * One I/O thread per server runs a poll loop over the listen socket, the client socket and an
+//    eventfd (stop/wake). It reads messages, validates them and calls the backend
+//    (region_info, irq_count, region_read/region_write/reset, connection_changed) in arrival order.
+//  * Backend completions may run on any thread; the reply is written from there. Socket writes
+//    are serialised by a mutex, and a reply for a connection that has gone away is dropped.
+//  * host_memory() and msix() are callable from any thread (the SystemC kernel thread).
+//    host_memory() on an fd-less map sends DMA_READ/WRITE and waits for the reply (the I/O thread
+//    demultiplexes it); calling that from the I/O thread itself is refused (EDEADLK -> false).
+//
+// Framing: a header with size < 16 drops the connection (the stream cannot be resynchronised); a
+// size above max_data_xfer_size + 4096 gets an E2BIG reply and its body is skipped.
+// Disconnect: DMA maps and IRQ fds are dropped, backend.connection_changed(false) is called, the
+// device state stays, and the next client is accepted. A second client while one is connected is
+// closed at once (and counted as Reject::kSecondClient).
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "pcie/host_port.h"
+#include "qemu-bridge/device_backend.h"
+#include "qemu-bridge/dispatcher.h"
+#include "qemu-bridge/unique_fd.h"
+
+namespace hcaemu::vfio_user {
+
+struct ServerOptions {
+  ProtocolOptions protocol;                     // advertised limits, DMA reply timeout
+  std::chrono::milliseconds send_timeout{5000};  // a client that stops reading this long is dropped
+};
+
+class VfioUserServer final : private MessageSink {
+ public:
+  // Binds and listens on socket_path (a stale socket file is unlinked first; any other existing
+  // file, or a path longer than sun_path, is refused) and starts the I/O thread.
+  // Throws std::system_error on failure.
+  VfioUserServer(std::string socket_path, DeviceBackend& backend, ServerOptions options = {});
+  ~VfioUserServer() override;
+  VfioUserServer(const VfioUserServer&) = delete;
+  VfioUserServer& operator=(const VfioUserServer&) = delete;
+
+  // Joins the I/O thread, drops the client (as a disconnect) and removes the socket file. Idempotent.
+  void stop();
+
+  // Valid for the server's lifetime; thread-safe.
+  pcie::HostMemory& host_memory() { return dispatcher_.dma(); }
+  pcie::MsixSender& msix() { return dispatcher_; }
+  DmaSpace& dma_space() { return dispatcher_.dma(); }
+
+  const std::string& socket_path() const { return path_; }
+  const RejectCounters& rejects() const { return dispatcher_.rejects(); }
+  bool client_connected() const;
+  bool negotiated() const { return dispatcher_.negotiated(); }
+  bool irq_installed(uint32_t index, uint32_t vector) const { return dispatcher_.irq_installed(index, vector); }
+  uint64_t connections_accepted() const { return accepted_.load(); }
+
+ private:
+  bool send(uint64_t conn, std::vector<uint8_t> bytes) override;
+  void run();
+  void accept_client();
+  bool read_client();  // false: drop the connection
+  void drop_client(const char* why);
+  void wake();
+
+  const std::string path_;
+  const ServerOptions opts_;
+  MessageDispatcher dispatcher_;
+  StreamDecoder decoder_;
+  UniqueFd listen_fd_;
+  UniqueFd wake_fd_;
+
+  mutable std::mutex write_mu_;  // guards client_fd_ writes, client_conn_, broken_
+  UniqueFd client_fd_;
+  uint64_t client_conn_ = 0;
+  bool broken_ = false;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> accepted_{0};
+  std::thread thread_;
+  std::vector<uint8_t> rx_buf_;
+};
+
+}  // namespace hcaemu::vfio_user

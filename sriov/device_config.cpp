@@ -1,0 +1,150 @@
+#include "sriov/device_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <fstream>
+#include <stdexcept>
+
+namespace hcaemu::sriov {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+
+void check_known_keys(const json& object, std::initializer_list<const char*> keys, const std::string& where) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool known = false;
+    for (const char* k : keys) known = known || it.key() == k;
+    if (!known) fail("unknown key \"" + where + it.key() + "\"");
+  }
+}
+
+template <typename T>
+void take(const json& object, const char* key, T& out, const std::string& where) {
+  if (!object.contains(key)) return;
+  const json& v = object.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    fail("\"" + where + key + "\" must be a non-negative integer");
+  uint64_t raw = v.get<uint64_t>();
+  if (raw > std::numeric_limits<T>::max()) fail("\"" + where + key + "\" is too large");
+  out = T(raw);
+}
+
+uint64_t parse_hex_or_number(const json& v, const std::string& key) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    size_t used = 0;
+    try {
+      uint64_t value = std::stoull(s, &used, 0);
+      if (used == s.size()) return value;
+    } catch (const std::exception&) {
+    }
+  }
+  fail("\"" + key + "\" must be a number or a \"0x...\" string");
+}
+
+void take_function(const json& object, const char* key, FunctionShape& shape) {
+  if (!object.contains(key)) return;
+  const json& f = object.at(key);
+  const std::string where = std::string(key) + ".";
+  if (!f.is_object()) fail("\"" + std::string(key) + "\" must be an object");
+  check_known_keys(f, {"bar0_mib", "msix_vectors"}, where);
+  uint64_t mib = shape.bar0_size >> 20;
+  take(f, "bar0_mib", mib, where);
+  if (mib > (1ull << 20)) fail("\"" + where + "bar0_mib\" is too large");
+  shape.bar0_size = mib << 20;
+  take(f, "msix_vectors", shape.msix_vectors, where);
+}
+
+}  // namespace
+
+void DeviceConfig::validate() const {
+  auto power_of_two_bar = [](uint64_t size, const char* key) {
+    if (size < (1ull << 20) || !std::has_single_bit(size))
+      fail(std::string("\"") + key + ".bar0_mib\" must be a power of two of at least 1");
+  };
+  power_of_two_bar(pf.bar0_size, "pf");
+  power_of_two_bar(vf.bar0_size, "vf");
+  if (pf.msix_vectors < 1 || pf.msix_vectors > 2048) fail("\"pf.msix_vectors\" must be 1..2048");
+  if (vf.msix_vectors < 1 || vf.msix_vectors > 2048) fail("\"vf.msix_vectors\" must be 1..2048");
+  if (total_vfs > 127) fail("\"total_vfs\" must be at most 127 (ConnectX firmware limit per PF)");
+  if (link_generation < 1 || link_generation > 5) fail("\"pcie.generation\" must be 1..5");
+  if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");
+}
+
+DeviceConfig load_device_config(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(file.string() + ": cannot open");
+  DeviceConfig config;
+  try {
+    json root = json::parse(in);
+    if (!root.is_object()) fail("the top level must be an object");
+    check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
+                            "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
+                            "serial_number"},
+                     "");
+    if (root.contains("preset")) {
+      config.preset = root.at("preset").get<std::string>();
+      if (config.preset != "connectx-6dx") fail("unknown preset \"" + config.preset + "\" (known: connectx-6dx)");
+    }
+    take(root, "vendor_id", config.vendor_id, "");
+    take(root, "pf_device_id", config.pf_device_id, "");
+    take(root, "vf_device_id", config.vf_device_id, "");
+    take(root, "subsystem_vendor_id", config.subsystem_vendor_id, "");
+    take(root, "subsystem_id", config.subsystem_id, "");
+    take(root, "revision", config.revision, "");
+    take(root, "total_vfs", config.total_vfs, "");
+    if (root.contains("firmware")) {
+      const std::string v = root.at("firmware").get<std::string>();
+      unsigned major = 0, minor = 0, sub = 0;
+      char extra = 0;
+      if (std::sscanf(v.c_str(), "%u.%u.%u%c", &major, &minor, &sub, &extra) != 3 || major > 0xffff ||
+          minor > 0xffff || sub > 0xffff)
+        fail("\"firmware\" must look like \"22.35.1012\"");
+      config.firmware = {uint16_t(major), uint16_t(minor), uint16_t(sub)};
+    }
+    take_function(root, "pf", config.pf);
+    take_function(root, "vf", config.vf);
+    if (root.contains("pcie")) {
+      const json& p = root.at("pcie");
+      if (!p.is_object()) fail("\"pcie\" must be an object");
+      check_known_keys(p, {"generation", "width"}, "pcie.");
+      take(p, "generation", config.link_generation, "pcie.");
+      take(p, "width", config.link_width, "pcie.");
+    }
+    if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
+    config.validate();
+  } catch (const json::exception& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+  return config;
+}
+
+std::string to_json(const DeviceConfig& c) {
+  char fw[32];
+  std::snprintf(fw, sizeof fw, "%u.%u.%u", c.firmware.major, c.firmware.minor, c.firmware.subminor);
+  char serial[24];
+  std::snprintf(serial, sizeof serial, "0x%016llx", static_cast<unsigned long long>(c.serial_number));
+  json j = {{"preset", c.preset},
+            {"vendor_id", c.vendor_id},
+            {"pf_device_id", c.pf_device_id},
+            {"vf_device_id", c.vf_device_id},
+            {"subsystem_vendor_id", c.subsystem_vendor_id},
+            {"subsystem_id", c.subsystem_id},
+            {"revision", c.revision},
+            {"firmware", fw},
+            {"pf", {{"bar0_mib", c.pf.bar0_size >> 20}, {"msix_vectors", c.pf.msix_vectors}}},
+            {"vf", {{"bar0_mib", c.vf.bar0_size >> 20}, {"msix_vectors", c.vf.msix_vectors}}},
+            {"total_vfs", c.total_vfs},
+            {"pcie", {{"generation", c.link_generation}, {"width", c.link_width}}},
+            {"serial_number", serial}};
+  return j.dump(2);
+}
+
+}  // namespace hcaemu::sriov

@@ -1,0 +1,45 @@
+#pragma once
+// What one emulated HCA looks like: identity, firmware version, BAR sizes, vectors, VF limits and
+// the PCIe link. Defaults are a ConnectX-6 Dx on a PCIe Gen4 x16 link; a JSON file overrides any
+// of them (hcaemu --config). Unknown keys and out-of-range values are errors, not surprises.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "model/init_segment.h"
+
+namespace hcaemu::sriov {
+
+struct FunctionShape {
+  uint64_t bar0_size = 0;     // HCA registers + UAR pages
+  uint32_t msix_vectors = 0;  // MSI-X table size
+};
+
+struct DeviceConfig {
+  std::string preset = "connectx-6dx";
+  uint16_t vendor_id = 0x15b3;
+  uint16_t pf_device_id = 0x101d;
+  uint16_t vf_device_id = 0x101e;
+  uint16_t subsystem_vendor_id = 0x15b3;
+  uint16_t subsystem_id = 0x0016;
+  uint8_t revision = 0;
+  model::FirmwareVersion firmware{22, 35, 1012};
+  FunctionShape pf{32ull << 20, 64};
+  FunctionShape vf{2ull << 20, 16};
+  uint16_t total_vfs = 8;
+  uint8_t link_generation = 4;  // 1..5
+  uint8_t link_width = 16;      // 1, 2, 4, 8, 16, 32
+  uint64_t serial_number = 0x0c42a10300e1d0c0ull;
+
+  // Throws std::runtime_error naming the offending key when the combination is invalid.
+  void validate() const;
+};
+
+// Reads a JSON file; keys not given keep their defaults. Throws std::runtime_error with the file
+// name and the reason on any error.
+DeviceConfig load_device_config(const std::filesystem::path& file);
+
+// The JSON text of a configuration (what `hcaemu --print-config` shows).
+std::string to_json(const DeviceConfig& config);
+
+}  // namespace hcaemu::sriov

@@ -1,0 +1,104 @@
+#include "sriov/hca_device.h"
+
+#include "common/log.h"
+#include "sriov/vf_config_view.h"
+
+namespace hcaemu::sriov {
+
+namespace {
+
+pcie::FunctionConfig pf_function_config(const DeviceConfig& c) {
+  pcie::FunctionConfig f;
+  f.vendor_id = c.vendor_id;
+  f.device_id = c.pf_device_id;
+  f.revision_id = c.revision;
+  f.subsystem_vendor_id = c.subsystem_vendor_id;
+  f.subsystem_id = c.subsystem_id;
+  f.bars = pcie::hca_bars(c.pf.bar0_size);
+  f.msix_vectors = uint16_t(c.pf.msix_vectors);
+  f.link_gen = c.link_generation;
+  f.link_width = c.link_width;
+  f.serial_number = c.serial_number;
+  return f;
+}
+
+SriovConfig sriov_config(const DeviceConfig& c) {
+  SriovConfig s;
+  s.total_vfs = c.total_vfs;
+  s.vf_device_id = c.vf_device_id;
+  s.vf_bars = pcie::hca_bars(c.vf.bar0_size);
+  s.vf_msix_vectors = uint16_t(c.vf.msix_vectors);
+  return s;
+}
+
+pcie::LinkConfig link_config(const DeviceConfig& c) {
+  pcie::LinkConfig l;
+  l.gen = c.link_generation;
+  l.width = c.link_width;
+  return l;
+}
+
+}  // namespace
+
+HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
+    : sc_module(name), config_(config), pf_function_config_(pf_function_config(config)) {
+  config_.validate();
+  pf_pci_ = std::make_unique<pcie::PciFunction>(pf_function_config_);
+  if (config_.total_vfs > 0) {
+    sriov_ = std::make_unique<SriovCapability>(*pf_pci_, sriov_config(config_));
+    sriov_->set_listener(this);
+  }
+  const pcie::LinkConfig link = link_config(config_);
+  pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size, config_.firmware);
+  pf_port_->attach_pf(*pf_pci_);
+  for (uint16_t i = 0; i < config_.total_vfs; ++i) {
+    const std::string vf_name = "vf" + std::to_string(i);
+    auto port = std::make_unique<FunctionPort>(vf_name.c_str(), vf_name, link, config_.vf.bar0_size, config_.firmware);
+    port->set_vf_shape(sriov_->config().vf_bars, config_.vf.msix_vectors);
+    vf_ports_.push_back(std::move(port));
+  }
+}
+
+HcaDevice::~HcaDevice() {
+  if (sriov_) sriov_->set_listener(nullptr);
+}
+
+std::string HcaDevice::set_num_vfs(uint16_t count) {
+  if (!sriov_) return "this device has no SR-IOV capability (total_vfs is 0)";
+  if (count > sriov_->total_vfs())
+    return "asked for " + std::to_string(count) + " VFs, TotalVFs is " + std::to_string(sriov_->total_vfs());
+  const uint16_t base = sriov_->offset();
+  // Memory space first, as a PF driver has it on before it touches SR-IOV.
+  uint16_t command = uint16_t(pf_pci_->config_read(pcie::regs::kCommand, 2));
+  pf_pci_->config_write(pcie::regs::kCommand, 2, command | pcie::regs::kCmdMemorySpace | pcie::regs::kCmdBusMaster);
+  uint16_t control = uint16_t(pf_pci_->config_read(base + sr::kControl, 2));
+  pf_pci_->config_write(base + sr::kControl, 2, control & ~(sr::kCtlVfEnable | sr::kCtlVfMse));
+  if (count == 0) return {};
+  pf_pci_->config_write(base + sr::kNumVfs, 2, count);
+  if (sriov_->num_vfs() != count) return "the SR-IOV capability refused NumVFs = " + std::to_string(count);
+  control = uint16_t(pf_pci_->config_read(base + sr::kControl, 2));
+  pf_pci_->config_write(base + sr::kControl, 2, control | sr::kCtlVfEnable | sr::kCtlVfMse);
+  if (!sriov_->vf_enabled()) return "VF Enable did not stick";
+  return {};
+}
+
+void HcaDevice::vfs_enabled(uint16_t num_vfs) {
+  for (uint16_t i = 0; i < num_vfs && i < vf_ports_.size(); ++i) {
+    auto view = std::make_unique<VfConfigView>(make_vf_function_config(pf_function_config_, sriov_->config()),
+                                               *sriov_, i, config_.vendor_id);
+    vf_ports_[i]->attach_vf(std::move(view));
+  }
+  enabled_vfs_ = num_vfs;
+  log().info("sriov: {} VF(s) enabled (routing IDs from PF + {} stride {})", num_vfs, sriov_->first_vf_offset(),
+             sriov_->vf_stride());
+  if (vfs_changed_) vfs_changed_(num_vfs);
+}
+
+void HcaDevice::vfs_disabled() {
+  for (auto& port : vf_ports_) port->detach_vf();
+  log().info("sriov: VFs disabled ({} removed)", enabled_vfs_);
+  enabled_vfs_ = 0;
+  if (vfs_changed_) vfs_changed_(0);
+}
+
+}  // namespace hcaemu::sriov

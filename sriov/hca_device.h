@@ -1,0 +1,55 @@
+#pragma once
+// One emulated HCA: the PF, its VFs (one port each, built at elaboration for TotalVFs because
+// SystemC modules cannot be created later; a VF *exists* only while the PF's SR-IOV capability has
+// VF Enable set), and the configuration they were built from.
+#include <systemc>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pcie/pci_function.h"
+#include "sriov/device_config.h"
+#include "sriov/function_port.h"
+#include "sriov/sriov_capability.h"
+
+namespace hcaemu::sriov {
+
+class HcaDevice : public sc_core::sc_module, private SriovListener {
+ public:
+  HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config);
+  ~HcaDevice() override;
+
+  const DeviceConfig& config() const { return config_; }
+  FunctionPort& pf() { return *pf_port_; }
+  FunctionPort& vf(unsigned index) { return *vf_ports_.at(index); }
+  unsigned vf_ports() const { return unsigned(vf_ports_.size()); }
+  uint16_t enabled_vfs() const { return enabled_vfs_; }
+  pcie::PciFunction& pf_pci() { return *pf_pci_; }
+  SriovCapability& sriov() { return *sriov_; }
+
+  // What a host admin's `echo N > sriov_numvfs` makes the PF driver do, as config writes to the
+  // PF's SR-IOV capability: clear VF Enable, write NumVFs, then set VF Enable and VF MSE.
+  // N = 0 only disables. Kernel thread. Returns an empty string or the reason it failed.
+  std::string set_num_vfs(uint16_t count);
+
+  // Called (kernel thread) after VFs appear (count) or disappear (0).
+  void on_vfs_changed(std::function<void(uint16_t count)> fn) { vfs_changed_ = std::move(fn); }
+
+ private:
+  void vfs_enabled(uint16_t num_vfs) override;
+  void vfs_disabled() override;
+  void vf_memory_space_changed(bool enabled) override {}
+
+  DeviceConfig config_;
+  pcie::FunctionConfig pf_function_config_;
+  std::unique_ptr<pcie::PciFunction> pf_pci_;
+  std::unique_ptr<SriovCapability> sriov_;
+  std::unique_ptr<FunctionPort> pf_port_;
+  std::vector<std::unique_ptr<FunctionPort>> vf_ports_;
+  uint16_t enabled_vfs_ = 0;
+  std::function<void(uint16_t)> vfs_changed_;
+};
+
+}  // namespace hcaemu::sriov
