@@ -1,0 +1,170 @@
+// A host enumerates the HCA through its PCIe face the way firmware and Linux do: IDs, capability
+// walk, BAR sizing, memory enable, the init segment over BAR0, a command through the command
+// queue, then SR-IOV: VFs appear through the PF's capability and enumerate like the PF.
+#include <gtest/gtest.h>
+
+#include "model/init_segment.h"
+#include "testbench/systemc/host_model.h"
+
+namespace hcaemu::testbench {
+namespace {
+
+using H = SystemCHost;
+constexpr uint64_t kPfBar0 = 0x800000000ull;
+
+void enable_memory(sriov::FunctionFace& f, uint64_t bar0) {
+  H::cfg_write(f, 0x10, 4, uint32_t(bar0));
+  H::cfg_write(f, 0x14, 4, uint32_t(bar0 >> 32));
+  H::cfg_write(f, 0x04, 2, 0x6);  // memory space + bus master
+}
+
+TEST(Enumeration, PfIdentityAndCapabilities) {
+  H::instance().run([] {
+    auto& pf = H::instance().device().pf();
+    EXPECT_EQ(H::cfg_read(pf, 0x00, 2), 0x15b3u);
+    EXPECT_EQ(H::cfg_read(pf, 0x02, 2), 0x101du);
+    EXPECT_EQ(H::cfg_read(pf, 0x08, 4) >> 8, 0x020000u) << "Ethernet controller";
+    EXPECT_EQ(H::cfg_read(pf, 0x0e, 1) & 0x7f, 0u) << "type 0 header";
+    EXPECT_EQ(H::cfg_read(pf, 0x3d, 1), 0u) << "no INTx pin: MSI-X only";
+
+    uint16_t exp = H::find_capability(pf, 0x10);
+    ASSERT_NE(exp, 0);
+    EXPECT_EQ((H::cfg_read(pf, exp + 2, 2) >> 4) & 0xf, 0u) << "PCI Express Endpoint";
+    uint32_t link_cap = H::cfg_read(pf, exp + 0x0c, 4);
+    EXPECT_EQ(link_cap & 0xf, 4u) << "Gen4 (16 GT/s) from the configuration";
+    EXPECT_EQ((link_cap >> 4) & 0x3f, 16u) << "x16";
+    EXPECT_TRUE(H::cfg_read(pf, exp + 4, 4) & (1u << 28)) << "FLR capable";
+    EXPECT_NE(H::find_capability(pf, 0x01), 0) << "power management";
+    uint16_t msix = H::find_capability(pf, 0x11);
+    ASSERT_NE(msix, 0);
+    EXPECT_EQ((H::cfg_read(pf, msix + 2, 2) & 0x7ff) + 1, 64u);
+    EXPECT_EQ(H::cfg_read(pf, msix + 4, 4) & 0x7, 2u) << "table in BAR2";
+    EXPECT_NE(H::find_ext_capability(pf, 0x000e), 0) << "ARI";
+    uint16_t dsn = H::find_ext_capability(pf, 0x0003);
+    ASSERT_NE(dsn, 0);
+    uint64_t serial = H::cfg_read(pf, dsn + 4, 4) | (uint64_t(H::cfg_read(pf, dsn + 8, 4)) << 32);
+    EXPECT_EQ(serial, H::instance().device().config().serial_number);
+    EXPECT_NE(H::find_ext_capability(pf, 0x0010), 0) << "SR-IOV on the PF";
+  });
+}
+
+TEST(Enumeration, PfBarSizing) {
+  H::instance().run([] {
+    auto& pf = H::instance().device().pf();
+    uint32_t flags = 0;
+    EXPECT_EQ(H::size_bar(pf, 0, &flags), 32ull << 20);
+    EXPECT_EQ(flags, 0xcu) << "64-bit prefetchable";
+    EXPECT_EQ(H::size_bar(pf, 2, &flags), 16ull << 10);
+    EXPECT_EQ(flags, 0x4u) << "64-bit, not prefetchable";
+    EXPECT_EQ(H::size_bar(pf, 4), 0u);
+    EXPECT_EQ(H::cfg_read(pf, 0x30, 4), 0u) << "no expansion ROM";
+  });
+}
+
+TEST(Enumeration, InitSegmentOverBar0CostsModelTime) {
+  H::instance().run([] {
+    auto& pf = H::instance().device().pf();
+    H::cfg_write(pf, 0x04, 2, 0);
+    EXPECT_EQ(H::reg_read(pf, 0), 0xffffffffu) << "memory space disabled: master abort";
+    enable_memory(pf, kPfBar0);
+    const sc_core::sc_time before = sc_core::sc_time_stamp();
+    uint32_t fw = H::reg_read(pf, model::init_seg::kFwRev);
+    const sc_core::sc_time after = sc_core::sc_time_stamp();
+    EXPECT_EQ(fw & 0xffff, 22u);
+    EXPECT_EQ(fw >> 16, 35u);
+    EXPECT_EQ(H::reg_read(pf, model::init_seg::kCmdifRevFwSub) >> 16, 5u);
+    EXPECT_EQ(H::reg_read(pf, model::init_seg::kInitializing) >> 31, 0u);
+    EXPECT_GE(after - before, sc_core::sc_time(1, sc_core::SC_US)) << "a non-posted read crosses the link twice";
+    uint32_t h1 = H::reg_read(pf, model::init_seg::kHealthCounter);
+    uint32_t h2 = H::reg_read(pf, model::init_seg::kHealthCounter);
+    EXPECT_NE(h1, h2);
+  });
+}
+
+TEST(Enumeration, CommandThroughTheQueueGetsAnAnswer) {
+  H::instance().run([] {
+    auto& host = H::instance();
+    auto& pf = host.device().pf();
+    enable_memory(pf, kPfBar0);
+    const uint64_t queue = H::kRamBase + 0x1000;
+    H::reg_write(pf, model::init_seg::kCmdqAddrHigh, uint32_t(queue >> 32));
+    H::reg_write(pf, model::init_seg::kCmdqAddrLowSize, uint32_t(queue));
+    uint8_t* entry = host.ram().at(queue + 3 * 64);
+    std::memset(entry, 0, 64);
+    entry[0] = 7;
+    store_be32(entry + 0x04, 16);
+    store_be16(entry + 0x10, 0x104);  // ENABLE_HCA
+    store_be32(entry + 0x38, 16);
+    entry[0x3f] = 1;
+    H::reg_write(pf, model::init_seg::kCmdDoorbell, 1u << 3);
+    wait(sc_core::sc_time(10, sc_core::SC_US));
+    EXPECT_EQ(entry[0x3f], 0) << "ownership returned, delivery OK";
+    EXPECT_EQ(entry[0x20], uint8_t(model::CommandStatus::kBadOpcode)) << "no command is implemented yet";
+    EXPECT_EQ(load_be32(entry + 0x24), model::Firmware::unsupported_syndrome(0x104));
+  });
+}
+
+TEST(Enumeration, SriovCreatesAndDestroysVfs) {
+  H::instance().run([] {
+    auto& device = H::instance().device();
+    auto& pf = device.pf();
+    const uint16_t sriov = H::find_ext_capability(pf, 0x0010);
+    ASSERT_NE(sriov, 0);
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x0e, 2), 4u) << "TotalVFs";
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x1a, 2), 0x101eu) << "VF Device ID";
+    EXPECT_FALSE(device.vf(0).present());
+
+    // What Linux's sriov_enable does: NumVFs, then VF Enable + VF MSE.
+    H::cfg_write(pf, sriov + 0x10, 2, 2);
+    H::cfg_write(pf, sriov + 0x08, 2, 0x9);
+    EXPECT_EQ(device.enabled_vfs(), 2);
+    EXPECT_TRUE(device.vf(0).present());
+    EXPECT_TRUE(device.vf(1).present());
+    EXPECT_FALSE(device.vf(2).present());
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x14, 2), 1u) << "First VF Offset";
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x16, 2), 1u) << "VF Stride";
+    EXPECT_EQ(device.sriov().vf_routing_id(0x0100, 1), 0x0102) << "PF 01:00.0 -> VF1 at 01:00.2";
+
+    auto& vf = device.vf(1);
+    EXPECT_EQ(H::cfg_read(vf, 0x00, 2), 0x15b3u) << "passthrough view shows the real vendor";
+    EXPECT_EQ(H::cfg_read(vf, 0x02, 2), 0x101eu);
+    EXPECT_EQ(H::find_ext_capability(vf, 0x0010), 0) << "a VF has no SR-IOV capability";
+    EXPECT_NE(H::find_capability(vf, 0x11), 0);
+    EXPECT_EQ(H::size_bar(vf, 0), device.config().vf.bar0_size);
+    enable_memory(vf, 0x900000000ull);
+    uint32_t fw = H::reg_read(vf, model::init_seg::kFwRev);
+    EXPECT_EQ(fw & 0xffff, 22u) << "the VF's own init segment";
+
+    // An FLR of the VF resets the VF alone.
+    const uint64_t queue = H::kRamBase + 0x8000;
+    H::reg_write(vf, model::init_seg::kCmdqAddrLowSize, uint32_t(queue));
+    EXPECT_TRUE(vf.hca().init_segment().command_queue_configured());
+    const uint16_t vf_exp = H::find_capability(vf, 0x10);
+    H::cfg_write(vf, vf_exp + 0x08, 2, H::cfg_read(vf, vf_exp + 0x08, 2) | 0x8000);
+    EXPECT_FALSE(vf.hca().init_segment().command_queue_configured());
+    EXPECT_EQ(H::cfg_read(vf, vf_exp + 0x08, 2) & 0x8000, 0u) << "Initiate FLR reads 0";
+    EXPECT_EQ(device.enabled_vfs(), 2) << "a VF's FLR leaves the other VFs";
+
+    // NumVFs is locked while VFs are enabled; clearing VF Enable destroys them.
+    H::cfg_write(pf, sriov + 0x10, 2, 3);
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x10, 2), 2u);
+    H::cfg_write(pf, sriov + 0x08, 2, 0);
+    EXPECT_EQ(device.enabled_vfs(), 0);
+    EXPECT_FALSE(vf.present());
+    EXPECT_EQ(H::cfg_read(vf, 0x00, 4), 0xffffffffu) << "a destroyed VF answers nothing";
+  });
+}
+
+TEST(Enumeration, HostAdminPathEnablesVfsLikeSriovNumvfs) {
+  H::instance().run([] {
+    auto& device = H::instance().device();
+    EXPECT_EQ(device.set_num_vfs(3), "");
+    EXPECT_EQ(device.enabled_vfs(), 3);
+    EXPECT_NE(device.set_num_vfs(9), "") << "more than TotalVFs";
+    EXPECT_EQ(device.set_num_vfs(0), "");
+    EXPECT_EQ(device.enabled_vfs(), 0);
+  });
+}
+
+}  // namespace
+}  // namespace hcaemu::testbench
