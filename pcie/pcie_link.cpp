@@ -8,12 +8,13 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, LinkDire
   target.register_transport_dbg(this, &PcieLink::transport_dbg);
 }
 
-sc_core::sc_time PcieLink::cost(tlm::tlm_command cmd, uint64_t bytes) const {
+sc_core::sc_time PcieLink::cost(const LinkTiming& timing, LinkDirection dir, tlm::tlm_command cmd, uint64_t bytes) {
   Nanos t{0};
+  const bool mmio = dir == LinkDirection::kHostToDevice;
   if (cmd == tlm::TLM_READ_COMMAND)
-    t = dir_ == LinkDirection::kHostToDevice ? timing_.mmio_read_latency(uint32_t(bytes)) : timing_.dma_read_time(bytes);
+    t = mmio ? timing.mmio_read_latency(uint32_t(bytes)) : timing.dma_read_time(bytes);
   else if (cmd == tlm::TLM_WRITE_COMMAND)
-    t = dir_ == LinkDirection::kHostToDevice ? timing_.mmio_write_latency(uint32_t(bytes)) : timing_.dma_write_time(bytes);
+    t = mmio ? timing.mmio_write_latency(uint32_t(bytes)) : timing.dma_write_time(bytes);
   // TLM_IGNORE_COMMAND carries nothing over the link.
   // Round to whole picoseconds (SystemC's default resolution) so results are reproducible.
   return sc_core::sc_time(double(int64_t(t.count() * 1000.0 + 0.5)), sc_core::SC_PS);

@@ -23,7 +23,9 @@ class PcieLink : public sc_core::sc_module {
 
   const LinkTiming& timing() const { return timing_; }
   // The delay this link adds to a transaction of `cmd` carrying `bytes`.
-  sc_core::sc_time cost(tlm::tlm_command cmd, uint64_t bytes) const;
+  sc_core::sc_time cost(tlm::tlm_command cmd, uint64_t bytes) const { return cost(timing_, dir_, cmd, bytes); }
+  // The same without a module (usable outside elaboration, e.g. by a quantum keeper's owner).
+  static sc_core::sc_time cost(const LinkTiming& t, LinkDirection dir, tlm::tlm_command cmd, uint64_t bytes);
   uint64_t transactions() const { return transactions_; }
 
  private:

@@ -64,6 +64,10 @@ MessageDispatcher::MessageDispatcher(DeviceBackend& backend, MessageSink& sink, 
 
 MessageDispatcher::~MessageDispatcher() {
   fail_pending(ESHUTDOWN);
+  detach_sink();
+}
+
+void MessageDispatcher::detach_sink() {
   std::lock_guard lock(path_->mu);
   path_->sink = nullptr;  // late backend completions go nowhere
 }
@@ -483,7 +487,7 @@ bool StreamDecoder::consume(std::span<const uint8_t> bytes, std::vector<UniqueFd
     // misplaced and the message is refused. In a skipped body they are simply closed.
     const bool at_header_start = phase_ == Phase::kHeader && got_ == 0;
     if (phase_ != Phase::kSkip) {
-      cur_.fds_bad |= fds_truncated || !at_header_start || cur_.fds.size() + fds.size() > kMaxMsgFds;
+      cur_.fds_bad |= fds_truncated || !at_header_start || cur_.fds.size() + fds.size() > d_.max_msg_fds();
       for (auto& fd : fds) cur_.fds.push_back(std::move(fd));
     }
     fds.clear();

@@ -3,6 +3,7 @@
 // tracks our own DMA_READ/WRITE requests, owns the DMA map table and the IRQ eventfds. The server
 // (server.h) feeds it messages read from the socket; tests and the fuzzer feed it bytes through a
 // StreamDecoder. Outgoing bytes leave through a MessageSink.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -93,6 +94,10 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   // NO_REPLY, and the stream carries on with the next header.
   Framing check_header(const Header& h);
   uint32_t max_message_size() const { return opts_.max_data_xfer_size + kMessageOverhead; }
+  uint32_t max_msg_fds() const { return std::min(opts_.max_msg_fds, kMaxMsgFds); }
+  // Stops all output: later completions and DMA requests go nowhere. Called by the owner of the
+  // sink before the sink goes away.
+  void detach_sink();
 
   // Connection lifecycle, called on the thread that drives handle().
   uint64_t connect();   // returns the new connection generation; calls backend.connection_changed(true)

@@ -51,7 +51,10 @@ VfioUserServer::VfioUserServer(std::string socket_path, DeviceBackend& backend, 
   log().info("vfio-user: listening on {}", path_);
 }
 
-VfioUserServer::~VfioUserServer() { stop(); }
+VfioUserServer::~VfioUserServer() {
+  stop();
+  dispatcher_.detach_sink();  // completions that arrive from now on must not reach our members
+}
 
 void VfioUserServer::stop() {
   if (!thread_.joinable()) return;

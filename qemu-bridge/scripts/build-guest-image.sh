@@ -187,11 +187,16 @@ rm -rf "$ROOT"/usr/lib/x86_64-linux-gnu/gconv "$ROOT"/usr/share/initramfs-tools 
 
 BB=$ROOT/usr/bin/busybox
 [ -x "$BB" ] || die "busybox missing"
-# Busybox applet links, without replacing real programs (iproute2's ip, pciutils' lspci).
+# Busybox applet links in their usual directories (the kernel runs /sbin/modprobe for
+# request_module), without replacing real programs (iproute2's ip, pciutils' lspci).
 while read -r a; do
     n=${a##*/}
     [ -e "$ROOT/usr/bin/$n" ] || [ -e "$ROOT/usr/sbin/$n" ] || [ -L "$ROOT/usr/bin/$n" ] \
-        || [ -L "$ROOT/usr/sbin/$n" ] || ln -s busybox "$ROOT/usr/bin/$n"
+        || [ -L "$ROOT/usr/sbin/$n" ] && continue
+    case $a in
+        sbin/*|usr/sbin/*) ln -s ../bin/busybox "$ROOT/usr/sbin/$n" ;;
+        *) ln -s busybox "$ROOT/usr/bin/$n" ;;
+    esac
 done < <("$BB" --list-full)
 ln -sf busybox "$ROOT/usr/bin/sh"
 
@@ -205,7 +210,7 @@ mkdir -p "$ROOT/etc/hcavm"
         n=${a##*/}
         for d in usr/sbin usr/bin; do
             f=$ROOT/$d/$n
-            if [ -e "$f" ] && ! [ -L "$f" -a "$(readlink "$f")" = busybox ]; then
+            if [ -e "$f" ]; then
                 case $(readlink -f "$f") in */busybox) continue ;; esac
                 printf '%s() { /%s/%s "$@"; }\n' "$n" "$d" "$n"
                 break
@@ -296,7 +301,6 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=0755 tmpfs /run
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-[ -e /proc/sys/kernel/printk ] && echo 4 >/proc/sys/kernel/printk
 hostname hcavm
 ulimit -l unlimited 2>/dev/null
 echo; echo "hcavm: init started ($(cat /proc/uptime | cut -d' ' -f1) s after kernel start)"
