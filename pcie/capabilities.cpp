@@ -141,10 +141,10 @@ void install_standard_layout(ConfigSpace& cs, const FunctionConfig& c, ExtCapCha
   install_pcie_cap(cs, c, kPmCapOffset);
   install_pm_cap(cs, c, kMsixCapOffset);
   install_msix_cap(cs, c, 0);
-  const uint16_t ari = ext.append(kExtCapIdAri, 1, kAriCapSize);
-  install_ari_cap(cs, ari, c);
   const uint16_t dsn = ext.append(kExtCapIdDsn, 1, kDsnCapSize);
   install_dsn_cap(cs, dsn, c);
+  const uint16_t ari = ext.append(kExtCapIdAri, 1, kAriCapSize);
+  install_ari_cap(cs, ari, c);
   if (ari != kAriCapOffset || dsn != kDsnCapOffset) throw std::logic_error("ext cap layout drifted from pci_regs.h");
 }
 

@@ -66,8 +66,10 @@ inline constexpr uint16_t kPcieCapOffset = 0x40;  // 0x3C bytes, to 0x7B
 inline constexpr uint16_t kPmCapOffset = 0x80;    // 8 bytes
 inline constexpr uint16_t kMsixCapOffset = 0x90;  // 12 bytes
 inline constexpr uint16_t kExtCapStart = 0x100;   // PCIe §7.6: the first extended header is here
-inline constexpr uint16_t kAriCapOffset = 0x100;  // 8 bytes
-inline constexpr uint16_t kDsnCapOffset = 0x110;  // 12 bytes
+// DSN comes first: QEMU hides ARI and SR-IOV from its guests, and a hidden capability at 0x100
+// shows in the guest as a "Null" header; DSN at 0x100 keeps the guest's list clean.
+inline constexpr uint16_t kDsnCapOffset = 0x100;  // 12 bytes
+inline constexpr uint16_t kAriCapOffset = 0x110;  // 8 bytes
 inline constexpr uint16_t kFirstFreeExtOffset = 0x120;  // SR-IOV lands here on the PF
 inline constexpr unsigned kExtCapAlign = 16;      // our allocator's alignment (spec needs only 4)
 

@@ -143,10 +143,10 @@ TEST_F(PfTest, CapabilityWalkLikeLinux) {
   const auto ext = walk_ext_caps(rd, loop);
   EXPECT_FALSE(loop);
   ASSERT_EQ(ext.size(), 2u) << "no SR-IOV on a bare PciFunction";
-  EXPECT_EQ(ext[0].id, kExtCapIdAri);
+  EXPECT_EQ(ext[0].id, kExtCapIdDsn);
   EXPECT_EQ(ext[0].offset, 0x100);
   EXPECT_EQ(ext[0].version, 1);
-  EXPECT_EQ(ext[1].id, kExtCapIdDsn);
+  EXPECT_EQ(ext[1].id, kExtCapIdAri);
   EXPECT_EQ(find_capability(f.config_space(), kCapIdMsix), kMsixCapOffset);
   EXPECT_EQ(find_ext_capability(f.config_space(), kExtCapIdDsn), kDsnCapOffset);
   EXPECT_EQ(find_ext_capability(f.config_space(), kExtCapIdSriov), 0);

@@ -41,8 +41,8 @@ TEST_F(SriovTest, FoundByLinuxStyleWalkWithRoFields) {
   const auto ext = test::walk_ext_caps(cfg_rd, loop);
   EXPECT_FALSE(loop);
   ASSERT_EQ(ext.size(), 3u);
-  EXPECT_EQ(ext[0].id, kExtCapIdAri);
-  EXPECT_EQ(ext[1].id, kExtCapIdDsn);
+  EXPECT_EQ(ext[0].id, kExtCapIdDsn);
+  EXPECT_EQ(ext[1].id, kExtCapIdAri);
   EXPECT_EQ(ext[2].id, kExtCapIdSriov);
   EXPECT_EQ(ext[2].version, 1);
   EXPECT_EQ(ext[2].offset, kFirstFreeExtOffset);

@@ -79,8 +79,8 @@ TEST_F(VfViewTest, CapsOnAVf) {
   const auto ext = test::walk_ext_caps(rd, loop);
   EXPECT_FALSE(loop);
   ASSERT_EQ(ext.size(), 2u) << "ARI + DSN, no SR-IOV on a VF";
-  EXPECT_EQ(ext[0].id, kExtCapIdAri);
-  EXPECT_EQ(ext[1].id, kExtCapIdDsn);
+  EXPECT_EQ(ext[0].id, kExtCapIdDsn);
+  EXPECT_EQ(ext[1].id, kExtCapIdAri);
   EXPECT_EQ(view->config_read(kDsnCapOffset + kDsnLow, 4), pf.config_read(kDsnCapOffset + kDsnLow, 4));
 }
 
