@@ -43,6 +43,8 @@ void KernelQueue::worker() {
     }
     if (stop_requested_) {
       inbox_.detach();
+      // A requested stop is the normal way out, not news worth SystemC's info banner.
+      sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
       sc_core::sc_stop();
       return;
     }

@@ -69,8 +69,8 @@ void DeviceConfig::validate() const {
   };
   power_of_two_bar(pf.bar0_size, "pf");
   power_of_two_bar(vf.bar0_size, "vf");
-  if (pf.msix_vectors < 1 || pf.msix_vectors > 2048) fail("\"pf.msix_vectors\" must be 1..2048");
-  if (vf.msix_vectors < 1 || vf.msix_vectors > 2048) fail("\"vf.msix_vectors\" must be 1..2048");
+  if (pf.msix_vectors < 1 || pf.msix_vectors > 512) fail("\"pf.msix_vectors\" must be 1..512 (the table shares BAR2 with the PBA)");
+  if (vf.msix_vectors < 1 || vf.msix_vectors > 512) fail("\"vf.msix_vectors\" must be 1..512 (the table shares BAR2 with the PBA)");
   if (total_vfs > 127) fail("\"total_vfs\" must be at most 127 (ConnectX firmware limit per PF)");
   if (link_generation < 1 || link_generation > 5) fail("\"pcie.generation\" must be 1..5");
   if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");

@@ -1,0 +1,82 @@
+#include "sriov/device_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace hcaemu::sriov {
+namespace {
+
+class DeviceConfigTest : public ::testing::Test {
+ protected:
+  std::filesystem::path write(const std::string& text) {
+    auto path = std::filesystem::temp_directory_path() / ("hcaemu-config-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (auto& p : paths_) std::filesystem::remove(p);
+  }
+  std::string error_of(const std::string& text) {
+    try {
+      load_device_config(write(text));
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::vector<std::filesystem::path> paths_;
+};
+
+TEST_F(DeviceConfigTest, DefaultsAreAConnectX6Dx) {
+  DeviceConfig c;
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_EQ(c.vendor_id, 0x15b3);
+  EXPECT_EQ(c.pf_device_id, 0x101d);
+  EXPECT_EQ(c.vf_device_id, 0x101e);
+  EXPECT_EQ(c.link_generation, 4);
+}
+
+TEST_F(DeviceConfigTest, FileOverridesOnlyWhatItNames) {
+  DeviceConfig c = load_device_config(write(
+      R"({"firmware":"22.36.1010","total_vfs":4,"vf":{"msix_vectors":8},"pcie":{"generation":3},"serial_number":"0x1234"})"));
+  EXPECT_EQ(c.firmware.major, 22);
+  EXPECT_EQ(c.firmware.minor, 36);
+  EXPECT_EQ(c.firmware.subminor, 1010);
+  EXPECT_EQ(c.total_vfs, 4);
+  EXPECT_EQ(c.vf.msix_vectors, 8u);
+  EXPECT_EQ(c.vf.bar0_size, 2ull << 20) << "untouched default";
+  EXPECT_EQ(c.link_generation, 3);
+  EXPECT_EQ(c.serial_number, 0x1234u);
+}
+
+TEST_F(DeviceConfigTest, PrintedConfigReadsBackTheSame) {
+  DeviceConfig c;
+  c.total_vfs = 3;
+  c.firmware = {1, 2, 3};
+  DeviceConfig back = load_device_config(write(to_json(c)));
+  EXPECT_EQ(to_json(back), to_json(c));
+}
+
+TEST_F(DeviceConfigTest, BadInputNamesTheKey) {
+  EXPECT_NE(error_of(R"({"totl_vfs":2})").find("totl_vfs"), std::string::npos);
+  EXPECT_NE(error_of(R"({"total_vfs":500})").find("total_vfs"), std::string::npos);
+  EXPECT_NE(error_of(R"({"total_vfs":-1})").find("total_vfs"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pf":{"bar0_mib":3}})").find("bar0_mib"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pf":{"msix_vectors":0}})").find("msix_vectors"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pcie":{"width":3}})").find("width"), std::string::npos);
+  EXPECT_NE(error_of(R"({"firmware":"22.x"})").find("firmware"), std::string::npos);
+  EXPECT_NE(error_of(R"({"preset":"connectx-9"})").find("preset"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pf": 4})").find("pf"), std::string::npos);
+  EXPECT_NE(error_of("[1,2]"), "");
+  EXPECT_NE(error_of("{ not json"), "");
+  EXPECT_NE(error_of(R"({"vendor_id": 70000})").find("vendor_id"), std::string::npos);
+}
+
+TEST_F(DeviceConfigTest, MissingFileIsAClearError) {
+  EXPECT_THROW(load_device_config("/nonexistent/hcaemu.json"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace hcaemu::sriov
