@@ -1,17 +1,29 @@
 #!/bin/bash
 # The test command: installs what is missing, builds, provisions QEMU and the guest image, then
-# runs every CTest suite (unit, systemc, full-system). Pass CTest arguments to narrow it down,
-# e.g. scripts/run-tests.sh -L unit
+# runs every CTest suite (unit, systemc, full-system). Under CI (CI=true) or with
+# HCAEMU_SANITIZE_TESTS=1 it also builds an ASan/UBSan tree and runs the unit and SystemC suites
+# in it. Extra arguments go to the main CTest run, e.g. scripts/run-tests.sh -L unit
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${HCAEMU_BUILD_DIR:-$ROOT/build}"
+export SC_COPYRIGHT_MESSAGE=DISABLE
+
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh"
-BUILD="${HCAEMU_BUILD_DIR:-$ROOT/build}"
 if [ "${HCAEMU_SKIP_FULL_SYSTEM:-0}" != 1 ]; then
   echo "run-tests: providing QEMU and the guest image (cached under ${HCAEMU_CACHE:-$HOME/.cache/hcaemu})" >&2
   "$ROOT/qemu-bridge/scripts/provide-qemu.sh" >/dev/null
   "$ROOT/qemu-bridge/scripts/build-guest-image.sh" >/dev/null
 fi
-cd "$BUILD"
-export SC_COPYRIGHT_MESSAGE=DISABLE
-ctest --output-on-failure -j "${HCAEMU_TEST_JOBS:-2}" --timeout 900 "$@"
+
+status=0
+(cd "$BUILD" && ctest --output-on-failure -j "${HCAEMU_TEST_JOBS:-2}" --timeout 1200 "$@") || status=$?
+
+if [ "${CI:-}" = true ] || [ "${HCAEMU_SANITIZE_TESTS:-0}" = 1 ]; then
+  echo "run-tests: ASan/UBSan build of the unit and SystemC suites" >&2
+  HCAEMU_BUILD_DIR="$BUILD-asan" "$ROOT/scripts/build.sh" -DHCAEMU_SANITIZE=ON -DHCAEMU_BENCH=OFF \
+    -DHCAEMU_FULL_SYSTEM_TESTS=OFF
+  (cd "$BUILD-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "${HCAEMU_TEST_JOBS:-2}" -L "unit|systemc") || status=$?
+fi
+exit $status
