@@ -13,6 +13,7 @@ FunctionPort::FunctionPort(sc_core::sc_module_name name, std::string function_na
       mmio("mmio"),
       function_name_(std::move(function_name)),
       link_("link", link, pcie::LinkDirection::kHostToDevice),
+      dma_(link),
       hca_("hca", bar0_size, fw) {
   mmio.bind(link_.target);
   link_.initiator.bind(hca_.bar0);
@@ -62,7 +63,14 @@ BarShape FunctionPort::bar_shape(int bar) const {
 
 uint32_t FunctionPort::msix_vectors() const { return pf_ ? pf_->config().msix_vectors : vf_vectors_; }
 
+void FunctionPort::charge_config_access() {
+  sc_core::sc_process_handle current = sc_core::sc_get_current_process_handle();
+  if (current.valid() && current.proc_kind() == sc_core::SC_THREAD_PROC_)
+    wait(sc_core::sc_time(link_.timing().config_access_latency().count(), sc_core::SC_NS));
+}
+
 void FunctionPort::config_read(uint32_t offset, std::span<uint8_t> out) {
+  charge_config_access();
   if (offset >= pcie::ConfigSpace::kSize || out.size() > pcie::ConfigSpace::kSize - offset) {
     std::fill(out.begin(), out.end(), 0xff);
     return;
@@ -76,6 +84,7 @@ void FunctionPort::config_read(uint32_t offset, std::span<uint8_t> out) {
 }
 
 void FunctionPort::config_write(uint32_t offset, std::span<const uint8_t> in) {
+  charge_config_access();
   if (offset >= pcie::ConfigSpace::kSize || in.size() > pcie::ConfigSpace::kSize - offset) return;
   if (pf_)
     pf_->config_write_block(uint16_t(offset), in);
@@ -164,6 +173,9 @@ void FunctionPort::reset() {
   }
 }
 
-void FunctionPort::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) { hca_.attach_host(memory, msix); }
+void FunctionPort::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
+  dma_.attach(memory);
+  hca_.attach_host(memory ? &dma_ : nullptr, msix);
+}
 
 }  // namespace hcaemu::sriov

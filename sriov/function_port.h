@@ -12,6 +12,7 @@
 #include "model/hca_function.h"
 #include "pcie/pci_function.h"
 #include "pcie/pcie_link.h"
+#include "pcie/timed_host_memory.h"
 #include "sriov/function_face.h"
 #include "sriov/sriov_capability.h"
 #include "sriov/vf_config_view.h"
@@ -51,17 +52,20 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
 
   model::HcaFunction& hca() { return hca_; }
   pcie::PcieLink& link() { return link_; }
+  const pcie::TimedHostMemory& dma() const { return dma_; }
   pcie::PciFunction* pci();  // the function's own PCIe state, null when absent
   const FunctionPortCounters& counters() const { return counters_; }
 
  private:
   bool memory_space_enabled() const;
+  void charge_config_access();  // CfgRd/CfgWr round trip in model time
   bool mmio_transport(tlm::tlm_command command, uint64_t offset, uint8_t* data, unsigned length);
   bool msix_access(bool is_write, uint64_t offset, std::span<uint8_t> bytes);
   void wire_resets(pcie::PciFunction& function);
 
   std::string function_name_;
   pcie::PcieLink link_;
+  pcie::TimedHostMemory dma_;  // the device-to-host direction of the same link
   model::HcaFunction hca_;
   pcie::PciFunction* pf_ = nullptr;
   std::unique_ptr<VfConfigView> vf_;

@@ -26,6 +26,9 @@ TEST(Enumeration, PfIdentityAndCapabilities) {
     EXPECT_EQ(H::cfg_read(pf, 0x08, 4) >> 8, 0x020000u) << "Ethernet controller";
     EXPECT_EQ(H::cfg_read(pf, 0x0e, 1) & 0x7f, 0u) << "type 0 header";
     EXPECT_EQ(H::cfg_read(pf, 0x3d, 1), 0u) << "no INTx pin: MSI-X only";
+    const sc_core::sc_time before = sc_core::sc_time_stamp();
+    H::cfg_read(pf, 0, 4);
+    EXPECT_GT(sc_core::sc_time_stamp(), before) << "a config read is a non-posted round trip";
 
     uint16_t exp = H::find_capability(pf, 0x10);
     ASSERT_NE(exp, 0);
@@ -101,6 +104,7 @@ TEST(Enumeration, CommandThroughTheQueueGetsAnAnswer) {
     EXPECT_EQ(entry[0x3f], 0) << "ownership returned, delivery OK";
     EXPECT_EQ(entry[0x20], uint8_t(model::CommandStatus::kBadOpcode)) << "no command is implemented yet";
     EXPECT_EQ(load_be32(entry + 0x24), model::Firmware::unsupported_syndrome(0x104));
+    EXPECT_GT(pf.dma().charged(), sc_core::SC_ZERO_TIME) << "the command's DMA crossed the PCIe link model";
   });
 }
 

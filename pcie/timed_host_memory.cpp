@@ -1,0 +1,26 @@
+#include "pcie/timed_host_memory.h"
+
+namespace hcaemu::pcie {
+
+void TimedHostMemory::charge(Nanos cost) {
+  const sc_core::sc_time t(cost.count(), sc_core::SC_NS);
+  charged_ += t;
+  sc_core::sc_process_handle current = sc_core::sc_get_current_process_handle();
+  if (current.valid() && current.proc_kind() == sc_core::SC_THREAD_PROC_) sc_core::wait(t);
+}
+
+bool TimedHostMemory::read(uint64_t addr, std::span<uint8_t> dst) {
+  if (!memory_) return ++refused_, false;
+  charge(timing_.dma_read_time(dst.size()));
+  if (!memory_->read(addr, dst)) return ++refused_, false;
+  return true;
+}
+
+bool TimedHostMemory::write(uint64_t addr, std::span<const uint8_t> src) {
+  if (!memory_) return ++refused_, false;
+  charge(timing_.dma_write_time(src.size()));
+  if (!memory_->write(addr, src)) return ++refused_, false;
+  return true;
+}
+
+}  // namespace hcaemu::pcie
