@@ -8,6 +8,10 @@ PREFIX="${HCAEMU_PREFIX:-$BUILD/install}"
 JOBS="${HCAEMU_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-${HCAEMU_CACHE:-$HOME/.cache/hcaemu}/ccache}"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+# CI builds a fresh clone in a new folder each time: hash paths relative to the checkout so the
+# cache still hits.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
 echo "build: configuring $BUILD" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE="${HCAEMU_BUILD_TYPE:-RelWithDebInfo}" \
