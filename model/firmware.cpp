@@ -5,14 +5,69 @@
 
 namespace hcaemu::model {
 
+bool CommandCall::need_input(uint32_t bytes) {
+  if (request_.input.size() >= bytes) return true;
+  fail(CommandStatus::kBadInputLength, syndrome(request_.opcode, 0xff01));
+  return false;
+}
+
+bool CommandCall::need_output(uint32_t bytes) {
+  if (output_.size() >= bytes) return true;
+  fail(CommandStatus::kBadOutputLength, syndrome(request_.opcode, 0xff02));
+  return false;
+}
+
+void CommandCall::fail(CommandStatus status, uint32_t syndrome_value) {
+  failed_ = true;
+  std::fill(output_.begin(), output_.end(), 0);
+  set(output_, mbox::kStatus, uint32_t(status));
+  set(output_, mbox::kSyndrome, syndrome_value);
+}
+
+void CommandTable::add(uint16_t opcode, std::string_view name, CommandHandler2 handler) {
+  handlers_[opcode] = Entry{name, std::move(handler)};
+}
+
+const CommandHandler2* CommandTable::find(uint16_t opcode) const {
+  auto it = handlers_.find(opcode);
+  return it == handlers_.end() ? nullptr : &it->second.handler;
+}
+
+std::string_view CommandTable::name(uint16_t opcode) const {
+  auto it = handlers_.find(opcode);
+  return it == handlers_.end() ? command_name(opcode) : it->second.name;
+}
+
+void FunctionContext::reset_objects() {
+  hca_enabled = false;
+  hca_initialized = false;
+  issi = 0;
+  pages.clear();
+}
+
+Firmware::Firmware(FunctionContext& function) : function_(function) { register_lifecycle_commands(table_); }
+
+void Firmware::reset() { function_.reset_objects(); }
+
 void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& output) {
-  ++unsupported_;
-  if (reported_.insert(request.opcode).second)
-    log().warn("firmware: command {} ({:#06x}) op_mod {:#x} is not supported; answering BAD_OPCODE",
-               command_name(request.opcode), request.opcode, request.op_mod);
-  output.assign(16, 0);
-  output[0] = uint8_t(CommandStatus::kBadOpcode);
-  store_be32(&output[4], unsupported_syndrome(request.opcode));
+  output.assign(std::max<uint32_t>(request.output_length, mbox::kHeaderSize), 0);
+  const CommandHandler2* handler = table_.find(request.opcode);
+  if (handler == nullptr) {
+    ++unsupported_;
+    if (reported_.insert(request.opcode).second)
+      log().warn("firmware: command {} ({:#06x}) op_mod {:#x} is not supported; answering BAD_OPCODE",
+                 command_name(request.opcode), request.opcode, request.op_mod);
+    set(output, mbox::kStatus, uint32_t(CommandStatus::kBadOpcode));
+    set(output, mbox::kSyndrome, unsupported_syndrome(request.opcode));
+    return;
+  }
+  CommandCall call(request, output, function_);
+  (*handler)(call);
+  if (call.failed()) {
+    ++failed_;
+    log().debug("firmware: {} failed: status {:#x} syndrome {:#x}", table_.name(request.opcode),
+                get(output, mbox::kStatus), get(output, mbox::kSyndrome));
+  }
 }
 
 }  // namespace hcaemu::model

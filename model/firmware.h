@@ -1,28 +1,41 @@
 #pragma once
-// The firmware personality: what each command opcode does. This walking skeleton knows no command
-// yet (issue 3 brings them); every opcode is answered with the PRM's BAD_OPCODE status and a
-// syndrome that names the opcode, and logged once by name.
+// The firmware personality: what each command opcode does to a function. Handlers live in fw_*.cpp,
+// one file per group of commands; an opcode nobody registered is answered with the PRM's
+// BAD_OPCODE status and a syndrome that names it, and is logged once by name.
 #include <cstdint>
 #include <set>
 #include <vector>
 
 #include "model/command_queue.h"
+#include "model/command_table.h"
+#include "model/function_context.h"
 
 namespace hcaemu::model {
 
+// Registration functions of the handler files.
+void register_lifecycle_commands(CommandTable& table);
+
 class Firmware {
  public:
+  explicit Firmware(FunctionContext& function);
+
   void execute(const CommandRequest& request, std::vector<uint8_t>& output);
 
   // Syndrome reported for an opcode we do not implement (stable, so logs can be matched).
   static uint32_t unsupported_syndrome(uint16_t opcode) { return 0x0bad0000u | opcode; }
 
-  void reset() {}  // nothing to release yet
+  // Function-level reset: every object of the function goes, lifecycle back to the start.
+  void reset();
   uint64_t unsupported_commands() const { return unsupported_; }
+  uint64_t failed_commands() const { return failed_; }
+  const CommandTable& table() const { return table_; }
 
  private:
+  FunctionContext& function_;
+  CommandTable table_;
   std::set<uint16_t> reported_;
   uint64_t unsupported_ = 0;
+  uint64_t failed_ = 0;
 };
 
 }  // namespace hcaemu::model

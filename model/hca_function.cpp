@@ -6,12 +6,15 @@
 
 namespace hcaemu::model {
 
-HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FirmwareVersion fw, HcaTiming timing)
+HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FunctionIdentity identity, FirmwareVersion fw,
+                         HcaTiming timing)
     : sc_module(name),
       bar0("bar0"),
       bar0_size_(bar0_size),
       timing_(timing),
       init_segment_(fw),
+      context_{.identity = identity},
+      firmware_(context_),
       commands_([this](const CommandRequest& request, std::vector<uint8_t>& output) {
         firmware_.execute(request, output);
       }) {
@@ -20,8 +23,8 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Firmw
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
-  memory_ = memory;
-  msix_ = msix;
+  context_.memory = memory;
+  context_.msix = msix;
   if (pending_slots_ != 0) doorbell_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -82,18 +85,18 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
 void HcaFunction::command_engine() {
   for (;;) {
     wait(doorbell_event_);
-    while (pending_slots_ != 0 && memory_ != nullptr) {
+    while (pending_slots_ != 0 && context_.memory != nullptr) {
       const uint32_t slot = uint32_t(std::countr_zero(pending_slots_));
       pending_slots_ &= pending_slots_ - 1;
       wait(timing_.command_latency);
       // Checked after the firmware delay: a reset may have come in while we waited.
-      if (!init_segment_.command_queue_configured() || memory_ == nullptr) {
+      if (!init_segment_.command_queue_configured() || context_.memory == nullptr) {
         log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
         continue;
       }
-      commands_.execute(*memory_, init_segment_.command_queue_address(), slot);
+      commands_.execute(*context_.memory, init_segment_.command_queue_address(), slot);
     }
-    if (pending_slots_ != 0 && memory_ == nullptr) ++counters_.commands_while_detached;
+    if (pending_slots_ != 0 && context_.memory == nullptr) ++counters_.commands_while_detached;
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "model/command_queue.h"
 #include "model/firmware.h"
+#include "model/function_context.h"
 #include "model/init_segment.h"
 #include "pcie/host_port.h"
 
@@ -33,7 +34,8 @@ struct HcaFunctionCounters {
 class HcaFunction : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(HcaFunction);
-  HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FirmwareVersion fw = {}, HcaTiming timing = {});
+  HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FunctionIdentity identity, FirmwareVersion fw = {},
+              HcaTiming timing = {});
 
   tlm_utils::simple_target_socket<HcaFunction> bar0;
 
@@ -51,6 +53,8 @@ class HcaFunction : public sc_core::sc_module {
   const HcaFunctionCounters& counters() const { return counters_; }
   const CommandQueueCounters& command_counters() const { return commands_.counters(); }
   const InitSegment& init_segment() const { return init_segment_; }
+  const FunctionContext& context() const { return context_; }
+  const Firmware& firmware() const { return firmware_; }
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -60,10 +64,9 @@ class HcaFunction : public sc_core::sc_module {
   uint64_t bar0_size_;
   HcaTiming timing_;
   InitSegment init_segment_;
+  FunctionContext context_;
   Firmware firmware_;
   CommandQueue commands_;
-  pcie::HostMemory* memory_ = nullptr;
-  pcie::MsixSender* msix_ = nullptr;
   bool active_ = true;
   uint32_t pending_slots_ = 0;
   sc_core::sc_event doorbell_event_;

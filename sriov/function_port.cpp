@@ -8,13 +8,14 @@
 namespace hcaemu::sriov {
 
 FunctionPort::FunctionPort(sc_core::sc_module_name name, std::string function_name, const pcie::LinkConfig& link,
-                           uint64_t bar0_size, const model::FirmwareVersion& fw)
+                           uint64_t bar0_size, model::FunctionIdentity identity,
+                           const model::FirmwareVersion& fw)
     : sc_module(name),
       mmio("mmio"),
       function_name_(std::move(function_name)),
       link_("link", link, pcie::LinkDirection::kHostToDevice),
       dma_(link),
-      hca_("hca", bar0_size, fw) {
+      hca_("hca", bar0_size, identity, fw) {
   mmio.bind(link_.target);
   link_.initiator.bind(hca_.bar0);
 }

@@ -28,7 +28,7 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   // PF port: `pf` is the PF's PCIe face. VF port: `pf` is null and the view is attached on VF
   // Enable (attach_vf) and dropped on VF disable (detach_vf).
   FunctionPort(sc_core::sc_module_name name, std::string function_name, const pcie::LinkConfig& link,
-               uint64_t bar0_size, const model::FirmwareVersion& fw);
+               uint64_t bar0_size, model::FunctionIdentity identity, const model::FirmwareVersion& fw);
 
   tlm_utils::simple_initiator_socket<FunctionPort> mmio;
 

@@ -138,15 +138,18 @@ TEST_F(CommandQueueTest, QueueOutsideMemoryFailsCleanly) {
 }
 
 TEST(Firmware, UnknownCommandsGetBadOpcodeAndNamedSyndrome) {
-  Firmware fw;
+  FunctionContext function;
+  Firmware fw(function);
   CommandRequest r;
-  r.opcode = 0x104;
+  r.opcode = 0x7ff;
+  r.input.assign(16, 0);
   r.output_length = 16;
   std::vector<uint8_t> out;
   fw.execute(r, out);
   ASSERT_GE(out.size(), 8u);
   EXPECT_EQ(out[0], uint8_t(CommandStatus::kBadOpcode));
-  EXPECT_EQ(load_be32(&out[4]), Firmware::unsupported_syndrome(0x104));
+  EXPECT_EQ(load_be32(&out[4]), Firmware::unsupported_syndrome(0x7ff));
+  EXPECT_EQ(fw.unsupported_commands(), 1u);
   EXPECT_EQ(command_name(0x104), "ENABLE_HCA");
   EXPECT_EQ(command_name(0xfff), "UNKNOWN");
 }

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hcaemu::testbench::SimHostMemory ram(0, 64 * 1024);
   std::memcpy(ram.at(0), data, std::min<size_t>(size, 64 * 1024));
   ram.at(0)[0x3f] |= 1;  // the entry is handed to the hardware
-  hcaemu::model::Firmware firmware;
+  hcaemu::model::FunctionContext function;
+  hcaemu::model::Firmware firmware(function);
   hcaemu::model::CommandQueue queue([&](const hcaemu::model::CommandRequest& r, std::vector<uint8_t>& out) {
     firmware.execute(r, out);
   });
