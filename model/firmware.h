@@ -12,8 +12,10 @@
 
 namespace hcaemu::model {
 
-// Registration functions of the handler files.
-void register_lifecycle_commands(CommandTable& table);
+// Registration functions of the handler files (one per fw_*.cpp).
+void register_lifecycle_commands(CommandTable& table);  // fw_lifecycle.cpp
+// fw_hca.cpp: caps, INIT/TEARDOWN, adapter, registers, vport contexts, RoCE addresses
+// fw_resources.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
 
 class Firmware {
  public:
