@@ -171,7 +171,8 @@ bool CommandQueue::execute(pcie::HostMemory& memory, uint64_t queue_address, uin
   if (delivery != Delivery::kOk) ++counters_.delivery_errors;
   // Output first, ownership last: the driver may look at out[] as soon as the bit flips.
   std::array<uint8_t, kInlineBytes> inline_out{};
-  std::memcpy(inline_out.data(), output.data(), std::min<size_t>(output.size(), kInlineBytes));
+  if (!output.empty())  // a delivery error leaves no output at all
+    std::memcpy(inline_out.data(), output.data(), std::min<size_t>(output.size(), kInlineBytes));
   const uint8_t status_own = uint8_t(uint8_t(delivery) << 1);
   if (!memory.write(entry_address + kOutputInline, inline_out) ||
       !memory.write(entry_address + kStatusOwn, std::span(&status_own, 1))) {
