@@ -52,6 +52,7 @@ enum class CommandStatus : uint8_t {
   kBadResourceState = 0x9,
   kBadIndex = 0xa,
   kNoResources = 0xf,
+  kBadQpState = 0x10,
   kBadInputLength = 0x50,
   kBadOutputLength = 0x51,
 };

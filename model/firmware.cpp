@@ -43,9 +43,19 @@ void FunctionContext::reset_objects() {
   hca_initialized = false;
   issi = 0;
   pages.clear();
+  eth.clear();        // Ethernet objects first: they reference CQs, PDs, TDs
+  resources.clear();  // every UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+  caps = HcaCapSettings{};  // caps `cur` back to `max`
+  port.reset();             // registers and port state back to power-on
+  vport = VportState{};     // vport context, address lists, RoCE addresses
 }
 
-Firmware::Firmware(FunctionContext& function) : function_(function) { register_lifecycle_commands(table_); }
+Firmware::Firmware(FunctionContext& function) : function_(function) {
+  register_lifecycle_commands(table_);
+  register_hca_commands(table_);
+  register_resource_commands(table_);
+  register_eth_commands(table_);
+}
 
 void Firmware::reset() { function_.reset_objects(); }
 

@@ -14,8 +14,9 @@ namespace hcaemu::model {
 
 // Registration functions of the handler files (one per fw_*.cpp).
 void register_lifecycle_commands(CommandTable& table);  // fw_lifecycle.cpp
-// fw_hca.cpp: caps, INIT/TEARDOWN, adapter, registers, vport contexts, RoCE addresses
-// fw_resources.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+void register_hca_commands(CommandTable& table);  // fw_hca.cpp: caps, INIT/TEARDOWN, adapter, registers, vports, RoCE
+void register_resource_commands(CommandTable& table);  // fw_resources.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+void register_eth_commands(CommandTable& table);  // fw_eth.cpp + fw_eth_flow.cpp: TIS, TIR, RQT, RQ, SQ, flow steering
 
 class Firmware {
  public:

@@ -2,16 +2,30 @@
 // Everything the firmware knows about one function (PF or VF): identity, where its DMA and
 // interrupts go, its lifecycle state, and its objects. Objects of one function are only ever
 // reachable through its own context, which is what isolates functions from each other.
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "model/eth_objects.h"
+#include "model/hca_caps.h"
+#include "model/port_registers.h"
+#include "model/resources.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
 
+// Default MAC of a function: 02:c9:00:00:<vhca_id>, locally administered (bit 1 of the first octet)
+// and unicast, so it never collides with a real adapter's; 0xc9 echoes Mellanox's 00:02:c9 OUI.
+// Two emulated devices on one wire need distinct MACs: whoever builds the device sets `mac`.
+constexpr std::array<uint8_t, 6> default_mac(uint16_t vhca_id) {
+  return {0x02, 0xc9, 0x00, 0x00, uint8_t(vhca_id >> 8), uint8_t(vhca_id)};
+}
+
 struct FunctionIdentity {
   bool is_vf = false;
-  uint16_t vhca_id = 0;  // 0 for the PF, 1 + n for VF n
+  uint16_t vhca_id = 0;             // 0 for the PF, 1 + n for VF n
+  uint32_t msix_vectors = 64;       // MSI-X table size (pcie FunctionConfig::msix_vectors); sizes max_num_eqs
+  std::array<uint8_t, 6> mac = default_mac(vhca_id);  // permanent address in the NIC vport context
 };
 
 struct FunctionContext {
@@ -26,8 +40,16 @@ struct FunctionContext {
   std::vector<uint64_t> pages;   // MANAGE_PAGES(GIVE) pages we hold (we need none), returned on TAKE
 
   // --- capabilities, registers, vport (fw_hca.cpp) ---
+  HcaCapSettings caps;     // the SET_HCA_CAP-settable fields of `cur` (hca_caps.h)
+  PortRegisters port;      // ACCESS_REG register file and the port state it holds (port_registers.h)
+  VportState vport;        // NIC vport context, vport admin state, RoCE address (GID) table
 
   // --- queues and resources (fw_resources.cpp) ---
+  uint64_t bar0_size = 0;  // BAR0 bytes: UAR index * 4 KiB must stay inside it
+  Resources resources;     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
+
+  // --- Ethernet objects (fw_eth.cpp, fw_eth_flow.cpp) ---
+  EthObjects eth;          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();

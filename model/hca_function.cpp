@@ -18,6 +18,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
       commands_([this](const CommandRequest& request, std::vector<uint8_t>& output) {
         firmware_.execute(request, output);
       }) {
+  context_.bar0_size = bar0_size;
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   SC_THREAD(command_engine);
 }
@@ -37,6 +38,7 @@ void HcaFunction::set_active(bool active) {
 void HcaFunction::function_reset() {
   init_segment_.reset();
   firmware_.reset();
+  doorbells_.reset();
   pending_slots_ = 0;
 }
 
@@ -67,7 +69,8 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
   }
   ++counters_.bar_writes;
   if (!in_init_segment) {
-    ++counters_.uar_writes;  // doorbells are issue 4's; counted so tests can see them arrive
+    ++counters_.uar_writes;
+    doorbells_.write(context_, offset, std::span<const uint8_t>(data, length));
     return;
   }
   if (length > init_seg::kSize - offset) {
@@ -94,7 +97,13 @@ void HcaFunction::command_engine() {
         log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
         continue;
       }
-      commands_.execute(*context_.memory, init_segment_.command_queue_address(), slot);
+      // Event mode once an EQ takes CMD events; the command that creates that EQ still completes
+      // in polling mode (the driver switches to events only after it returns).
+      const bool event_mode = eq_has_subscriber(context_, eqe::kCommand);
+      if (commands_.execute(*context_.memory, init_segment_.command_queue_address(), slot) && event_mode) {
+        post_command_completion(context_, 1u << slot);  // ownership bit already cleared
+        ++counters_.command_events;
+      }
     }
     if (pending_slots_ != 0 && context_.memory == nullptr) ++counters_.commands_while_detached;
   }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/command_queue.h"
+#include "model/doorbell_unit.h"
 #include "model/firmware.h"
 #include "model/function_context.h"
 #include "model/init_segment.h"
@@ -26,7 +27,8 @@ struct HcaTiming {
 struct HcaFunctionCounters {
   uint64_t bar_reads = 0;
   uint64_t bar_writes = 0;
-  uint64_t uar_writes = 0;
+  uint64_t uar_writes = 0;        // BAR0 writes past the init segment, routed to the doorbell unit
+  uint64_t command_events = 0;    // CMD EQEs posted for completed commands (event mode)
   uint64_t rejected_accesses = 0;  // outside BAR0, bad size, or while the function is inactive
   uint64_t commands_while_detached = 0;
 };
@@ -55,6 +57,10 @@ class HcaFunction : public sc_core::sc_module {
   const InitSegment& init_segment() const { return init_segment_; }
   const FunctionContext& context() const { return context_; }
   const Firmware& firmware() const { return firmware_; }
+  const DoorbellCounters& doorbell_counters() const { return doorbells_.counters(); }
+
+  // The data path's entry for SQ/BlueFlame doorbells (UAR page offset 0x800 and up).
+  void set_sq_doorbell_hook(DoorbellUnit::SqHook hook) { doorbells_.set_sq_hook(std::move(hook)); }
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -67,6 +73,7 @@ class HcaFunction : public sc_core::sc_module {
   FunctionContext context_;
   Firmware firmware_;
   CommandQueue commands_;
+  DoorbellUnit doorbells_;
   bool active_ = true;
   uint32_t pending_slots_ = 0;
   sc_core::sc_event doorbell_event_;

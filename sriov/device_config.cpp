@@ -62,6 +62,37 @@ void take_function(const json& object, const char* key, FunctionShape& shape) {
 
 }  // namespace
 
+std::array<uint8_t, 6> DeviceConfig::function_mac(uint16_t vhca_id) const {
+  uint64_t value = 0;
+  for (uint8_t b : mac_base) value = (value << 8) | b;
+  value += vhca_id;
+  std::array<uint8_t, 6> mac{};
+  for (int i = 5; i >= 0; --i, value >>= 8) mac[size_t(i)] = uint8_t(value);
+  return mac;
+}
+
+namespace {
+std::array<uint8_t, 6> parse_mac(const std::string& text) {
+  std::array<unsigned, 6> v{};
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &extra) != 6)
+    fail("\"mac_base\" must look like \"02:c9:00:00:00:00\"");
+  std::array<uint8_t, 6> mac{};
+  for (size_t i = 0; i < 6; ++i) {
+    if (v[i] > 0xff) fail("\"mac_base\" has an octet above ff");
+    mac[i] = uint8_t(v[i]);
+  }
+  if (mac[0] & 1) fail("\"mac_base\" must be a unicast address");
+  return mac;
+}
+
+std::string format_mac(const std::array<uint8_t, 6>& m) {
+  char text[18];
+  std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return text;
+}
+}  // namespace
+
 void DeviceConfig::validate() const {
   auto power_of_two_bar = [](uint64_t size, const char* key) {
     if (size < (1ull << 20) || !std::has_single_bit(size))
@@ -85,7 +116,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number"},
+                            "serial_number", "mac_base"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -116,6 +147,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
       take(p, "generation", config.link_generation, "pcie.");
       take(p, "width", config.link_width, "pcie.");
     }
+    if (root.contains("mac_base")) config.mac_base = parse_mac(root.at("mac_base").get<std::string>());
     if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
     config.validate();
   } catch (const json::exception& e) {
@@ -143,7 +175,8 @@ std::string to_json(const DeviceConfig& c) {
             {"vf", {{"bar0_mib", c.vf.bar0_size >> 20}, {"msix_vectors", c.vf.msix_vectors}}},
             {"total_vfs", c.total_vfs},
             {"pcie", {{"generation", c.link_generation}, {"width", c.link_width}}},
-            {"serial_number", serial}};
+            {"serial_number", serial},
+            {"mac_base", format_mac(c.mac_base)}};
   return j.dump(2);
 }
 

@@ -2,6 +2,7 @@
 // What one emulated HCA looks like: identity, firmware version, BAR sizes, vectors, VF limits and
 // the PCIe link. Defaults are a ConnectX-6 Dx on a PCIe Gen4 x16 link; a JSON file overrides any
 // of them (hcaemu --config). Unknown keys and out-of-range values are errors, not surprises.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -30,6 +31,11 @@ struct DeviceConfig {
   uint8_t link_generation = 4;  // 1..5
   uint8_t link_width = 16;      // 1, 2, 4, 8, 16, 32
   uint64_t serial_number = 0x0c42a10300e1d0c0ull;
+  // MAC of the PF; VF n gets base + 1 + n (the way an admin's `ip link set pf vf N mac` would set
+  // them). Locally administered by default, so it never clashes with a real adapter.
+  std::array<uint8_t, 6> mac_base{0x02, 0xc9, 0x00, 0x00, 0x00, 0x00};
+
+  std::array<uint8_t, 6> function_mac(uint16_t vhca_id) const;
 
   // Throws std::runtime_error naming the offending key when the combination is invalid.
   void validate() const;

@@ -74,6 +74,14 @@ TEST_F(DeviceConfigTest, BadInputNamesTheKey) {
   EXPECT_NE(error_of(R"({"vendor_id": 70000})").find("vendor_id"), std::string::npos);
 }
 
+TEST_F(DeviceConfigTest, FunctionMacsFollowTheBase) {
+  DeviceConfig c = load_device_config(write(R"({"mac_base":"02:00:00:00:00:fe"})"));
+  EXPECT_EQ(c.function_mac(0), (std::array<uint8_t, 6>{2, 0, 0, 0, 0, 0xfe}));
+  EXPECT_EQ(c.function_mac(3), (std::array<uint8_t, 6>{2, 0, 0, 0, 1, 1})) << "carries into the next octet";
+  EXPECT_NE(error_of(R"({"mac_base":"03:00:00:00:00:00"})").find("unicast"), std::string::npos);
+  EXPECT_NE(error_of(R"({"mac_base":"02:00:00:00:00"})").find("mac_base"), std::string::npos);
+}
+
 TEST_F(DeviceConfigTest, MissingFileIsAClearError) {
   EXPECT_THROW(load_device_config("/nonexistent/hcaemu.json"), std::runtime_error);
 }

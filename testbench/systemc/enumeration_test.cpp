@@ -108,6 +108,64 @@ TEST(Enumeration, CommandThroughTheQueueGetsAnAnswer) {
   });
 }
 
+// Event mode (mlx5-device-bringup.md section 3.4): once an EQ takes CMD events, every completed
+// command also posts a CMD EQE with its slot bit, and the armed EQ raises its MSI-X vector.
+TEST(Enumeration, CommandsCompleteThroughTheCmdEqInEventMode) {
+  H::instance().run([] {
+    auto& host = H::instance();
+    auto& pf = host.device().pf();
+    enable_memory(pf, kPfBar0);
+    const uint64_t queue = H::kRamBase + 0x1000;
+    H::reg_write(pf, model::init_seg::kCmdqAddrHigh, uint32_t(queue >> 32));
+    H::reg_write(pf, model::init_seg::kCmdqAddrLowSize, uint32_t(queue));
+    const uint64_t mailbox = H::kRamBase + 0x4000, eq_ring = H::kRamBase + 0x8000;
+    auto submit = [&](uint32_t slot, const std::vector<uint8_t>& in) {
+      uint8_t* entry = host.ram().at(queue + slot * 64);
+      std::memset(entry, 0, 64);
+      entry[0] = 7;
+      store_be32(entry + 0x04, uint32_t(in.size()));
+      std::memcpy(entry + 0x10, in.data(), 16);
+      if (in.size() > 16) {  // one input mailbox block (token 0, block 0, no next)
+        uint8_t* block = host.ram().at(mailbox);
+        std::memset(block, 0, 576);
+        std::memcpy(block, in.data() + 16, in.size() - 16);
+        store_be64(entry + 0x08, mailbox);
+      }
+      store_be32(entry + 0x38, 16);
+      entry[0x3f] = 1;
+      H::reg_write(pf, model::init_seg::kCmdDoorbell, 1u << slot);
+      wait(sc_core::sc_time(10, sc_core::SC_US));
+      EXPECT_EQ(entry[0x3f], 0);
+      EXPECT_EQ(entry[0x20], 0) << "status";
+      return load_be32(entry + 0x28);
+    };
+    std::vector<uint8_t> alloc_uar(16);
+    store_be16(&alloc_uar[0], 0x802);
+    const uint32_t uar = submit(0, alloc_uar) & 0xffffff;
+    EXPECT_GE(uar, 3u);
+    std::vector<uint8_t> create_eq(0x118);
+    store_be16(&create_eq[0], 0x301);
+    store_be32(&create_eq[0x1c], (6u << 24) | uar);
+    store_be32(&create_eq[0x24], 7);  // MSI-X vector 7
+    store_be64(&create_eq[0x58], uint64_t(1) << 0x0a);
+    store_be64(&create_eq[0x110], eq_ring);
+    std::memset(host.ram().at(eq_ring), 0, 4096);
+    const size_t fired_before = host.msix().fired.size();
+    const uint32_t eqn = submit(1, create_eq) & 0xff;
+    EXPECT_EQ(host.ram().at(eq_ring)[0x01], 0) << "CREATE_EQ of the cmd EQ completes in polling mode";
+    H::reg_write(pf, uint64_t(uar) * 4096 + 0x40, eqn << 24);  // arm the EQ (CI 0)
+    std::vector<uint8_t> enable(16);
+    store_be16(&enable[0], 0x104);
+    submit(2, enable);
+    EXPECT_EQ(host.ram().at(eq_ring)[0x01], 0x0a) << "CMD EQE";
+    EXPECT_EQ(load_be32(host.ram().at(eq_ring) + 0x20), 1u << 2) << "slot bitmask";
+    ASSERT_EQ(host.msix().fired.size(), fired_before + 1);
+    EXPECT_EQ(host.msix().fired.back(), 7u);
+    EXPECT_EQ(pf.hca().counters().command_events, 1u);
+    EXPECT_EQ(pf.hca().doorbell_counters().eq_doorbells, 1u);
+  });
+}
+
 TEST(Enumeration, SriovCreatesAndDestroysVfs) {
   H::instance().run([] {
     auto& device = H::instance().device();

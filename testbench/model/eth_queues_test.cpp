@@ -1,0 +1,263 @@
+// The Ethernet data path (eth_queues.cpp, eth_frame.cpp): SQ rings with NOP/SEND WQEs incl. wrap,
+// frames out of the port, TX CQEs, error CQEs for malformed WQEs; RQ scatter and RX CQEs with
+// byte count and checksum flags.
+#include "model/eth_frame.h"
+#include "model/eth_queues.h"
+#include "testbench/model/eth_fixture.h"
+
+namespace hcaemu::model::test {
+namespace {
+
+struct RecordingPort : EthernetPort {
+  void transmit(std::span<const uint8_t> frame) override { frames.emplace_back(frame.begin(), frame.end()); }
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+// IPv4/UDP frame with correct checksums and `payload` bytes of data.
+std::vector<uint8_t> udp_frame(uint32_t payload) {
+  std::vector<uint8_t> f(14 + 20 + 8 + payload, 0);
+  const uint8_t dst[6] = {0x02, 0xc9, 0, 0, 0, 1}, src[6] = {0x02, 0xc9, 0, 0, 0, 2};
+  std::copy_n(dst, 6, &f[0]);
+  std::copy_n(src, 6, &f[6]);
+  store_be16(&f[12], 0x0800);
+  f[14] = 0x45;
+  store_be16(&f[16], uint16_t(20 + 8 + payload));
+  f[22] = 64;
+  f[23] = 17;
+  store_be32(&f[26], 0x0a000001);
+  store_be32(&f[30], 0x0a000002);
+  store_be16(&f[34], 1234);
+  store_be16(&f[36], 4321);
+  store_be16(&f[38], uint16_t(8 + payload));
+  for (uint32_t i = 0; i < payload; ++i) f[42 + i] = uint8_t(i * 7);
+  const frame::Parsed p = frame::parse(f);
+  frame::fill_ipv4_checksum(f, p);
+  frame::fill_l4_checksum(f, p);
+  return f;
+}
+
+struct EthPath : EthFunction {
+  RecordingPort port;
+  EthQueues queues{f};
+  uint32_t lkey = 0;
+  uint64_t sq_ring = 0, sq_dbr = 0, data = 0;
+  uint32_t sqn = 0;
+  uint32_t cqes_seen = 0;
+
+  EthPath() {
+    queues.set_port(&port);
+    Mkey pa;
+    pa.length64 = true;
+    pa.local_read = pa.local_write = true;
+    pa.variant = 0x11;
+    lkey = (f.resources.mkeys.insert(pa) << 8) | 0x11;
+    sq_ring = page();
+    sq_dbr = page();
+    data = page(16384);
+    sqn = create_sq(sq_dbr, sq_ring, create_tis(), 2);  // 4 WQEBBs: wraps soon
+    EXPECT_EQ(modify_state(0x905, sqn, 0, 1), 0);
+  }
+
+  // Writes a WQE of 16-byte segments at WQEBB `index`, wrapping at the 4-block ring end.
+  void put_wqe(uint32_t index, const std::vector<uint8_t>& bytes) {
+    for (size_t at = 0; at < bytes.size(); at += 16) {
+      const uint64_t offset = (uint64_t(index) * 64 + at) % 256;
+      memory.write(sq_ring + offset, std::span(bytes).subspan(at, 16));
+    }
+  }
+  static std::vector<uint8_t> ctrl(uint16_t index, uint8_t opcode, uint32_t sq, uint32_t ds, bool ce = true) {
+    std::vector<uint8_t> c(16, 0);
+    store_be32(&c[0], (uint32_t(index) << 8) | opcode);
+    store_be32(&c[4], (sq << 8) | ds);
+    c[11] = ce ? 0x08 : 0;
+    return c;
+  }
+  // ctrl + eth (inline the first 14 bytes of `frame`) + data segments of `split` bytes each.
+  std::vector<uint8_t> send_wqe(uint16_t index, const std::vector<uint8_t>& frame, uint32_t split, uint8_t cs = 0) {
+    memory.write(data, std::span(frame).subspan(14));
+    std::vector<uint8_t> eth(32, 0);
+    eth[4] = cs;
+    store_be16(&eth[12], 14);
+    std::copy_n(frame.begin(), 14, &eth[14]);
+    std::vector<uint8_t> segs;
+    for (uint32_t at = 14; at < frame.size(); at += split) {
+      std::vector<uint8_t> s(16, 0);
+      store_be32(&s[0], std::min<uint32_t>(split, uint32_t(frame.size()) - at));
+      store_be32(&s[4], lkey);
+      store_be64(&s[8], data + at - 14);
+      segs.insert(segs.end(), s.begin(), s.end());
+    }
+    auto w = ctrl(index, 0x0a, sqn, uint32_t(1 + 2 + segs.size() / 16));
+    w.insert(w.end(), eth.begin(), eth.end());
+    w.insert(w.end(), segs.begin(), segs.end());
+    return w;
+  }
+  void ring(uint32_t producer) {
+    std::vector<uint8_t> word(4);
+    store_be32(word.data(), producer);
+    memory.write(sq_dbr + 4, word);
+    std::vector<uint8_t> bell(8);
+    store_be32(&bell[4], sqn << 8);
+    EXPECT_TRUE(queues.doorbell(bell));
+  }
+  std::vector<uint8_t> cqe(uint32_t i) { return read(cq_ring + 64 * i, 64); }
+};
+
+TEST(EthSq, NopAndSendProduceFramesAndCqesAcrossTheRingEnd) {
+  EthPath t;
+  const auto frame1 = udp_frame(60);
+  t.put_wqe(0, EthPath::ctrl(0, 0x00, t.sqn, 1));
+  t.put_wqe(1, t.send_wqe(1, frame1, 128));  // ds 4: one WQEBB
+  t.ring(2);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  EXPECT_EQ(t.port.frames[0], frame1);
+  auto c0 = t.cqe(0), c1 = t.cqe(1);
+  EXPECT_EQ(c0[0x3f], 0x00) << "requester CQE, owner 0 on the first lap";
+  EXPECT_EQ(load_be16(&c1[0x3c]), 1u);
+  EXPECT_EQ(load_be32(&c1[0x38]), (0x0au << 24) | t.sqn);
+  // A 2-WQEBB SEND starting at the last block wraps to block 0; an unsignaled NOP follows.
+  const auto frame2 = udp_frame(100);
+  t.put_wqe(2, EthPath::ctrl(2, 0x00, t.sqn, 1, false));
+  t.put_wqe(3, t.send_wqe(3, frame2, 40));
+  t.ring(5);
+  ASSERT_EQ(t.port.frames.size(), 2u);
+  EXPECT_EQ(t.port.frames[1], frame2);
+  EXPECT_EQ(load_be16(&t.cqe(2)[0x3c]), 3u) << "no CQE for the unsignaled NOP";
+  EXPECT_EQ(t.queues.counters().tx_nops, 2u);
+  EXPECT_EQ(t.f.eth.sqs.find(t.sqn)->consumer, 5u);
+}
+
+TEST(EthSq, ChecksumOffloadFillsIpv4AndUdp) {
+  EthPath t;
+  auto frame = udp_frame(33);
+  auto broken = frame;
+  store_be16(&broken[24], 0);
+  store_be16(&broken[40], 0x1234);
+  t.put_wqe(0, t.send_wqe(0, broken, 256, 0xc0));
+  t.ring(1);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  EXPECT_EQ(t.port.frames[0], frame);
+}
+
+TEST(EthSq, MalformedWqesGiveErrorCqesAndErrorState) {
+  EthPath t;
+  t.put_wqe(0, EthPath::ctrl(0, 0x0a, t.sqn, 0));  // ds 0
+  t.ring(1);
+  auto c = t.cqe(0);
+  EXPECT_EQ(c[0x3f] >> 4, 0xd);
+  EXPECT_EQ(c[0x37], 0x01) << "local length";
+  EXPECT_EQ(t.f.eth.sqs.find(t.sqn)->state, WqState::kError);
+  EXPECT_EQ(t.queues.counters().tx_bad_ds, 1u);
+  // Recovery: ERR -> RST -> RDY, counters restart; then a bad lkey.
+  ASSERT_EQ(t.modify_state(0x905, t.sqn, 3, 0), 0);
+  ASSERT_EQ(t.modify_state(0x905, t.sqn, 0, 1), 0);
+  auto bad = t.send_wqe(0, udp_frame(10), 64);
+  store_be32(&bad[48 + 4], 0xdead00);
+  t.put_wqe(0, bad);
+  t.put_wqe(1, EthPath::ctrl(1, 0x00, t.sqn, 1));
+  t.ring(2);
+  EXPECT_EQ(t.cqe(1)[0x37], 0x04) << "local protection";
+  EXPECT_EQ(t.cqe(2)[0x37], 0x05) << "the NOP behind it is flushed";
+  EXPECT_EQ(load_be16(&t.cqe(2)[0x3c]), 1u);
+  // Buffer outside host memory, unknown opcode.
+  ASSERT_EQ(t.modify_state(0x905, t.sqn, 3, 0), 0);
+  ASSERT_EQ(t.modify_state(0x905, t.sqn, 0, 1), 0);
+  auto outside = t.send_wqe(0, udp_frame(10), 64);
+  store_be64(&outside[48 + 8], 0x7000000000ull);
+  t.put_wqe(0, outside);
+  t.ring(1);
+  EXPECT_EQ(t.cqe(3)[0x37], 0x04);
+  EXPECT_EQ(t.queues.counters().tx_dma_faults, 1u);
+  EXPECT_TRUE(t.port.frames.empty());
+  std::vector<uint8_t> bell(8);
+  store_be32(&bell[4], 0x123456u << 8);
+  EXPECT_FALSE(t.queues.doorbell(bell)) << "not an SQ: left for the QP path";
+}
+
+struct RxPath : EthPath {
+  uint64_t rq_ring = 0, rq_dbr = 0, rx_buffers = 0;
+  uint32_t rqn = 0;
+  RxPath() {
+    rq_ring = page();
+    rq_dbr = page();
+    rx_buffers = page(8 * 4096);
+    rqn = create_rq(rq_dbr, rq_ring, 3, 5);  // 8 WQEs of 32 bytes: two data segments each
+    EXPECT_EQ(modify_state(0x909, rqn, 0, 1), 0);
+  }
+  void post(uint32_t index, uint32_t first_len, uint32_t second_len) {
+    std::vector<uint8_t> w(32, 0);
+    store_be32(&w[0], first_len);
+    store_be32(&w[4], lkey);
+    store_be64(&w[8], rx_buffers + index * 4096);
+    store_be32(&w[16], second_len);
+    store_be32(&w[20], second_len ? lkey : 0x100);
+    store_be64(&w[24], rx_buffers + index * 4096 + 2048);
+    memory.write(rq_ring + 32 * (index % 8), w);
+  }
+  void publish(uint32_t counter) {
+    std::vector<uint8_t> word(4);
+    store_be32(word.data(), counter);
+    memory.write(rq_dbr, word);
+  }
+};
+
+TEST(EthRq, ScatterAndRxCqeWithChecksumFlags) {
+  RxPath t;
+  const auto frame = udp_frame(100);
+  EXPECT_FALSE(t.queues.deliver(t.rqn, frame)) << "nothing posted";
+  EXPECT_EQ(t.queues.counters().rx_no_wqe, 1u);
+  t.post(0, 64, 1024);
+  t.post(1, 64, 0);
+  t.publish(2);
+  ASSERT_TRUE(t.queues.deliver(t.rqn, frame));
+  auto got = t.read(t.rx_buffers, 64);
+  auto rest = t.read(t.rx_buffers + 2048, frame.size() - 64);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, frame);
+  auto c = t.cqe(0);
+  EXPECT_EQ(c[0x3f] >> 4, 0x2);
+  EXPECT_EQ(load_be32(&c[0x2c]), frame.size());
+  EXPECT_EQ(c[0x1c], 0x7) << "L2, L3 and L4 ok";
+  EXPECT_EQ(c[0x1d], (2 << 4) | (2 << 2)) << "UDP over IPv4";
+  EXPECT_EQ(load_be16(&c[0x14]), frame::fold(frame::sum16(std::span(frame).subspan(14))));
+  // A corrupted UDP checksum: L4 not ok. The second WQE holds only 64 bytes: too big first.
+  auto bad = udp_frame(20);
+  bad[45] ^= 0xff;
+  EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(100)));
+  EXPECT_EQ(t.queues.counters().rx_too_big, 1u);
+  ASSERT_TRUE(t.queues.deliver(t.rqn, bad));
+  EXPECT_EQ(t.cqe(1)[0x1c], 0x3);
+  EXPECT_EQ(load_be16(&t.cqe(1)[0x3c]), 1u);
+}
+
+TEST(EthRq, SteeringByDestinationMacToTirRq) {
+  RxPath t;
+  ASSERT_EQ(t.run(0x900, t.tir_input(false, t.rqn)), 0);
+  const uint32_t tir = t.object();
+  const uint32_t ft = t.create_flow_table(0, 2);
+  const uint32_t g = t.create_group(0, ft, 0, 3, true);
+  const std::array<uint8_t, 6> mac{0x02, 0xc9, 0, 0, 0, 1};
+  ASSERT_EQ(t.run(0x936, t.fte_input(0, ft, 0, g, {{2, tir}}, &mac)), 0);
+  auto frame = udp_frame(10);
+  EXPECT_EQ(t.queues.steer(frame), std::optional<uint32_t>(t.rqn));
+  frame[5] = 9;
+  EXPECT_FALSE(t.queues.steer(frame).has_value());
+  EXPECT_EQ(t.queues.counters().rx_steering_miss, 1u);
+}
+
+TEST(EthRq, BadLkeyPutsTheRqInError) {
+  RxPath t;
+  t.post(0, 2048, 0);
+  std::vector<uint8_t> w(4);
+  store_be32(w.data(), 0xbad00);
+  t.memory.write(t.rq_ring + 4, w);
+  t.publish(1);
+  EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(10)));
+  EXPECT_EQ(t.cqe(0)[0x3f] >> 4, 0xe);
+  EXPECT_EQ(t.f.eth.rqs.find(t.rqn)->state, WqState::kError);
+  EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(10)));
+  EXPECT_EQ(t.queues.counters().rx_rq_not_ready, 1u);
+}
+
+}  // namespace
+}  // namespace hcaemu::model::test
