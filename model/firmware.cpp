@@ -48,6 +48,7 @@ void FunctionContext::reset_objects() {
   caps = HcaCapSettings{};  // caps `cur` back to `max`
   port.reset();             // registers and port state back to power-on
   vport = VportState{};     // vport context, address lists, RoCE addresses
+  q_counters.clear();
 }
 
 Firmware::Firmware(FunctionContext& function) : function_(function) {
@@ -55,6 +56,7 @@ Firmware::Firmware(FunctionContext& function) : function_(function) {
   register_hca_commands(table_);
   register_resource_commands(table_);
   register_eth_commands(table_);
+  register_counter_commands(table_);
 }
 
 void Firmware::reset() { function_.reset_objects(); }

@@ -17,6 +17,7 @@ void register_lifecycle_commands(CommandTable& table);  // fw_lifecycle.cpp
 void register_hca_commands(CommandTable& table);  // fw_hca.cpp: caps, INIT/TEARDOWN, adapter, registers, vports, RoCE
 void register_resource_commands(CommandTable& table);  // fw_resources.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
 void register_eth_commands(CommandTable& table);  // fw_eth.cpp + fw_eth_flow.cpp: TIS, TIR, RQT, RQ, SQ, flow steering
+void register_counter_commands(CommandTable& table);  // fw_counters.cpp: Q counter sets
 
 class Firmware {
  public:

@@ -4,6 +4,7 @@
 // reachable through its own context, which is what isolates functions from each other.
 #include <array>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "model/eth_objects.h"
@@ -50,6 +51,9 @@ struct FunctionContext {
 
   // --- Ethernet objects (fw_eth.cpp, fw_eth_flow.cpp) ---
   EthObjects eth;          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
+
+  // --- queue counter sets (fw_counters.cpp) ---
+  std::set<uint32_t> q_counters;
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();

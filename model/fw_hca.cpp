@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "model/event_queue.h"
 #include "model/firmware.h"
 #include "model/hca_caps.h"
 #include "model/port_registers.h"
@@ -151,6 +152,17 @@ void set_driver_version(CommandCall& call) {
   }
 }
 
+// A PORT_CHANGE EQE (bring-up section 4.4) on the async EQ: mlx5e re-reads the vport state and
+// sets its carrier from it.
+constexpr uint8_t kPortChangeActive = 4, kPortChangeDown = 1;
+constexpr uint32_t kPortChangePortByte = 8;  // data byte 8, bits 7:4 = port number
+
+void post_port_change(FunctionContext& f) {
+  std::array<uint8_t, eqe::kDataSize> data{};
+  data[kPortChangePortByte] = uint8_t(1 << 4);
+  eq_post(f, eqe::kPortChange, f.port.state().up() ? kPortChangeActive : kPortChangeDown, data);
+}
+
 // --- ACCESS_REG: access_register_in -------------------------------------------------------------
 constexpr Field kRegisterId{0x08, 15, 0};  // register_id
 constexpr uint32_t kRegisterDataOffset = 0x10;
@@ -163,10 +175,15 @@ void access_register(CommandCall& call) {
     return;
   }
   const uint16_t id = uint16_t(get(call.in(), kRegisterId));
-  const RegisterResult r = call.function().port.access(id, call.op_mod() == kRegWrite,
-                                                       call.in().subspan(kRegisterDataOffset),
-                                                       call.out().subspan(kRegisterDataOffset));
-  if (r.status != CommandStatus::kOk) fail(call, r.status, r.check);
+  PortRegisters& port = call.function().port;
+  const uint64_t changes_before = port.state().oper_changes;
+  const RegisterResult r = port.access(id, call.op_mod() == kRegWrite, call.in().subspan(kRegisterDataOffset),
+                                       call.out().subspan(kRegisterDataOffset));
+  if (r.status != CommandStatus::kOk) {
+    fail(call, r.status, r.check);
+    return;
+  }
+  if (port.state().oper_changes != changes_before) post_port_change(call.function());
 }
 
 // --- vport state: query_vport_state_in/out, modify_vport_state_in ------------------------------------

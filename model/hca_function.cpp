@@ -20,6 +20,9 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
       }) {
   context_.bar0_size = bar0_size;
   bar0.register_b_transport(this, &HcaFunction::b_transport);
+  doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
+    if (!eth_.doorbell(data)) ++unclaimed_sq_doorbells_;
+  });
   SC_THREAD(command_engine);
 }
 
@@ -40,6 +43,10 @@ void HcaFunction::function_reset() {
   firmware_.reset();
   doorbells_.reset();
   pending_slots_ = 0;
+}
+
+void HcaFunction::receive(std::span<const uint8_t> frame) {
+  if (active_) eth_.receive(frame);
 }
 
 uint64_t HcaFunction::now_ticks() const {

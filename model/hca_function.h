@@ -11,6 +11,7 @@
 
 #include "model/command_queue.h"
 #include "model/doorbell_unit.h"
+#include "model/eth_queues.h"
 #include "model/firmware.h"
 #include "model/function_context.h"
 #include "model/init_segment.h"
@@ -59,8 +60,12 @@ class HcaFunction : public sc_core::sc_module {
   const Firmware& firmware() const { return firmware_; }
   const DoorbellCounters& doorbell_counters() const { return doorbells_.counters(); }
 
-  // The data path's entry for SQ/BlueFlame doorbells (UAR page offset 0x800 and up).
-  void set_sq_doorbell_hook(DoorbellUnit::SqHook hook) { doorbells_.set_sq_hook(std::move(hook)); }
+  // The function's Ethernet port: frames its SQs send go to `port` (the embedded switch); frames
+  // the switch delivers enter through receive(). An inactive function receives nothing.
+  void set_port(EthernetPort* port) { eth_.set_port(port); }
+  void receive(std::span<const uint8_t> frame);
+  const EthCounters& eth_counters() const { return eth_.counters(); }
+  uint64_t unclaimed_sq_doorbells() const { return unclaimed_sq_doorbells_; }
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -72,9 +77,11 @@ class HcaFunction : public sc_core::sc_module {
   InitSegment init_segment_;
   FunctionContext context_;
   Firmware firmware_;
+  EthQueues eth_{context_};
   CommandQueue commands_;
   DoorbellUnit doorbells_;
   bool active_ = true;
+  uint64_t unclaimed_sq_doorbells_ = 0;  // SQ doorbells naming no Ethernet SQ (RDMA QPs: issue 4)
   uint32_t pending_slots_ = 0;
   sc_core::sc_event doorbell_event_;
   HcaFunctionCounters counters_;

@@ -40,6 +40,39 @@ pcie::LinkConfig link_config(const DeviceConfig& c) {
 
 }  // namespace
 
+// A function's Ethernet port: what its SQs send enters the switch at the function's vport.
+class HcaDevice::SwitchUplink : public model::EthernetPort {
+ public:
+  SwitchUplink(HcaDevice& device, uint16_t vport) : device_(device), vport_(vport) {}
+  void transmit(std::span<const uint8_t> frame) override {
+    device_.sync_vports();
+    device_.eswitch_.transmit(vport_, frame);
+  }
+
+ private:
+  HcaDevice& device_;
+  uint16_t vport_;
+};
+
+void HcaDevice::attach_to_switch(FunctionPort& port) {
+  const auto& identity = port.hca().context().identity;
+  const uint16_t vport = eswitch_.add_vport(identity.mac, [&port](std::span<const uint8_t> frame) {
+    port.hca().receive(frame);
+  });
+  uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
+  port.hca().set_port(uplinks_.back().get());
+}
+
+void HcaDevice::sync_vports() {
+  auto sync = [this](uint16_t vport, FunctionPort& port) {
+    const model::FunctionContext& f = port.hca().context();
+    eswitch_.set_admin_up(vport, port.present() && f.vport.up(f.port.state()));
+    eswitch_.set_unicast_list(vport, std::vector<Mac>(f.vport.uc_addresses.begin(), f.vport.uc_addresses.end()));
+  };
+  sync(0, *pf_port_);
+  for (size_t i = 0; i < vf_ports_.size(); ++i) sync(uint16_t(i + 1), *vf_ports_[i]);
+}
+
 HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     : sc_module(name), config_(config), pf_function_config_(pf_function_config(config)) {
   config_.validate();
@@ -52,6 +85,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
   pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size, model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0)},
                                             config_.firmware);
   pf_port_->attach_pf(*pf_pci_);
+  attach_to_switch(*pf_port_);
   for (uint16_t i = 0; i < config_.total_vfs; ++i) {
     const std::string vf_name = "vf" + std::to_string(i);
     auto port = std::make_unique<FunctionPort>(vf_name.c_str(), vf_name, link, config_.vf.bar0_size,
@@ -60,6 +94,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
                                                config_.firmware);
     port->set_vf_shape(sriov_->config().vf_bars, config_.vf.msix_vectors);
     vf_ports_.push_back(std::move(port));
+    attach_to_switch(*vf_ports_.back());
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "pcie/pci_function.h"
 #include "sriov/device_config.h"
+#include "sriov/eswitch.h"
 #include "sriov/function_port.h"
 #include "sriov/sriov_capability.h"
 
@@ -34,6 +35,8 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   // N = 0 only disables. Kernel thread. Returns an empty string or the reason it failed.
   std::string set_num_vfs(uint16_t count);
 
+  Eswitch& eswitch() { return eswitch_; }
+
   // Called (kernel thread) after VFs appear (count) or disappear (0).
   void on_vfs_changed(std::function<void(uint16_t count)> fn) { vfs_changed_ = std::move(fn); }
 
@@ -42,12 +45,20 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   void vfs_disabled() override;
   void vf_memory_space_changed(bool enabled) override {}
 
+  // One switch vport per function, in port order: PF = vport 0, VF n = vport n + 1.
+  class SwitchUplink;
+  void attach_to_switch(FunctionPort& port);
+  // Copies what the driver programmed (unicast addresses, vport state) into the switch.
+  void sync_vports();
+
   DeviceConfig config_;
   pcie::FunctionConfig pf_function_config_;
   std::unique_ptr<pcie::PciFunction> pf_pci_;
   std::unique_ptr<SriovCapability> sriov_;
   std::unique_ptr<FunctionPort> pf_port_;
   std::vector<std::unique_ptr<FunctionPort>> vf_ports_;
+  Eswitch eswitch_;
+  std::vector<std::unique_ptr<SwitchUplink>> uplinks_;
   uint16_t enabled_vfs_ = 0;
   std::function<void(uint16_t)> vfs_changed_;
 };

@@ -1,0 +1,61 @@
+// Queue counter sets (ALLOC/DEALLOC/QUERY_Q_COUNTER). mlx5e allocates two at probe even when the
+// caps advertise none for QPs (max_qp_cnt = 0 keeps mlx5_ib from binding QPs to them). A set is a
+// real per-function object; its counters read zero until a data path counts into it.
+#include "model/firmware.h"
+
+namespace hcaemu::model {
+namespace {
+
+constexpr uint16_t kAllocQCounter = 0x771, kDeallocQCounter = 0x772, kQueryQCounter = 0x773;
+constexpr Field kUid{0x00, 15, 0};
+constexpr Field kAllocOutCounterSetId{0x08, 7, 0};    // alloc_q_counter_out.counter_set_id
+constexpr Field kDeallocInCounterSetId{0x08, 7, 0};   // dealloc_q_counter_in.counter_set_id
+constexpr Field kQueryInClear{0x18, 31, 31};          // query_q_counter_in.clear
+constexpr Field kQueryInCounterSetId{0x1c, 7, 0};     // query_q_counter_in.counter_set_id
+constexpr uint32_t kQueryQCounterOutSize = 0x100;
+constexpr uint32_t kMaxCounterSets = 255;             // 8-bit IDs, 0 is never handed out
+
+enum Check : uint16_t { kUidNotZero = 1, kNoSuchSet = 2, kTableFull = 3 };
+
+bool uid_zero(CommandCall& call) {
+  if (get(call.in(), kUid) == 0) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kUidNotZero));
+  return false;
+}
+
+void alloc_q_counter(CommandCall& call) {
+  if (!call.need_input(0x10) || !call.need_output(0x10) || !uid_zero(call)) return;
+  auto& sets = call.function().q_counters;
+  for (uint32_t id = 1; id <= kMaxCounterSets; ++id) {
+    if (sets.insert(id).second) {
+      set(call.out(), kAllocOutCounterSetId, id);
+      return;
+    }
+  }
+  call.fail(CommandStatus::kExceedLimit, syndrome(kAllocQCounter, kTableFull));
+}
+
+void dealloc_q_counter(CommandCall& call) {
+  if (!call.need_input(0x10) || !uid_zero(call)) return;
+  if (call.function().q_counters.erase(get(call.in(), kDeallocInCounterSetId)) == 0)
+    call.fail(CommandStatus::kBadResource, syndrome(kDeallocQCounter, kNoSuchSet));
+}
+
+void query_q_counter(CommandCall& call) {
+  if (!call.need_input(0x20) || !call.need_output(kQueryQCounterOutSize) || !uid_zero(call)) return;
+  if (call.function().q_counters.count(get(call.in(), kQueryInCounterSetId)) == 0) {
+    call.fail(CommandStatus::kBadResource, syndrome(kQueryQCounter, kNoSuchSet));
+    return;
+  }
+  (void)get(call.in(), kQueryInClear);  // nothing counts into sets yet, so clear has nothing to do
+}
+
+}  // namespace
+
+void register_counter_commands(CommandTable& table) {
+  table.add(kAllocQCounter, "ALLOC_Q_COUNTER", alloc_q_counter);
+  table.add(kDeallocQCounter, "DEALLOC_Q_COUNTER", dealloc_q_counter);
+  table.add(kQueryQCounter, "QUERY_Q_COUNTER", query_q_counter);
+}
+
+}  // namespace hcaemu::model

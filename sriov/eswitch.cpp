@@ -1,0 +1,70 @@
+#include "sriov/eswitch.h"
+
+#include <algorithm>
+
+namespace hcaemu::sriov {
+namespace {
+constexpr size_t kEthHeader = 14;
+bool is_group(const Mac& mac) { return (mac[0] & 0x01) != 0; }  // broadcast or multicast
+}  // namespace
+
+bool Eswitch::Vport::owns(const Mac& m) const {
+  return m == mac || std::find(unicast.begin(), unicast.end(), m) != unicast.end();
+}
+
+uint16_t Eswitch::add_vport(const Mac& permanent_mac, Deliver deliver) {
+  Vport v;
+  v.mac = permanent_mac;
+  v.deliver = std::move(deliver);
+  vports_.push_back(std::move(v));
+  return uint16_t(vports_.size() - 1);
+}
+
+bool Eswitch::set_admin_up(uint16_t vport, bool up) {
+  if (vport >= vports_.size()) return false;
+  vports_[vport].up = up;
+  return true;
+}
+
+bool Eswitch::set_unicast_list(uint16_t vport, std::vector<Mac> macs) {
+  if (vport >= vports_.size()) return false;
+  vports_[vport].unicast = std::move(macs);
+  return true;
+}
+
+void Eswitch::deliver(Vport& to, std::span<const uint8_t> frame) {
+  if (!to.up) {
+    ++to.counters.drop_vport_down;
+    return;
+  }
+  ++to.counters.rx_frames;
+  if (to.deliver) to.deliver(frame);
+}
+
+void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
+  if (from >= vports_.size()) return void(++counters_.drop_bad_vport);
+  Vport& sender = vports_[from];
+  if (!sender.up) {
+    ++sender.counters.drop_vport_down;
+    return void(++counters_.drop_sender_down);
+  }
+  if (frame.size() < kEthHeader) return void(++counters_.drop_runt);
+  ++sender.counters.tx_frames;
+  Mac dst;
+  std::copy_n(frame.begin(), dst.size(), dst.begin());
+  if (is_group(dst)) {
+    ++counters_.flooded;
+    for (size_t i = 0; i < vports_.size(); ++i)
+      if (i != from) deliver(vports_[i], frame);
+    return;
+  }
+  for (size_t i = 0; i < vports_.size(); ++i) {
+    if (!vports_[i].owns(dst)) continue;
+    if (i == from) return void(++counters_.drop_to_self);  // the function's own loopback is not the switch's
+    ++counters_.forwarded;
+    return deliver(vports_[i], frame);
+  }
+  ++counters_.drop_unknown_unicast;
+}
+
+}  // namespace hcaemu::sriov

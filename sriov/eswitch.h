@@ -1,0 +1,59 @@
+#pragma once
+// The embedded switch between the device's functions (PF + enabled VFs): one vport per function,
+// each owning its permanent MAC plus the unicast list its driver programs (MODIFY_NIC_VPORT_CONTEXT).
+// A frame from one vport goes to the single vport that owns its destination MAC; broadcast and
+// multicast are flooded to every other vport that is up. Unknown unicast is dropped, not flooded:
+// every function's addresses are known to the switch, and flooding would show one VF's traffic to
+// the others. A vport whose admin state is down neither sends nor receives. Pure C++, no SystemC.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace hcaemu::sriov {
+
+using Mac = std::array<uint8_t, 6>;
+
+struct VportCounters {
+  uint64_t rx_frames = 0, tx_frames = 0;
+  uint64_t drop_vport_down = 0;  // frames the vport did not send/receive because it is down
+};
+
+struct EswitchCounters {
+  uint64_t forwarded = 0, flooded = 0;
+  uint64_t drop_unknown_unicast = 0, drop_runt = 0, drop_bad_vport = 0, drop_sender_down = 0, drop_to_self = 0;
+};
+
+class Eswitch {
+ public:
+  using Deliver = std::function<void(std::span<const uint8_t> frame)>;
+
+  // Adds a vport (PF first, then VF n = vport n + 1 by convention); returns its number.
+  uint16_t add_vport(const Mac& permanent_mac, Deliver deliver);
+  bool set_admin_up(uint16_t vport, bool up);
+  bool set_unicast_list(uint16_t vport, std::vector<Mac> macs);  // in addition to the permanent MAC
+
+  // A frame sent by `vport` (its SQ engine's EthernetPort::transmit).
+  void transmit(uint16_t vport, std::span<const uint8_t> frame);
+
+  size_t vports() const { return vports_.size(); }
+  const VportCounters& counters(uint16_t vport) const { return vports_.at(vport).counters; }
+  const EswitchCounters& counters() const { return counters_; }
+
+ private:
+  struct Vport {
+    Mac mac{};
+    std::vector<Mac> unicast;
+    bool up = true;
+    Deliver deliver;
+    VportCounters counters;
+    bool owns(const Mac& mac) const;
+  };
+  void deliver(Vport& to, std::span<const uint8_t> frame);
+
+  std::vector<Vport> vports_;
+  EswitchCounters counters_;
+};
+
+}  // namespace hcaemu::sriov

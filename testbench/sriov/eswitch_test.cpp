@@ -1,0 +1,60 @@
+// The embedded switch alone: forwarding by destination MAC, flooding, drops and their counters.
+#include "sriov/eswitch.h"
+
+#include <gtest/gtest.h>
+
+namespace hcaemu::sriov {
+namespace {
+
+std::vector<uint8_t> frame_to(const Mac& dst) {
+  std::vector<uint8_t> f(60, 0);
+  std::copy(dst.begin(), dst.end(), f.begin());
+  return f;
+}
+
+struct ThreeVports {
+  Eswitch sw;
+  std::vector<int> got = std::vector<int>(3, 0);
+  Mac mac[3] = {{2, 0xc9, 0, 0, 0, 0}, {2, 0xc9, 0, 0, 0, 1}, {2, 0xc9, 0, 0, 0, 2}};
+  ThreeVports() {
+    for (int i = 0; i < 3; ++i) sw.add_vport(mac[i], [this, i](std::span<const uint8_t>) { ++got[i]; });
+  }
+};
+
+TEST(Eswitch, ForwardsUnicastToTheOwnerOnly) {
+  ThreeVports t;
+  t.sw.transmit(0, frame_to(t.mac[2]));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 1}));
+  t.sw.set_unicast_list(1, {{2, 0, 0, 0, 0, 0x77}});
+  t.sw.transmit(2, frame_to({2, 0, 0, 0, 0, 0x77}));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(t.sw.counters().forwarded, 2u);
+}
+
+TEST(Eswitch, FloodsBroadcastAndMulticastExceptToTheSender) {
+  ThreeVports t;
+  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  t.sw.transmit(1, frame_to({0x33, 0x33, 0, 0, 0, 1}));
+  EXPECT_EQ(t.got, (std::vector<int>{2, 0, 2}));
+}
+
+TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
+  ThreeVports t;
+  t.sw.transmit(0, frame_to({2, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(t.sw.counters().drop_unknown_unicast, 1u);
+  t.sw.transmit(0, std::vector<uint8_t>(10, 0));
+  EXPECT_EQ(t.sw.counters().drop_runt, 1u);
+  t.sw.set_admin_up(2, false);
+  t.sw.transmit(0, frame_to(t.mac[2]));
+  t.sw.transmit(0, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(t.sw.counters(2).drop_vport_down, 2u);
+  t.sw.transmit(2, frame_to(t.mac[0]));
+  EXPECT_EQ(t.sw.counters().drop_sender_down, 1u);
+  t.sw.transmit(7, frame_to(t.mac[0]));
+  EXPECT_EQ(t.sw.counters().drop_bad_vport, 1u);
+  EXPECT_EQ(t.got[0], 0);
+}
+
+}  // namespace
+}  // namespace hcaemu::sriov
