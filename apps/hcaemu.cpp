@@ -181,6 +181,23 @@ int sc_main(int argc, char** argv) {
 
   sc_core::sc_start();
 
+  // What each function did, for the log: the first place to look when traffic goes missing.
+  auto report = [](sriov::FunctionPort& port) {
+    const auto& e = port.hca().eth_counters();
+    const auto& d = port.hca().doorbell_counters();
+    (void)d;
+    log().info("{}: commands {} (unsupported {}, failed {}); eth tx {} frames / {} WQEs / {} CQEs, rx {} frames "
+               "(no WQE {}, steering miss {}, no RQ {}), tx errors {}, unclaimed SQ doorbells {}",
+               port.name(), port.hca().command_counters().executed, port.hca().firmware().unsupported_commands(),
+               port.hca().firmware().failed_commands(), e.tx_frames, e.tx_wqes, e.tx_cqes, e.rx_frames, e.rx_no_wqe,
+               e.rx_steering_miss, e.rx_no_rq, e.tx_error_cqes, port.hca().unclaimed_sq_doorbells());
+  };
+  report(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) report(device.vf(i));
+  const auto& sw = device.eswitch().counters();
+  log().info("eswitch: forwarded {}, flooded {}, dropped: unknown unicast {}, sender down {}, to self {}, runt {}",
+             sw.forwarded, sw.flooded, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self, sw.drop_runt);
+
   for (auto* f : {&pf}) f->server.reset();
   for (auto& f : vfs) f.server.reset();
   pthread_kill(signal_waiter.native_handle(), SIGTERM);

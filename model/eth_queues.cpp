@@ -372,10 +372,15 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
+    log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
+                table->entries.size(), table->miss_action, table->miss_table);
     uint32_t next = 0;
     bool matched = false;
     for (const auto& [index, entry] : table->entries) {
       const FlowGroup* group = f_.eth.flow_groups.find(entry.group);
+      log().trace("steer:   entry {} group {} enable {:#x} action {:#x} dests {} -> {}", index, entry.group,
+                  group ? group->criteria_enable : 0, entry.action, entry.destinations.size(),
+                  group && matches(*group, entry, key) ? "match" : "no match");
       if (group == nullptr || !matches(*group, entry, key)) continue;
       matched = true;
       for (uint32_t id : entry.counters)
@@ -385,6 +390,7 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
         return std::nullopt;
       }
       for (const FlowDestination& d : entry.destinations) {
+        log().trace("steer:   destination type {} id {:#x}", d.type, d.id);
         if (d.type == flow_dest::kTir) {
           if (auto rqn = rq_of_tir(d.id, frame)) return rqn;
         } else if (d.type == flow_dest::kFlowTable && next == 0) {

@@ -74,6 +74,7 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
     return;
   }
   CommandCall call(request, output, function_);
+  log().trace("firmware: {} op_mod {:#x} inlen {}", table_.name(request.opcode), request.op_mod, request.input.size());
   (*handler)(call);
   if (call.failed()) {
     ++failed_;

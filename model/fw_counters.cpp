@@ -50,12 +50,26 @@ void query_q_counter(CommandCall& call) {
   (void)get(call.in(), kQueryInClear);  // nothing counts into sets yet, so clear has nothing to do
 }
 
+// QUERY_VPORT_COUNTER: mlx5e's periodic stats read of its own vport. The counters read zero (the
+// switch counts per vport; wiring them in is left for the stats work), the shape is the PRM's.
+constexpr uint16_t kQueryVportCounter = 0x770;
+constexpr Field kVportCounterOtherVport{0x08, 31, 31};
+constexpr uint32_t kQueryVportCounterMinOut = 0x10;
+enum VportCheck : uint16_t { kOtherVport = 4 };
+
+void query_vport_counter(CommandCall& call) {
+  if (!call.need_input(0x10) || !call.need_output(kQueryVportCounterMinOut)) return;
+  if (get(call.in(), kVportCounterOtherVport) != 0)  // we are no eswitch manager
+    call.fail(CommandStatus::kBadParameter, syndrome(kQueryVportCounter, kOtherVport));
+}
+
 }  // namespace
 
 void register_counter_commands(CommandTable& table) {
   table.add(kAllocQCounter, "ALLOC_Q_COUNTER", alloc_q_counter);
   table.add(kDeallocQCounter, "DEALLOC_Q_COUNTER", dealloc_q_counter);
   table.add(kQueryQCounter, "QUERY_Q_COUNTER", query_q_counter);
+  table.add(kQueryVportCounter, "QUERY_VPORT_COUNTER", query_vport_counter);
 }
 
 }  // namespace hcaemu::model

@@ -132,7 +132,9 @@ std::optional<WorkQueueRing> parse_wq(CommandCall& call, bool is_sq) {
   if (!check(call, get(wq, kWqSignature) == 0, fw::kCheckParameter) ||
       !check(call, is_sq ? ring.type == wq_type::kCyclic : ring.type <= wq_type::kCyclicStriding, fw::kCheckParameter) ||
       !check(call, stride_ok, kCheckStride) || !fw::check_log_size(call, ring.log_size, kLogMaxWqSize) ||
-      !lookup(call, call.function().resources.pds, ring.pd, fw::kCheckPd) || !fw::check_dbr(call, ring.dbr_addr) ||
+      // mlx5e's drop RQ (it only ever drops) is created without a PD.
+      (!(ring.pd == 0 && !is_sq) && !lookup(call, call.function().resources.pds, ring.pd, fw::kCheckPd)) ||
+      !fw::check_dbr(call, ring.dbr_addr) ||
       (is_sq && !fw::check_uar(call, ring.uar_page)))
     return std::nullopt;
   const uint32_t log_page_size = PageList::kMinLogPageSize + get(wq, kWqLogPageSize);
@@ -193,7 +195,7 @@ void create_rq(CommandCall& call) {
   const uint32_t rqn = fw::insert(call, f.eth.rqs, 16, std::move(rq));
   if (rqn == 0) return;
   ++cq->refs;
-  ++f.resources.pds.find(pd)->refs;
+  if (ProtectionDomain* owner = f.resources.pds.find(pd)) ++owner->refs;  // none for the drop RQ
   answer_object(call, rqn);
 }
 

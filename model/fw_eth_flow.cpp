@@ -5,6 +5,7 @@
 // counters, the 8-byte destination entries after set_fte_in) follow the same PRM structures:
 // table_type at 0x10 [31:24], table_id at 0x14 [23:0], group_id at 0x18, flow_index at 0x20.
 #include "model/eth_objects.h"
+#include "common/log.h"
 #include "model/firmware.h"
 #include "model/fw_resource_helpers.h"
 
@@ -57,8 +58,10 @@ constexpr Field kGroupEnd{0x24, 31, 0};
 constexpr Field kGroupCriteriaEnable{0x3c, 7, 0};
 constexpr uint32_t kGroupCriteria = 0x40;
 
-// set_fte_in: flow_context at 0x40, destination list right after the fixed input.
-constexpr uint32_t kFteInSize = 0x330, kFlowContext = 0x40, kDestinationList = 0x330, kDestinationSize = 8;
+// set_fte_in: flow_context at 0x40, destination list right after the fixed input. The running 6.1
+// driver sends 0x348 bytes for a one-destination entry, so its flow_context is 0x300 bytes and the
+// list starts at 0x340 (mlx5-layouts.md's 0x330 total undercounts execute_aso[4]).
+constexpr uint32_t kFteInSize = 0x340, kFlowContext = 0x40, kDestinationList = 0x340, kDestinationSize = 8;
 constexpr Field kFteGroup{0x44, 31, 0};
 constexpr Field kFteFlowTag{0x48, 23, 0};
 constexpr Field kFteAction{0x4c, 15, 0};
@@ -132,6 +135,8 @@ void create_flow_table(CommandCall& call) {
   if (id == 0) return;
   if (misses) reference_table(f, miss, +1);
   set(call.out(), kOutObjectId, id);
+  log().trace("flow: table {:#x} type {} level {} miss {}", id, get(call.in(), kTableType), get(ctx, kTableLevel),
+              misses ? int(miss) : -1);
 }
 
 void destroy_flow_table(CommandCall& call) {
@@ -183,6 +188,7 @@ void set_flow_table_root(CommandCall& call) {
     return;
   }
   if (table_of(call, id) != nullptr) f.eth.roots[type] = id;
+  log().trace("flow: root of type {} = {:#x}", type, id);
 }
 
 // ---- flow groups ----

@@ -99,13 +99,13 @@ struct EthFunction : TestFunction {
   std::vector<uint8_t> fte_input(uint8_t type, uint32_t table, uint32_t index, uint32_t group,
                                  const std::vector<std::pair<uint8_t, uint32_t>>& dests,
                                  const std::array<uint8_t, 6>* dmac = nullptr) {
-    auto in = flow_input(0x330 + 8 * dests.size(), type, table);
+    auto in = flow_input(0x340 + 8 * dests.size(), type, table);
     store_be32(&in[0x20], index);
     store_be32(&in[0x44], group);
     store_be32(&in[0x4c], dests.empty() ? 0x1 : 0x4);
     store_be32(&in[0x50], uint32_t(dests.size()));
     if (dmac != nullptr) std::copy(dmac->begin(), dmac->end(), &in[0x80 + 0x08]);
-    for (size_t i = 0; i < dests.size(); ++i) store_be32(&in[0x330 + 8 * i], (uint32_t(dests[i].first) << 24) | dests[i].second);
+    for (size_t i = 0; i < dests.size(); ++i) store_be32(&in[0x340 + 8 * i], (uint32_t(dests[i].first) << 24) | dests[i].second);
     return in;
   }
 };

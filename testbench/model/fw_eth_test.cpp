@@ -149,7 +149,7 @@ TEST(EthFlow, TablesGroupsEntriesAndReferences) {
   auto entry = t.flow_input(0x24, 0, ft);
   ASSERT_EQ(t.run(0x937, entry, 0x400), kOk);
   EXPECT_EQ(t.out[0x80 + 0x08], 0x02);
-  EXPECT_EQ(t.out32(0x330) & 0xffffff, tir);
+  EXPECT_EQ(t.out32(0x340) & 0xffffff, tir);
   ASSERT_EQ(t.run(0x938, entry), kOk);
   EXPECT_EQ(t.run(0x938, entry), kBadResource);
   store_be32(&entry[0x20], 1);
@@ -200,3 +200,25 @@ TEST(EthObjects, DisableHcaReleasesEverything) {
 
 }  // namespace
 }  // namespace hcaemu::model::test
+
+namespace hcaemu::model {
+namespace {
+
+// Regression: mlx5e's drop RQ carries no PD; creating it once crashed hcaemu (a null PD's
+// reference count was bumped). It must be created, hold no PD reference, and be destroyable.
+TEST(EthObjects, DropRqWithoutPdIsAcceptedAndReleased) {
+  test::EthFunction t;
+  auto in = t.queue_input(t.cqn, 4, 5, t.page(64), {t.page()});
+  store_be32(&in[0x58], 0);  // wq.pd = 0
+  ASSERT_EQ(t.run(0x908, in), 0);
+  const uint32_t rqn = t.object();
+  auto destroy = t.input(0x10);
+  store_be32(&destroy[0x08], rqn);
+  EXPECT_EQ(t.run(0x90a, destroy), 0);
+  auto sq = t.queue_input(t.cqn, 4, 6, t.page(64), {t.page()});
+  store_be32(&sq[0x58], 0);
+  EXPECT_NE(t.run(0x904, sq), 0) << "an SQ still needs its PD";
+}
+
+}  // namespace
+}  // namespace hcaemu::model
