@@ -150,4 +150,45 @@ std::array<uint8_t, 0x40> outer_match_key(std::span<const uint8_t> frame, const 
   return key;
 }
 
+std::vector<std::vector<uint8_t>> segment_tcp(std::span<const uint8_t> in, uint16_t mss) {
+  std::vector<std::vector<uint8_t>> out;
+  const Parsed p = parse(in);
+  if (mss == 0 || p.ip_version == 0 || p.l4_protocol != kProtoTcp || p.l4_offset == 0 ||
+      in.size() < p.l4_offset + 20)
+    return out;
+  const uint32_t tcp_header = uint32_t(in[p.l4_offset + 12] >> 4) * 4;
+  const uint32_t headers = p.l4_offset + tcp_header;
+  if (tcp_header < 20 || headers > in.size()) return out;
+  const uint32_t payload = uint32_t(in.size()) - headers;
+  const uint32_t seq = load_be32(&in[p.l4_offset + 4]);
+  const uint8_t flags = in[p.l4_offset + 13];
+  constexpr uint8_t kFin = 0x01, kPsh = 0x08, kCwr = 0x80;
+  const uint16_t ip_id = p.ip_version == 4 ? load_be16(&in[p.l3_offset + 4]) : 0;
+  uint32_t index = 0;
+  for (uint32_t offset = 0; offset < payload || (payload == 0 && index == 0); offset += mss, ++index) {
+    const uint32_t chunk = std::min<uint32_t>(mss, payload - offset);
+    std::vector<uint8_t> seg(in.begin(), in.begin() + headers);
+    seg.insert(seg.end(), in.begin() + headers + offset, in.begin() + headers + offset + chunk);
+    const bool last = offset + chunk >= payload;
+    const uint32_t ip_bytes = uint32_t(seg.size()) - p.l3_offset;
+    if (p.ip_version == 4) {
+      store_be16(&seg[p.l3_offset + 2], uint16_t(ip_bytes));
+      store_be16(&seg[p.l3_offset + 4], uint16_t(ip_id + index));
+    } else {
+      store_be16(&seg[p.l3_offset + 4], uint16_t(ip_bytes - 40));
+    }
+    store_be32(&seg[p.l4_offset + 4], seq + offset);
+    uint8_t f = flags;
+    if (!last) f &= uint8_t(~(kFin | kPsh));
+    if (index != 0) f &= uint8_t(~kCwr);
+    seg[p.l4_offset + 13] = f;
+    const Parsed sp = parse(seg);
+    if (p.ip_version == 4) fill_ipv4_checksum(seg, sp);
+    fill_l4_checksum(seg, sp);
+    out.push_back(std::move(seg));
+    if (payload == 0) break;
+  }
+  return out;
+}
+
 }  // namespace hcaemu::model::frame

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace hcaemu::model::frame {
 
@@ -41,6 +42,12 @@ bool l4_checksum_ok(std::span<const uint8_t> frame, const Parsed& p);
 // Writes the IPv4 header checksum / the TCP or UDP checksum. False when the frame has no such header.
 bool fill_ipv4_checksum(std::span<uint8_t> frame, const Parsed& p);
 bool fill_l4_checksum(std::span<uint8_t> frame, const Parsed& p);
+
+// TCP segmentation offload: cuts a TCP/IP frame larger than one MSS into wire frames of at most
+// `mss` payload bytes each: IP length and (IPv4) ID advanced, TCP sequence advanced, FIN/PSH only on
+// the last segment, CWR only on the first, checksums filled. Empty when the frame is not TCP/IP
+// or mss is 0.
+std::vector<std::vector<uint8_t>> segment_tcp(std::span<const uint8_t> frame, uint16_t mss);
 
 // fte_match_set_lyr_2_4 (0x40 bytes) of the frame's outer headers.
 std::array<uint8_t, 0x40> outer_match_key(std::span<const uint8_t> frame, const Parsed& p);

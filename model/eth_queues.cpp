@@ -169,13 +169,38 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
       }
       return Fault::kNone;
     }
+    case wqe::kOpTso: {
+      // mlx5e inlines the L2-L4 headers and points at up to 64 KiB of payload; the wire gets
+      // MSS-sized segments (max_lso_cap must be non-zero for mlx5e to bind at all).
+      std::vector<uint8_t> frame;
+      const Fault fault = build_frame(wqe_bytes, frame, kMaxTsoFrame);
+      if (fault != Fault::kNone) return fault;
+      const uint16_t mss = load_be16(&wqe_bytes[kEthSegment + 6]);
+      auto segments = frame::segment_tcp(frame, mss);
+      if (segments.empty()) {
+        ++counters_.tx_bad_tso;
+        return Fault::kLength;
+      }
+      for (auto& segment : segments) {
+        ++sq.frames;
+        sq.bytes += segment.size();
+        ++counters_.tx_frames;
+        counters_.tx_bytes += segment.size();
+        if (port_ == nullptr)
+          ++counters_.tx_no_port;
+        else
+          port_->transmit(segment);
+      }
+      ++counters_.tx_tso_wqes;
+      return Fault::kNone;
+    }
     default:
       ++counters_.tx_bad_opcode;
-      return Fault::kOpcode;  // TSO, MPW, UMR... are not offered by the caps
+      return Fault::kOpcode;  // MPW, UMR... are not offered by the caps
   }
 }
 
-EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame) {
+EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {
   const uint32_t size = uint32_t(w.size());
   if (size < kEthSegment + wqe::kSegment) {
     ++counters_.tx_bad_ds;
@@ -208,7 +233,7 @@ EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<
     const uint64_t address = load_be64(&w[at + 8]);
     at += wqe::kSegment;
     if (byte_count == 0) continue;
-    if (frame.size() + uint64_t(byte_count) > kMaxFrame) {
+    if (frame.size() + uint64_t(byte_count) > max_size) {
       ++counters_.tx_too_long;
       return Fault::kLength;
     }
@@ -226,7 +251,7 @@ EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<
       }
     }
   }
-  if (frame.size() > kMaxFrame || frame.size() < frame::kEthHeaderSize) {
+  if (frame.size() > max_size || frame.size() < frame::kEthHeaderSize) {
     ++counters_.tx_too_long;
     return Fault::kLength;
   }

@@ -69,6 +69,7 @@ struct EthCounters {
   uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
   uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
   uint64_t tx_physical_lkey = 0;      // no MKEY table: addresses used as physical
+  uint64_t tx_tso_wqes = 0, tx_bad_tso = 0;  // LSO WQEs cut into segments / not TCP or no MSS
   // RX
   uint64_t rx_frames = 0, rx_bytes = 0, rx_cqes = 0;
   uint64_t rx_steering_miss = 0, rx_steering_drop = 0;
@@ -80,6 +81,7 @@ struct EthCounters {
 class EthQueues {
  public:
   static constexpr uint32_t kMaxFrame = 16384;  // jumbo MTU 9978 + headers fits
+  static constexpr uint32_t kMaxTsoFrame = 262144;  // one LSO WQE: headers + up to 256 KiB of payload
 
   explicit EthQueues(FunctionContext& function) : f_(function) {}
 
@@ -109,7 +111,7 @@ class EthQueues {
 
   Fault translate(uint32_t lkey, uint64_t va, uint32_t length, bool write, std::vector<Chunk>& out);
   Fault execute(EthSendQueue& sq, uint32_t sqn, std::span<const uint8_t> wqe);
-  Fault build_frame(std::span<const uint8_t> wqe, std::vector<uint8_t>& frame);
+  Fault build_frame(std::span<const uint8_t> wqe, std::vector<uint8_t>& frame, uint32_t max_size = kMaxFrame);
   bool read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out);
   void sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, Fault fault);
   void flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer);
