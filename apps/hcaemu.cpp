@@ -192,6 +192,16 @@ int sc_main(int argc, char** argv) {
                port.hca().firmware().failed_commands(), e.tx_frames, e.tx_wqes, e.tx_cqes, e.rx_frames, e.rx_no_wqe,
                e.rx_steering_miss, e.rx_no_rq, e.tx_error_cqes, port.hca().unclaimed_sq_doorbells());
   };
+  auto details = [](sriov::FunctionPort& port) {
+    const auto& e = port.hca().eth_counters();
+    log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
+                "tso {} no-port {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
+                port.name(), e.doorbells, e.doorbell_unknown_sq, e.doorbell_not_ready, e.doorbell_in_error,
+                e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.rx_cqes, e.rx_dma_faults,
+                e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
+  };
+  details(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) details(device.vf(i));
   report(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) report(device.vf(i));
   const auto& sw = device.eswitch().counters();

@@ -428,6 +428,9 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
     table_id = next;
   }
   ++counters_.rx_steering_miss;
+  log().debug("steer: miss for ethertype {:#06x} ip_version {} proto {} dst {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+              parsed.ethertype, parsed.ip_version, parsed.l4_protocol, frame[0], frame[1], frame[2], frame[3], frame[4],
+              frame[5]);
   return std::nullopt;
 }
 

@@ -10,7 +10,7 @@ WORK=$(mktemp -d /tmp/hcaemu-eth.XXXXXX)
 HCAEMU_PID=
 cleanup() {
   [ -n "$HCAEMU_PID" ] && kill "$HCAEMU_PID" 2>/dev/null
-  rm -rf "$WORK"
+  cp "$WORK/hcaemu.log" /tmp/last-eth-hcaemu.log 2>/dev/null; rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
@@ -23,7 +23,7 @@ script server 1 2 > "$WORK/pf.sh"
 script client 2 1 > "$WORK/vf.sh"
 
 export SC_COPYRIGHT_MESSAGE=DISABLE
-"$HCAEMU" --socket-dir "$WORK/sockets" --vfs 1 > "$WORK/hcaemu.log" 2>&1 &
+"$HCAEMU" --socket-dir "$WORK/sockets" --vfs 1 ${HCAEMU_TEST_LOG_LEVEL:+--log-level $HCAEMU_TEST_LOG_LEVEL} > "$WORK/hcaemu.log" 2>&1 &
 HCAEMU_PID=$!
 for _ in $(seq 50); do [ -S "$WORK/sockets/vf0.sock" ] && break; sleep 0.1; done
 [ -S "$WORK/sockets/vf0.sock" ] || fail "hcaemu did not create its sockets"

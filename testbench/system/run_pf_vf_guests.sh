@@ -64,5 +64,5 @@ wait "$HCAEMU_PID"; RC=$?
 HCAEMU_PID=
 [ $RC -eq 0 ] || fail "hcaemu exited with $RC on SIGTERM"
 [ ! -e "$WORK/sockets/pf.sock" ] || fail "socket files left behind"
-grep -E "warning|error" "$WORK/hcaemu.log" | grep -v "not supported; answering BAD_OPCODE" && fail "unexpected warnings in the hcaemu log"
+grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu.log" && fail "unexpected warnings in the hcaemu log"
 echo "PASS"
