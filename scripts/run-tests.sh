@@ -17,6 +17,9 @@ if [ "${HCAEMU_SKIP_FULL_SYSTEM:-0}" != 1 ]; then
 fi
 
 status=0
+# Tests labelled "experimental" are known to be unstable (see their CMake comment); run them with
+# scripts/run-tests.sh -L experimental.
+if [ $# -eq 0 ]; then set -- -LE experimental; fi
 (cd "$BUILD" && ctest --output-on-failure -j "${HCAEMU_TEST_JOBS:-2}" --timeout 1200 "$@") || status=$?
 
 if [ "${CI:-}" = true ] || [ "${HCAEMU_SANITIZE_TESTS:-0}" = 1 ]; then

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Full-system test: Ethernet between two VMs through the emulated NIC. One VM on the PF, one on a
 # VF of the same hcaemu; each brings up the unmodified mlx5e driver, they ping each other over IPv4
-# and IPv6 and move a few MB over TCP, checked by checksum. Usage: run_ethernet_guests.sh HCAEMU HCAVM
+# and IPv6 and, with TRANSFER=1 in the environment, move a few MB over TCP checked by checksum.
+# Usage: [TRANSFER=1] run_ethernet_guests.sh HCAEMU HCAVM
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
@@ -16,7 +17,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
 
 script() {  # script ROLE ME PEER
-  printf 'ROLE=%s\nME=%s\nPEER=%s\n' "$1" "$2" "$3"
+  printf 'ROLE=%s\nME=%s\nPEER=%s\nTRANSFER=%s\n' "$1" "$2" "$3" "${TRANSFER:-0}"
   cat "$HERE/guest/ethernet_peer.sh"
 }
 script server 1 2 > "$WORK/pf.sh"

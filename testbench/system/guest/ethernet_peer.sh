@@ -1,5 +1,5 @@
 # Runs inside a guest (busybox sh, via hcavm) attached to one function of hcaemu. Expects ROLE
-# (server|client), ME and PEER (host numbers on 10.9.0.0/24 and fd00::/64) to be set above this
+# (server|client), TRANSFER (1 = also the bulk TCP transfer), ME and PEER (host numbers on 10.9.0.0/24 and fd00::/64) to be set above this
 # text. Brings mlx5e up, pings the peer over IPv4 and IPv6, then moves a few MB over TCP (HTTP:
 # the client fetches, checks the checksum) through the emulated NIC and its embedded switch.
 status=0
@@ -23,7 +23,9 @@ check "IPv4 ping to the peer" ping -c 3 -W 2 10.9.0.$PEER
 check "IPv6 ping to the peer" ping -6 -c 3 -W 2 fd00::$PEER
 
 seq 1 500000 > /tmp/data   # 3.4 MB, the same bytes in both guests
-if [ "$ROLE" = server ]; then
+if [ "$TRANSFER" != 1 ]; then
+  :
+elif [ "$ROLE" = server ]; then
   mkdir -p /tmp/www && cp /tmp/data /tmp/www/data
   httpd -p 8080 -h /tmp/www
   # Serve until the client is done and gone (it powers off after its checks).
