@@ -57,6 +57,7 @@ Firmware::Firmware(FunctionContext& function) : function_(function) {
   register_resource_commands(table_);
   register_eth_commands(table_);
   register_counter_commands(table_);
+  register_mad_commands(table_);
 }
 
 void Firmware::reset() { function_.reset_objects(); }
@@ -80,6 +81,12 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
     ++failed_;
     log().debug("firmware: {} failed: status {:#x} syndrome {:#x}", table_.name(request.opcode),
                 get(output, mbox::kStatus), get(output, mbox::kSyndrome));
+    if (log().should_log(spdlog::level::trace)) {  // the input that failed, for the bring-up log
+      std::string hex;
+      for (size_t i = 0; i < std::min<size_t>(request.input.size(), 0x120); ++i)
+        hex += fmt::format("{:02x}{}", request.input[i], (i % 16 == 15) ? "\n" : " ");
+      log().trace("firmware: {} input:\n{}", table_.name(request.opcode), hex);
+    }
   }
 }
 

@@ -18,6 +18,7 @@ void register_hca_commands(CommandTable& table);  // fw_hca.cpp: caps, INIT/TEAR
 void register_resource_commands(CommandTable& table);  // fw_resources.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
 void register_eth_commands(CommandTable& table);  // fw_eth.cpp + fw_eth_flow.cpp: TIS, TIR, RQT, RQ, SQ, flow steering
 void register_counter_commands(CommandTable& table);  // fw_counters.cpp: Q counter sets
+void register_mad_commands(CommandTable& table);      // fw_mad.cpp: MAD_IFC (no SMA on RoCE)
 
 class Firmware {
  public:

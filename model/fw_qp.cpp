@@ -164,8 +164,13 @@ void create_qp(CommandCall& call) {
       !check_log_size(call, qp.log_sq_size, r.limits.log_max_qp_sz) || !check_dbr(call, qp.dbr_addr))
     return;
   if (qp.uar_page != 0 && !check_uar(call, qp.uar_page)) return;
-  ProtectionDomain* pd = lookup(call, r.pds, qp.pd, kCheckPd);
-  if (pd == nullptr) return;
+  // The 6.1 driver creates its UMR QP with qpc.pd = 0 (UMR WQEs carry their own keys); every
+  // other QP names a PD of its function.
+  ProtectionDomain* pd = nullptr;
+  if (!(qp.st == qp_st::kRegUmr && qp.pd == 0)) {
+    pd = lookup(call, r.pds, qp.pd, kCheckPd);
+    if (pd == nullptr) return;
+  }
   // CQ and XRCD numbers are optional (0 = none, e.g. XRC target QPs); a number given must exist.
   CompletionQueue* snd = nullptr;
   CompletionQueue* rcv = nullptr;
@@ -198,7 +203,7 @@ void create_qp(CommandCall& call) {
   qp.xrcd = xrcd != nullptr ? xrcd_number : 0;
   qp.opt_param_mask = get(call.in(), kOptParamMask);
   if (uint32_t qpn = insert(call, r.qps, r.limits.log_max_qp, std::move(qp))) {
-    ++pd->refs;
+    if (pd != nullptr) ++pd->refs;
     if (snd != nullptr) ++snd->refs;
     if (rcv != nullptr) ++rcv->refs;
     if (srq != nullptr) ++srq->refs;

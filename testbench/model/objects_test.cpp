@@ -260,3 +260,30 @@ TEST_F(ObjectsTest, ResetReleasesObjects) {
 
 }  // namespace
 }  // namespace hcaemu::model::test
+
+namespace hcaemu::model {
+namespace {
+
+// Regression (seen with the Debian 12 mlx5_ib): the UMR QP comes with qpc.pd = 0; any other QP
+// without a PD is refused.
+TEST(Objects, UmrQpWithoutPdIsAcceptedOthersAreNot) {
+  test::TestFunction t;
+  const uint32_t uar = t.alloc(0x802);
+  const uint32_t eqn = t.create_eq(6, uar, 0, 0, {t.page()});
+  const uint32_t cqn = t.create_cq(6, uar, eqn, t.page(64), {t.page()});
+  auto qp = [&](uint8_t st) {
+    auto in = t.input(0x110);
+    store_be32(&in[0x18], uint32_t(st) << 16);          // qpc.st, pd stays 0
+    store_be32(&in[0x18 + 0x7c], cqn);                  // cqn_snd
+    store_be32(&in[0x18 + 0x9c], cqn);                  // cqn_rcv
+    store_be32(&in[0x18 + 0x0c], uar);                  // uar_page
+    store_be64(&in[0x18 + 0xa0], t.page(64));           // dbr_addr
+    test::TestFunction::put_pas(in, 0x110, {t.page()});
+    return t.run(0x500, in);
+  };
+  EXPECT_EQ(qp(0x0c), 0) << "REG_UMR";
+  EXPECT_NE(qp(0x00), 0) << "RC needs a PD";
+}
+
+}  // namespace
+}  // namespace hcaemu::model

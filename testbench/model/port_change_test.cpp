@@ -62,3 +62,22 @@ TEST(QCounters, AllocQueryDeallocAndForeignIds) {
 
 }  // namespace
 }  // namespace hcaemu::model
+
+namespace hcaemu::model {
+namespace {
+
+TEST(MadIfc, EveryMadGetsAnUnsupportedGetResp) {
+  test::TestFunction t;
+  std::vector<uint8_t> in(0x110, 0);
+  in[0x10 + 1] = 0x01;  // LID-routed SM class
+  in[0x10 + 3] = 0x01;  // Get
+  store_be16(&in[0x10 + 0x10], 0x0015);  // PortInfo
+  ASSERT_EQ(t.run(0x50d, in, 0x110, 3), 0);
+  EXPECT_EQ(t.out[0x10 + 3], 0x81) << "GetResp";
+  EXPECT_EQ(load_be16(&t.out[0x10 + 4]), 0x000c) << "unsupported method/attribute";
+  EXPECT_EQ(load_be16(&t.out[0x10 + 0x10]), 0x0015) << "attribute echoed";
+  EXPECT_EQ(t.run(0x50d, std::vector<uint8_t>(0x20, 0), 0x110, 3), uint8_t(CommandStatus::kBadInputLength));
+}
+
+}  // namespace
+}  // namespace hcaemu::model

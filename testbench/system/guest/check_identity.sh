@@ -41,6 +41,19 @@ check "ENABLE_HCA accepted" sh -c "! dmesg | grep -q 'ENABLE_HCA(0x104).*failed'
 # mlx5_core's probe completes and its Ethernet driver binds a netdev to this very function.
 for _ in 1 2 3 4 5 6 7 8 9 10; do ls "$dev/net" >/dev/null 2>&1 && break; sleep 1; done
 check "mlx5e netdev on $bdf" sh -c "ls $dev/net | grep -q ."
+# mlx5_ib binds an RDMA device to the same function; with the netdev up its RoCE port is ACTIVE.
+modprobe mlx5_ib
+netdev=$(ls "$dev/net" | head -1)
+ip link set "$netdev" up
+for _ in 1 2 3 4 5 6 7 8 9 10; do ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 1; done
+ibv_devinfo -v > /tmp/devinfo.txt 2>&1
+grep -E "hca_id|fw_ver|state|link_layer|GID" /tmp/devinfo.txt
+check "ibv_devinfo: mlx5_0" grep -q "hca_id:.*mlx5_0" /tmp/devinfo.txt
+check "ibv_devinfo: PORT_ACTIVE" grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt
+check "ibv_devinfo: link_layer Ethernet" grep -q "link_layer:.*Ethernet" /tmp/devinfo.txt
+check "GID table holds RoCE v1" grep -q "GID\[  0\].*RoCE v1" /tmp/devinfo.txt
+check "GID table holds RoCE v2" grep -q "GID\[  1\].*RoCE v2" /tmp/devinfo.txt
+check "rdma link names $netdev" sh -c "rdma link | grep -q 'netdev $netdev'"
 bad=$(dmesg | grep mlx5 | grep -iE "error|fail|timeout" | grep -v "Failed to get valid vendor specific ID")
 check "no mlx5 errors in dmesg" test -z "$bad"
 [ -n "$bad" ] && echo "$bad"
