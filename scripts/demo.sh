@@ -1,7 +1,7 @@
 #!/bin/bash
 # The demo: builds hcaemu, starts one emulated ConnectX-6 Dx with a PF and 2 VFs, boots one VM on the
-# PF and one on VF0 at the same time, and shows what each guest sees: the PCIe function, its BARs and
-# capabilities, and the unmodified mlx5_core driver reading the device's firmware. Run as root on
+# PF and one on VF0 at the same time, and shows what each guest sees: the PCIe function, the unmodified
+# mlx5 drivers bringing up a netdev and an RDMA device on it, and the two VMs pinging each other. Run as root on
 # Debian 12; the first run downloads QEMU and the guest image into ${HCAEMU_CACHE:-~/.cache/hcaemu}.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,25 +43,38 @@ for d in /sys/bus/pci/devices/*; do [ "$(cat $d/vendor)" = 0x15b3 ] && dev=$d; d
 bdf=${dev##*/}
 echo "--- lspci: the emulated function as this guest sees it"
 lspci -nn -vv -s "$bdf" | grep -E "^[0-9a-f]|Region|Capabilities|LnkSta:|Subsystem"
-echo "--- sysfs: vendor $(cat $dev/vendor) device $(cat $dev/device) class $(cat $dev/class)"
-echo "--- modprobe mlx5_core (unmodified Debian 12 driver)"
-modprobe mlx5_core
+echo "--- modprobe mlx5_core mlx5_ib (unmodified Debian 12 drivers)"
+modprobe mlx5_core && modprobe mlx5_ib
 sleep 1
-dmesg | grep mlx5_core | sed 's/^\[[ 0-9.]*\] //'
+dmesg | grep -E "mlx5_core|mlx5_ib" | sed 's/^\[[ 0-9.]*\] //'
+ip link set eth0 up
+ip addr add 10.9.0.$ME/24 dev eth0
+for _ in 1 2 3 4 5 6 7 8 9 10; do ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 1; done
+echo "--- the netdev and the RDMA device on this function"
+ip -br link show eth0
+ibv_devinfo -v | grep -E "hca_id|fw_ver|vendor_part_id|state|link_layer|GID"
+rdma link
+echo "--- ping the other VM through the emulated NIC's embedded switch"
+for _ in $(seq 30); do ping -c 1 -W 1 10.9.0.$PEER >/dev/null 2>&1 && break; done
+ping -c 3 10.9.0.$PEER
+sleep 5  # let the other VM finish its pings too
 GUEST
+(echo "ME=1 PEER=2"; cat "$WORK/guest.sh") > "$WORK/pf-guest.sh"
+(echo "ME=2 PEER=1"; cat "$WORK/guest.sh") > "$WORK/vf-guest.sh"
 
 step "5/5 two VMs at once: one on the PF, one on VF0 (TCG, about 20-40 s)"
-"$PREFIX/bin/hcavm" --name pf-vm --attach "$WORK/sockets/pf.sock" --script "$WORK/guest.sh" --timeout 300 \
+"$PREFIX/bin/hcavm" --name pf-vm --attach "$WORK/sockets/pf.sock" --script "$WORK/pf-guest.sh" --timeout 300 \
   2>&1 | grep -v -E "^(SeaBIOS|Booting|\s*$)" | sed -u 's/^/[pf-vm] /' &
 PF_VM=$!
-"$PREFIX/bin/hcavm" --name vf-vm --attach "$WORK/sockets/vf0.sock" --script "$WORK/guest.sh" --timeout 300 \
+"$PREFIX/bin/hcavm" --name vf-vm --attach "$WORK/sockets/vf0.sock" --script "$WORK/vf-guest.sh" --timeout 300 \
   2>&1 | grep -v -E "^(SeaBIOS|Booting|\s*$)" | sed -u 's/^/[vf-vm] /' &
 VF_VM=$!
 wait $PF_VM $VF_VM || true
 
-step "hcaemu's view of the session"
+step "hcaemu's view of the session (counters are printed at shutdown)"
+kill -TERM "$HCAEMU_PID"; wait "$HCAEMU_PID" || true; HCAEMU_PID=
 cat "$WORK/hcaemu.log"
 echo
-echo "The guests' mlx5_core read firmware 22.35.1012 from the init segment and sent ENABLE_HCA through"
-echo "the command queue; hcaemu answers every command with BAD_OPCODE until the firmware personality"
-echo "(issue 3) lands, so the probe stops there by design."
+echo "Both guests' unmodified mlx5 drivers brought the emulated ConnectX-6 Dx up: a netdev (mlx5e) and an"
+echo "RDMA device (mlx5_ib, RoCE port ACTIVE) on the PF and on a VF, and the two VMs reached each other"
+echo "through the emulated NIC. The RDMA data path (QPs moving data, latency traces, pcap) is next."
