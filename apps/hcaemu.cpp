@@ -184,8 +184,6 @@ int sc_main(int argc, char** argv) {
   // What each function did, for the log: the first place to look when traffic goes missing.
   auto report = [](sriov::FunctionPort& port) {
     const auto& e = port.hca().eth_counters();
-    const auto& d = port.hca().doorbell_counters();
-    (void)d;
     log().info("{}: commands {} (unsupported {}, failed {}); eth tx {} frames / {} WQEs / {} CQEs, rx {} frames "
                "(no WQE {}, steering miss {}, no RQ {}), tx errors {}, unclaimed SQ doorbells {}",
                port.name(), port.hca().command_counters().executed, port.hca().firmware().unsupported_commands(),
@@ -208,7 +206,7 @@ int sc_main(int argc, char** argv) {
   log().info("eswitch: forwarded {}, flooded {}, dropped: unknown unicast {}, sender down {}, to self {}, runt {}",
              sw.forwarded, sw.flooded, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self, sw.drop_runt);
 
-  for (auto* f : {&pf}) f->server.reset();
+  pf.server.reset();
   for (auto& f : vfs) f.server.reset();
   pthread_kill(signal_waiter.native_handle(), SIGTERM);
   signal_waiter.join();

@@ -403,10 +403,11 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
     bool matched = false;
     for (const auto& [index, entry] : table->entries) {
       const FlowGroup* group = f_.eth.flow_groups.find(entry.group);
+      const bool hit = group != nullptr && matches(*group, entry, key);
       log().trace("steer:   entry {} group {} enable {:#x} action {:#x} dests {} -> {}", index, entry.group,
                   group ? group->criteria_enable : 0, entry.action, entry.destinations.size(),
-                  group && matches(*group, entry, key) ? "match" : "no match");
-      if (group == nullptr || !matches(*group, entry, key)) continue;
+                  hit ? "match" : "no match");
+      if (!hit) continue;
       matched = true;
       for (uint32_t id : entry.counters)
         if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();

@@ -1,12 +1,13 @@
 #include "pcie/timed_host_memory.h"
 
+#include "pcie/model_time.h"
+
 namespace hcaemu::pcie {
 
 void TimedHostMemory::charge(Nanos cost) {
   const sc_core::sc_time t(cost.count(), sc_core::SC_NS);
   charged_ += t;
-  sc_core::sc_process_handle current = sc_core::sc_get_current_process_handle();
-  if (current.valid() && current.proc_kind() == sc_core::SC_THREAD_PROC_) sc_core::wait(t);
+  consume_model_time(t);
 }
 
 bool TimedHostMemory::read(uint64_t addr, std::span<uint8_t> dst) {

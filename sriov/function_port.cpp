@@ -4,6 +4,7 @@
 
 #include "common/endian.h"
 #include "common/log.h"
+#include "pcie/model_time.h"
 
 namespace hcaemu::sriov {
 
@@ -65,9 +66,7 @@ BarShape FunctionPort::bar_shape(int bar) const {
 uint32_t FunctionPort::msix_vectors() const { return pf_ ? pf_->config().msix_vectors : vf_vectors_; }
 
 void FunctionPort::charge_config_access() {
-  sc_core::sc_process_handle current = sc_core::sc_get_current_process_handle();
-  if (current.valid() && current.proc_kind() == sc_core::SC_THREAD_PROC_)
-    wait(sc_core::sc_time(link_.timing().config_access_latency().count(), sc_core::SC_NS));
+  pcie::consume_model_time(sc_core::sc_time(link_.timing().config_access_latency().count(), sc_core::SC_NS));
 }
 
 void FunctionPort::config_read(uint32_t offset, std::span<uint8_t> out) {

@@ -7,14 +7,8 @@ set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-WORK=$(mktemp -d /tmp/hcaemu-eth.XXXXXX)
-HCAEMU_PID=
-cleanup() {
-  [ -n "$HCAEMU_PID" ] && kill "$HCAEMU_PID" 2>/dev/null
-  cp "$WORK/hcaemu.log" /tmp/last-eth-hcaemu.log 2>/dev/null; rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
+KEEP_LOG=/tmp/last-eth-hcaemu.log  # the last run's log, for looking into a stall
+source "$HERE/fullsys_lib.sh"
 
 script() {  # script ROLE ME PEER
   printf 'ROLE=%s\nME=%s\nPEER=%s\nTRANSFER=%s\n' "$1" "$2" "$3" "${TRANSFER:-0}"
@@ -23,11 +17,7 @@ script() {  # script ROLE ME PEER
 script server 1 2 > "$WORK/pf.sh"
 script client 2 1 > "$WORK/vf.sh"
 
-export SC_COPYRIGHT_MESSAGE=DISABLE
-"$HCAEMU" --socket-dir "$WORK/sockets" --vfs 1 ${HCAEMU_TEST_LOG_LEVEL:+--log-level $HCAEMU_TEST_LOG_LEVEL} > "$WORK/hcaemu.log" 2>&1 &
-HCAEMU_PID=$!
-for _ in $(seq 50); do [ -S "$WORK/sockets/vf0.sock" ] && break; sleep 0.1; done
-[ -S "$WORK/sockets/vf0.sock" ] || fail "hcaemu did not create its sockets"
+start_hcaemu 1 ${HCAEMU_TEST_LOG_LEVEL:+--log-level $HCAEMU_TEST_LOG_LEVEL}
 
 "$HCAVM" --name pf-guest --attach "$WORK/sockets/pf.sock" --script "$WORK/pf.sh" --timeout 500 > "$WORK/pf.log" 2>&1 &
 PF_VM=$!

@@ -7,14 +7,7 @@ set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-WORK=$(mktemp -d /tmp/hcaemu-fullsys.XXXXXX)
-HCAEMU_PID=
-cleanup() {
-  [ -n "$HCAEMU_PID" ] && kill "$HCAEMU_PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
+source "$HERE/fullsys_lib.sh"
 
 guest_script() {  # guest_script DEVICE BAR0 VECTORS > file
   printf 'EXPECT_DEVICE=%s\nEXPECT_BAR0=%s\nEXPECT_VECTORS=%s\nEXPECT_FW=22.35.1012\n' "$1" "$2" "$3"
@@ -23,11 +16,7 @@ guest_script() {  # guest_script DEVICE BAR0 VECTORS > file
 guest_script 101d $((32 << 20)) 64 > "$WORK/pf.sh"
 guest_script 101e $((2 << 20)) 16 > "$WORK/vf.sh"
 
-export SC_COPYRIGHT_MESSAGE=DISABLE
-"$HCAEMU" --socket-dir "$WORK/sockets" --vfs 2 > "$WORK/hcaemu.log" 2>&1 &
-HCAEMU_PID=$!
-for _ in $(seq 50); do [ -S "$WORK/sockets/vf1.sock" ] && break; sleep 0.1; done
-[ -S "$WORK/sockets/vf1.sock" ] || fail "hcaemu did not create its sockets"
+start_hcaemu 2
 
 echo "== PF guest and VF0 guest at the same time"
 "$HCAVM" --name pf-guest --attach "$WORK/sockets/pf.sock" --script "$WORK/pf.sh" --timeout 400 > "$WORK/pf-guest.log" 2>&1 &

@@ -1,0 +1,23 @@
+# Shared by the full-system test drivers (source it after setting HCAEMU): a work directory that
+# goes away on exit, fail(), and start_hcaemu. KEEP_LOG=FILE keeps a copy of hcaemu's log.
+WORK=$(mktemp -d /tmp/hcaemu-fullsys.XXXXXX)
+HCAEMU_PID=
+cleanup() {
+  [ -n "$HCAEMU_PID" ] && kill "$HCAEMU_PID" 2>/dev/null
+  [ -n "${KEEP_LOG:-}" ] && cp "$WORK/hcaemu.log" "$KEEP_LOG" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
+
+# start_hcaemu VFS [HCAEMU ARGS...]: serves sockets in $WORK/sockets, returns once the last one exists.
+start_hcaemu() {
+  local vfs=$1 last=pf.sock
+  shift
+  [ "$vfs" -gt 0 ] && last=vf$((vfs - 1)).sock
+  export SC_COPYRIGHT_MESSAGE=DISABLE
+  "$HCAEMU" --socket-dir "$WORK/sockets" --vfs "$vfs" "$@" > "$WORK/hcaemu.log" 2>&1 &
+  HCAEMU_PID=$!
+  for _ in $(seq 50); do [ -S "$WORK/sockets/$last" ] && break; sleep 0.1; done
+  [ -S "$WORK/sockets/$last" ] || fail "hcaemu did not create its sockets"
+}
