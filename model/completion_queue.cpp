@@ -60,15 +60,19 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   }
   std::array<uint8_t, cqe::kSize> entry{};
   if (fill) fill(entry);
-  const uint8_t owner = uint8_t((cq->producer >> cq->log_size) & 1);
+  // Slot taken before the DMA (which spends model time), as in eq_write.
+  const uint32_t slot = cq->producer;
+  cq->producer = (cq->producer + 1) & kCounterMask;
+  const uint8_t owner = uint8_t((slot >> cq->log_size) & 1);
   entry[cqe::kOpOwn] = uint8_t((entry[cqe::kOpOwn] & 0xf0) | owner);
-  const uint64_t at = uint64_t(cq->producer & (cq->entries() - 1)) * cqe::kSize;
+  const uint64_t at = uint64_t(slot & (cq->entries() - 1)) * cqe::kSize;
   if (f.memory == nullptr || !cq->ring.write(*f.memory, at, std::span<const uint8_t>(entry.data(), cqe::kOpOwn)) ||
       !cq->ring.write(*f.memory, at + cqe::kOpOwn, std::span<const uint8_t>(&entry[cqe::kOpOwn], 1))) {
     ++cq->dma_faults;
     return CqeResult::kDmaFault;
   }
-  cq->producer = (cq->producer + 1) & kCounterMask;
+  cq = f.resources.cqs.find(cqn);  // destroyed while the DMA ran?
+  if (cq == nullptr) return CqeResult::kNoSuchCq;
   ++cq->cqes;
   const uint8_t opcode = entry[cqe::kOpOwn] >> 4;
   if (solicited || opcode == cqe::kRequesterError || opcode == cqe::kResponderError) {

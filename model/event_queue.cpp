@@ -37,8 +37,12 @@ bool eq_write(FunctionContext& f, uint32_t eqn, uint8_t type, uint8_t sub_type, 
   set(entry, eqe::kType, type);
   set(entry, eqe::kSubType, sub_type);
   std::copy_n(data.begin(), std::min<size_t>(data.size(), eqe::kDataSize), entry.begin() + eqe::kData);
-  entry[eqe::kOwnerByte] = uint8_t((eq->producer >> eq->log_size) & 1);
-  const uint64_t at = uint64_t(eq->producer & (eq->entries() - 1)) * eqe::kSize;
+  // The slot is taken before the DMA, which spends model time: anything else posting meanwhile
+  // gets the next slot instead of overwriting this one.
+  const uint32_t slot = eq->producer;
+  eq->producer = (eq->producer + 1) & eqe::kCounterMask;
+  entry[eqe::kOwnerByte] = uint8_t((slot >> eq->log_size) & 1);
+  const uint64_t at = uint64_t(slot & (eq->entries() - 1)) * eqe::kSize;
   // Body first, owner byte last: the driver may look at the owner bit at any time.
   if (f.memory == nullptr ||
       !eq->ring.write(*f.memory, at, std::span<const uint8_t>(entry.data(), eqe::kOwnerByte)) ||
@@ -46,7 +50,9 @@ bool eq_write(FunctionContext& f, uint32_t eqn, uint8_t type, uint8_t sub_type, 
     ++eq->dma_faults;
     return false;
   }
-  eq->producer = (eq->producer + 1) & eqe::kCounterMask;
+  // The EQ may have been destroyed while the DMA ran (a reset): look it up again.
+  eq = f.resources.eqs.find(eqn);
+  if (eq == nullptr) return false;
   ++eq->eqes;
   if (eq->armed) fire(f, *eq);
   return true;

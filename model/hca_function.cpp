@@ -23,13 +23,16 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
     if (!eth_.doorbell(data)) ++unclaimed_sq_doorbells_;
   });
-  SC_THREAD(command_engine);
+  SC_THREAD(engine);
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
   context_.memory = memory;
   context_.msix = msix;
-  if (pending_slots_ != 0) doorbell_event_.notify(sc_core::SC_ZERO_TIME);
+  if (pending_slots_ != 0 && !commands_queued_) {
+    commands_queued_ = true;
+    enqueue({.kind = WorkKind::kCommands});
+  }
 }
 
 void HcaFunction::set_active(bool active) {
@@ -40,13 +43,32 @@ void HcaFunction::set_active(bool active) {
 
 void HcaFunction::function_reset() {
   init_segment_.reset();
-  firmware_.reset();
   doorbells_.reset();
   pending_slots_ = 0;
+  commands_queued_ = false;
+  counters_.work_dropped_by_reset += work_.size();
+  work_.clear();
+  // The objects go at once, unless the engine is inside an item: then it still holds references
+  // into them, and the reset runs as soon as that item is done, before anything posted after it.
+  if (engine_busy_)
+    enqueue({.kind = WorkKind::kReset});
+  else
+    firmware_.reset();
 }
 
 void HcaFunction::receive(std::span<const uint8_t> frame) {
-  if (active_) eth_.receive(frame);
+  if (!active_) {
+    ++counters_.rx_frames_dropped_inactive;
+    return;
+  }
+  enqueue({.kind = WorkKind::kFrame,
+           .data = std::vector<uint8_t>(frame.begin(), frame.end()),
+           .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation});
+}
+
+void HcaFunction::enqueue(WorkItem item) {
+  work_.push_back(std::move(item));
+  work_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
 uint64_t HcaFunction::now_ticks() const {
@@ -77,7 +99,7 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
   ++counters_.bar_writes;
   if (!in_init_segment) {
     ++counters_.uar_writes;
-    doorbells_.write(context_, offset, std::span<const uint8_t>(data, length));
+    enqueue({.kind = WorkKind::kDoorbell, .offset = offset, .data = std::vector<uint8_t>(data, data + length)});
     return;
   }
   if (length > init_seg::kSize - offset) {
@@ -88,32 +110,58 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
   if (effect.doorbell_bits != 0) {
     constexpr uint64_t kSlotMask = (uint64_t(1) << (1u << init_seg::kLogCmdqSize)) - 1;
     pending_slots_ |= effect.doorbell_bits & uint32_t(kSlotMask);
-    doorbell_event_.notify(sc_core::SC_ZERO_TIME);
+    if (pending_slots_ != 0 && !commands_queued_) {
+      commands_queued_ = true;
+      enqueue({.kind = WorkKind::kCommands});
+    }
   }
 }
 
-void HcaFunction::command_engine() {
+void HcaFunction::engine() {
   for (;;) {
-    wait(doorbell_event_);
-    while (pending_slots_ != 0 && context_.memory != nullptr) {
-      const uint32_t slot = uint32_t(std::countr_zero(pending_slots_));
-      pending_slots_ &= pending_slots_ - 1;
-      wait(timing_.command_latency);
-      // Checked after the firmware delay: a reset may have come in while we waited.
-      if (!init_segment_.command_queue_configured() || context_.memory == nullptr) {
-        log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
-        continue;
-      }
-      // Event mode once an EQ takes CMD events; the command that creates that EQ still completes
-      // in polling mode (the driver switches to events only after it returns).
-      const bool event_mode = eq_has_subscriber(context_, eqe::kCommand);
-      if (commands_.execute(*context_.memory, init_segment_.command_queue_address(), slot) && event_mode) {
-        post_command_completion(context_, 1u << slot);  // ownership bit already cleared
-        ++counters_.command_events;
-      }
+    while (work_.empty()) wait(work_event_);
+    WorkItem item = std::move(work_.front());
+    work_.pop_front();
+    engine_busy_ = true;
+    switch (item.kind) {
+      case WorkKind::kCommands:
+        commands_queued_ = false;
+        run_commands();
+        break;
+      case WorkKind::kDoorbell:
+        doorbells_.write(context_, item.offset, item.data);
+        break;
+      case WorkKind::kFrame:
+        if (item.not_before > sc_core::sc_time_stamp()) wait(item.not_before - sc_core::sc_time_stamp());
+        if (active_) eth_.receive(item.data);
+        break;
+      case WorkKind::kReset:
+        firmware_.reset();
+        break;
     }
-    if (pending_slots_ != 0 && context_.memory == nullptr) ++counters_.commands_while_detached;
+    engine_busy_ = false;
   }
+}
+
+void HcaFunction::run_commands() {
+  while (pending_slots_ != 0 && context_.memory != nullptr) {
+    const uint32_t slot = uint32_t(std::countr_zero(pending_slots_));
+    pending_slots_ &= pending_slots_ - 1;
+    wait(timing_.command_latency);
+    // Checked after the firmware delay: a reset may have come in while we waited.
+    if (!init_segment_.command_queue_configured() || context_.memory == nullptr) {
+      log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
+      continue;
+    }
+    // Event mode once an EQ takes CMD events; the command that creates that EQ still completes
+    // in polling mode (the driver switches to events only after it returns).
+    const bool event_mode = eq_has_subscriber(context_, eqe::kCommand);
+    if (commands_.execute(*context_.memory, init_segment_.command_queue_address(), slot) && event_mode) {
+      post_command_completion(context_, 1u << slot);  // ownership bit already cleared
+      ++counters_.command_events;
+    }
+  }
+  if (pending_slots_ != 0 && context_.memory == nullptr) ++counters_.commands_while_detached;
 }
 
 }  // namespace hcaemu::model

@@ -7,7 +7,9 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "model/command_queue.h"
 #include "model/doorbell_unit.h"
@@ -22,6 +24,7 @@ namespace hcaemu::model {
 struct HcaTiming {
   sc_core::sc_time register_access = sc_core::sc_time(20, sc_core::SC_NS);  // BAR0 register decode
   sc_core::sc_time command_latency = sc_core::sc_time(2, sc_core::SC_US);   // firmware per command
+  sc_core::sc_time wire_propagation = sc_core::sc_time(100, sc_core::SC_NS);  // switch hop to another function
   double clock_mhz = 1000.0;  // device clock for the internal timer
 };
 
@@ -32,6 +35,8 @@ struct HcaFunctionCounters {
   uint64_t command_events = 0;    // CMD EQEs posted for completed commands (event mode)
   uint64_t rejected_accesses = 0;  // outside BAR0, bad size, or while the function is inactive
   uint64_t commands_while_detached = 0;
+  uint64_t rx_frames_dropped_inactive = 0;
+  uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
 };
 
 class HcaFunction : public sc_core::sc_module {
@@ -68,8 +73,22 @@ class HcaFunction : public sc_core::sc_module {
   uint64_t unclaimed_sq_doorbells() const { return unclaimed_sq_doorbells_; }
 
  private:
+  // Everything that changes the function's objects runs on one SystemC thread, one item at a
+  // time: command slots, UAR doorbells and frames from the switch. Handlers spend model time
+  // (DMA) and so yield to other processes; serialising them keeps one function's queues, CQs and
+  // EQs from being advanced by two processes at once (a lost EQE stalled mlx5e before).
+  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset };
+  struct WorkItem {
+    WorkKind kind;
+    uint64_t offset = 0;                 // doorbell: BAR0 offset
+    std::vector<uint8_t> data{};         // doorbell bytes or the frame
+    sc_core::sc_time not_before{};       // frames: arrival on this function's port
+  };
+
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
-  void command_engine();  // SC_THREAD: executes submitted command entries in slot order
+  void engine();  // SC_THREAD: the work queue
+  void run_commands();
+  void enqueue(WorkItem item);
   uint64_t now_ticks() const;
 
   uint64_t bar0_size_;
@@ -83,7 +102,10 @@ class HcaFunction : public sc_core::sc_module {
   bool active_ = true;
   uint64_t unclaimed_sq_doorbells_ = 0;  // SQ doorbells naming no Ethernet SQ (RDMA QPs: issue 4)
   uint32_t pending_slots_ = 0;
-  sc_core::sc_event doorbell_event_;
+  bool commands_queued_ = false;         // a kCommands item is in work_
+  bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)
+  std::deque<WorkItem> work_;
+  sc_core::sc_event work_event_;
   HcaFunctionCounters counters_;
 };
 
