@@ -13,6 +13,8 @@
 #include "qemu-bridge/kernel_queue.h"
 #include "qemu-bridge/server.h"
 #include "sriov/hca_device.h"
+#include "traces/latency_trace.h"
+#include "traces/pcap_writer.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -36,6 +38,8 @@ struct Options {
   unsigned vfs = 0;
   fs::path config_file;
   std::string log_level = "info";
+  std::string pcap_file;
+  std::string trace_prefix;
   bool print_config = false;
 };
 
@@ -51,7 +55,12 @@ int parse_options(int argc, char** argv, Options& o) {
       ("config", po::value<std::string>(), "JSON device configuration (see docs/configuration.md)")
       ("print-config", "print the effective configuration as JSON and exit")
       ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
-       "trace, debug, info, warn, error, critical or off");
+       "trace, debug, info, warn, error, critical or off")
+      ("pcap", po::value<std::string>(&o.pcap_file),
+       "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
+      ("trace", po::value<std::string>(&o.trace_prefix),
+       "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
+       "trace-event format) and PREFIX.csv; summarise with hcatrace summary PREFIX.csv");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -133,8 +142,40 @@ int sc_main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<traces::PcapWriter> pcap;
+  std::unique_ptr<traces::LatencyTrace> trace;
+  std::string error;
+  if (!options.pcap_file.empty() && !(pcap = traces::PcapWriter::open(options.pcap_file, &error))) {
+    std::cerr << "hcaemu: --pcap " << options.pcap_file << ": " << error << "\n";
+    return 2;
+  }
+  if (!options.trace_prefix.empty() && !(trace = traces::LatencyTrace::open(options.trace_prefix, &error))) {
+    std::cerr << "hcaemu: --trace " << options.trace_prefix << ": " << error << "\n";
+    return 2;
+  }
+
   // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
   sriov::HcaDevice device("hca", config);
+  if (pcap) {
+    device.eswitch().set_tap([&pcap](std::span<const uint8_t> frame) {
+      pcap->write(uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12), frame);
+    });
+  }
+  if (trace) {
+    auto hook = [&trace](uint16_t function) {
+      return [&trace, function](const model::StageStamp& s) {
+        trace->record({.time_ps = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12),
+                       .function = function,
+                       .qpn = s.qpn,
+                       .message = s.message,
+                       .opcode = s.opcode,
+                       .bytes = s.bytes,
+                       .stage = traces::Stage(s.stage)});
+      };
+    };
+    device.pf().hca().set_stage_hook(hook(0));
+    for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().set_stage_hook(hook(uint16_t(1 + i)));
+  }
   bridge::KernelQueue control("control");
   ServedFunction pf;
   pf.queue = std::make_unique<bridge::KernelQueue>("pf_queue");
@@ -198,6 +239,28 @@ int sc_main(int argc, char** argv) {
                 e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.rx_cqes, e.rx_dma_faults,
                 e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
   };
+  auto rdma = [](sriov::FunctionPort& port) {
+    const auto& r = port.hca().rdma_counters();
+    if (r.sq_doorbells == 0 && r.rx_packets == 0) return;
+    log().info("{}: rdma {} WQEs, {} messages completed, tx {} packets, rx {} packets, acks {}/{} naks {}/{} rnr {}/{} "
+               "(sent/received), retransmits {}, timeouts {}, duplicates {}, error CQEs {}, flushed {}",
+               port.name(), r.wqes, r.messages_completed, r.tx_packets, r.rx_packets, r.acks_sent, r.acks_received,
+               r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
+               r.duplicates, r.error_cqes, r.flushed_wqes);
+    log().debug("{}: rdma drops: parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, RoCE v1 {}; local "
+                "protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, other services {}",
+                port.name(), r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
+                r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
+                r.bad_wqes, r.dma_faults, r.unsupported_service);
+  };
+  rdma(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) rdma(device.vf(i));
+  if (pcap) log().info("pcap: {} frames written to {}", pcap->frames(), options.pcap_file);
+  if (trace) {
+    trace->close();
+    log().info("trace: {} events written to {}.json and {}.csv", trace->events(), options.trace_prefix,
+               options.trace_prefix);
+  }
   details(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) details(device.vf(i));
   report(device.pf());

@@ -60,6 +60,10 @@ constexpr Field kCqnRcv{0x9c, 23, 0};
 constexpr uint32_t kDbrAddr = 0xa0;
 constexpr Field kRqType{0xac, 26, 24};
 constexpr Field kSrqn{0xac, 23, 0};
+constexpr Field kNextRcvPsn{0x94, 23, 0};
+constexpr Field kNextSendPsn{0x78, 23, 0};
+constexpr Field kRetryCount{0x70, 18, 16};
+constexpr Field kRnrRetry{0x70, 15, 13};
 }  // namespace qpc
 
 constexpr uint32_t kMaxMtu = 5;  // IB enum: 1 = 256 ... 5 = 4096
@@ -269,6 +273,20 @@ void modify_qp(CommandCall& call, const Transition& t) {
   if (t.to == QpState::kReset) {
     qp->sq_consumer = 0;
     qp->rq_consumer = 0;
+    qp->rc = {};
+  }
+  // The transport starts from the PSNs the transitions set (IBA 9.7: RTR sets the expected PSN,
+  // RTS the first send PSN).
+  if (t.bit == kI2R) {
+    qp->rc.resp = {};
+    qp->rc.resp.epsn = get(qp->context, qpc::kNextRcvPsn);
+  }
+  if (t.bit == kR2S) {
+    qp->rc.req = {};
+    qp->rc.req.next_psn = get(qp->context, qpc::kNextSendPsn);
+    qp->rc.req.acked_psn = (qp->rc.req.next_psn - 1) & 0xffffff;
+    qp->rc.req.retries_left = get(qp->context, qpc::kRetryCount);
+    qp->rc.req.rnr_retries_left = get(qp->context, qpc::kRnrRetry);
   }
   qp->state = t.to;
   set(qp->context, qpc::kState, uint32_t(t.to));

@@ -1,5 +1,6 @@
 // Capability pages (mlx5-device-bringup.md section 4.3; layouts from mlx5-layouts.md
-// `cmd_hca_cap`, `per_protocol_networking_offload_caps`, `roce_cap`, `flow_table_nic_cap`).
+// `cmd_hca_cap`, `per_protocol_networking_offload_caps`, `atomic_caps`, `roce_cap`,
+// `flow_table_nic_cap`).
 // Every field we report non-zero, and every "must be 0" of section 4.3, is a named Field next to
 // its layouts-doc name; the pages are tables of (field, value).
 #include "model/hca_caps.h"
@@ -149,7 +150,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kQos, 0},
     {gen::kEthNetOffloads, 1},
     {gen::kRoce, 1},
-    {gen::kAtomic, 0},
+    {gen::kAtomic, 1},                       // 8-byte CS/FA on RC: ATOMIC caps below
     {gen::kCqResize, 1},
     {gen::kCqModeration, 1},
     {gen::kPg, 0},                           // no ODP
@@ -219,6 +220,48 @@ constexpr CapValue kEthernetCaps[] = {
     {eth::kSwp, 0},
 };
 
+// --- atomic_caps (type 3) ------------------------------------------------------------------------
+// Standard 8-byte atomics only: compare-swap and fetch-add on RC (and XRC) QPs. No masked/extended
+// atomics (atomic_operations bits 2/3), no atomics on DC (dct = 0, so atomic_size_dc = 0), no PCI
+// atomics. What Linux 6.1 does with this page:
+// - mlx5_core handle_hca_cap_atomic (before INIT_HCA, PF and VF): gated on general `atomic`, it
+//   queries cur and max; when max has supported_atomic_req_8B_endianness_mode_1 it sends
+//   SET_HCA_CAP(op_mod 3 << 1) with an all-zero page except atomic_req_8B_endianness_mode = 1
+//   (MLX5_ATOMIC_REQ_MODE_HOST_ENDIANNESS). After INIT_HCA mlx5_query_hca_caps reads cur/max again.
+// - mlx5_ib get_atomic_caps reads cur: CS and FA in atomic_operations, the 8-byte bit in
+//   atomic_size_qp and a non-zero atomic_req_8B_endianness_mode give atomic_cap = IB_ATOMIC_HCA
+//   (else IB_ATOMIC_NONE); masked_atomic_cap is always NONE. libmlx5 takes its atomic_cap from
+//   there and refuses atomic WRs without it.
+// - qpc.atomic_mode (0x90[19:16]): get_atomic_mode (qp.c) sees no extended ops and CS + FA, so it
+//   returns MLX5_ATOMIC_MODE_IB_COMP = 1; set_qpc_atomic_flags writes atomic_mode = 1 with rae = 1
+//   when the QP's access flags have IB_ACCESS_REMOTE_ATOMIC and its max_dest_rd_atomic is non-zero
+//   (otherwise only rwe survives). max_dest_rd_atomic is first given at INIT2RTR (it is 0 before),
+//   so for an RC QP RST2INIT carries rae = rre = 0, atomic_mode = 0, and INIT2RTR carries rae = 1,
+//   atomic_mode = 1 (the driver remembers the RST2INIT access flags); later transitions repeat the
+//   four fields only when IB_QP_ACCESS_FLAGS or IB_QP_MAX_DEST_RD_ATOMIC is in the attr mask.
+// - Endianness: the WQE atomic segment (swap_add, compare) and AtomicETH/AtomicAckETH on the wire
+//   are big-endian. The 8-byte operand in responder memory is a host-endian integer: the x86 guest
+//   (HOST_ENDIANNESS register he = 0 from the PF) is little-endian, so the responder reads and
+//   writes it little-endian; IB_ATOMIC_HCA means the HCA's atomics see the same uint64_t the CPUs
+//   see. The original value returned to the requester is written into its local 8-byte buffer in
+//   host endianness (little-endian) under mode 1 (cur after the driver's SET), and big-endian
+//   (network order, OFED's IB_ATOMIC_HCA_REPLY_BE) under the power-on mode 0.
+namespace atom {
+constexpr Field kAtomicReq8BEndiannessMode{0x08, 31, 30};           // atomic_req_8B_endianness_mode
+constexpr Field kSupportedAtomicReq8BEndiannessMode1{0x08, 25, 25}; // supported_atomic_req_8B_endianness_mode_1
+constexpr Field kAtomicOperations{0x10, 15, 0};                     // atomic_operations
+constexpr Field kAtomicSizeQp{0x14, 15, 0};                         // atomic_size_qp
+constexpr Field kAtomicSizeDc{0x18, 15, 0};                         // atomic_size_dc
+}  // namespace atom
+
+constexpr CapValue kAtomicCaps[] = {
+    {atom::kAtomicReq8BEndiannessMode, kAtomicReqModeHostEndianness},  // max; cur from HcaCapSettings
+    {atom::kSupportedAtomicReq8BEndiannessMode1, 1},  // makes mlx5_core SET mode 1
+    {atom::kAtomicOperations, kAtomicOpsCompareSwap | kAtomicOpsFetchAdd},
+    {atom::kAtomicSizeQp, kAtomicSize8Bytes},
+    {atom::kAtomicSizeDc, 0},  // no DC
+};
+
 // --- roce_cap (type 4) ---------------------------------------------------------------------------
 namespace roce {
 constexpr Field kRoceApm{0x00, 31, 31};                 // roce_apm
@@ -279,10 +322,13 @@ constexpr CapValue kFlowTableCaps[] = {
     {ft::kLogMaxFlow, 20},
 };
 
-constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kRoceBytes = 0x100, kFlowTableBytes = 0x1000;
+constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
+                   kFlowTableBytes = 0x1000;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
-enum class Settable { kLimit, kFlag };  // value <= max; or 1 only where max is 1
+// kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
+// max offers (0 included); checked but never stored (`value` is null): cur keeps reporting max.
+enum class Settable { kLimit, kFlag, kSubset };
 struct SettableField {
   CapType type;
   Field field;
@@ -300,6 +346,11 @@ constexpr SettableField kSettable[] = {
     {CapType::kGeneral, gen::kReleaseAllPages, Settable::kFlag, &HcaCapSettings::release_all_pages},
     {CapType::kGeneral, gen::kMkeyByName, Settable::kFlag, &HcaCapSettings::mkey_by_name},
     {CapType::kGeneral, gen::kNumVhcaPorts, Settable::kLimit, &HcaCapSettings::num_vhca_ports},
+    {CapType::kAtomic, atom::kAtomicReq8BEndiannessMode, Settable::kLimit,
+     &HcaCapSettings::atomic_req_8B_endianness_mode},
+    {CapType::kAtomic, atom::kAtomicOperations, Settable::kSubset, nullptr},  // no masked atomics
+    {CapType::kAtomic, atom::kAtomicSizeQp, Settable::kSubset, nullptr},
+    {CapType::kAtomic, atom::kAtomicSizeDc, Settable::kSubset, nullptr},
     {CapType::kRoce, roce::kSwRRoceSrcUdpPort, Settable::kFlag, &HcaCapSettings::sw_r_roce_src_udp_port},
 };
 constexpr uint16_t kSettableCheckBase = 0x100;
@@ -322,6 +373,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
     case CapType::kEthernetOffloads:
       fill(page, kEthernetCaps);
       return;
+    case CapType::kAtomic:
+      fill(page, kAtomicCaps);
+      return;
     case CapType::kRoce:
       fill(page, kRoceCaps);
       return;
@@ -343,9 +397,10 @@ uint32_t cap_struct_bytes(uint16_t type) {
   switch (CapType(type)) {
     case CapType::kGeneral: return kGeneralBytes;
     case CapType::kEthernetOffloads: return kEthernetBytes;
+    case CapType::kAtomic: return kAtomicBytes;
     case CapType::kRoce: return kRoceBytes;
     case CapType::kFlowTable: return kFlowTableBytes;
-    default: return 0;  // ODP (pg=0), ATOMIC (atomic=0) and the rest are never offered
+    default: return 0;  // ODP (pg=0) and the rest are never offered
   }
 }
 
@@ -368,7 +423,7 @@ bool build_cap_page(const FunctionIdentity& identity, const HcaCapSettings& cur,
   fill_max(identity, CapType(type), page);
   if (mode == CapMode::kCur) {
     for (const SettableField& s : kSettable)
-      if (uint16_t(s.type) == type) set(page, s.field, cur.*s.value);
+      if (uint16_t(s.type) == type && s.value != nullptr) set(page, s.field, cur.*s.value);
   }
   return true;
 }
@@ -382,11 +437,16 @@ uint16_t apply_set_hca_cap(const FunctionIdentity& identity, HcaCapSettings& cur
     const SettableField& s = kSettable[i];
     if (uint16_t(s.type) != type) continue;
     const uint32_t value = get(page, s.field), max = get(max_page, s.field);
-    const bool ok = s.kind == Settable::kLimit ? value <= max : (value == 0 || max == 1);
+    bool ok = false;
+    switch (s.kind) {
+      case Settable::kLimit: ok = value <= max; break;
+      case Settable::kFlag: ok = value == 0 || max == 1; break;
+      case Settable::kSubset: ok = (value & ~max) == 0; break;
+    }
     if (!ok) return uint16_t(kSettableCheckBase + i);
   }
   for (const SettableField& s : kSettable)
-    if (uint16_t(s.type) == type) cur.*s.value = get(page, s.field);
+    if (uint16_t(s.type) == type && s.value != nullptr) cur.*s.value = get(page, s.field);
   return 0;
 }
 

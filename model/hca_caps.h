@@ -35,7 +35,8 @@ inline constexpr uint32_t kPkeyTableEntries = 128;      // pkey_table_size 0 mea
 inline constexpr uint32_t kNumPorts = 1;                // cmd_hca_cap.num_ports
 
 // The fields of `cur` that SET_HCA_CAP may change, with their power-on values (equal to `max`,
-// checked by a test). Plain data so it can be saved and restored with the function.
+// checked by a test, except atomic_req_8B_endianness_mode: see below). Plain data so it can be
+// saved and restored with the function.
 struct HcaCapSettings {
   // general (type 0)
   uint32_t pkey_table_size = 0;
@@ -48,9 +49,21 @@ struct HcaCapSettings {
   uint32_t release_all_pages = 0;
   uint32_t mkey_by_name = 0;
   uint32_t num_vhca_ports = 0;
+  // ATOMIC (type 3). Powers on in mode 0 (replies in network order), as firmware does; max offers
+  // mode 1 (host endianness), which mlx5_core always picks. The requester data path reads this to
+  // decide how the original value of an 8-byte atomic lands in the local buffer (hca_caps.cpp).
+  uint32_t atomic_req_8B_endianness_mode = 0;
   // RoCE (type 4)
   uint32_t sw_r_roce_src_udp_port = 0;
 };
+
+// atomic_caps values other code must agree with (the send/receive paths and the QP context).
+inline constexpr uint32_t kAtomicOpsCompareSwap = 1u << 0;  // atomic_operations: MLX5_ATOMIC_OPS_CMP_SWAP
+inline constexpr uint32_t kAtomicOpsFetchAdd = 1u << 1;     // MLX5_ATOMIC_OPS_FETCH_ADD
+inline constexpr uint32_t kAtomicSize8Bytes = 1u << 3;      // atomic_size_qp bit of the 8-byte operand
+inline constexpr uint32_t kAtomicReqModeBigEndian = 0;      // atomic_req_8B_endianness_mode values
+inline constexpr uint32_t kAtomicReqModeHostEndianness = 1;
+inline constexpr uint32_t kQpcAtomicModeIbCompliant = 1;    // qpc.atomic_mode mlx5_ib sets (IB_COMP)
 
 // Bytes of the structure of a modelled cap type; 0 for a type the model does not offer.
 uint32_t cap_struct_bytes(uint16_t type);

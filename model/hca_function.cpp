@@ -21,9 +21,13 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   context_.bar0_size = bar0_size;
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
-    if (!eth_.doorbell(data)) ++unclaimed_sq_doorbells_;
+    if (!eth_.doorbell(data) && !rdma_.doorbell(data)) ++unclaimed_sq_doorbells_;
   });
+  rdma_.set_timer_hook([this](WallClock::time_point when) { wall_timer_.arm(when); });
   SC_THREAD(engine);
+  SC_METHOD(timer_fired);
+  sensitive << wall_timer_.fired();
+  dont_initialize();
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
@@ -64,6 +68,10 @@ void HcaFunction::receive(std::span<const uint8_t> frame) {
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
            .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation});
+}
+
+void HcaFunction::timer_fired() {
+  if (active_) enqueue({.kind = WorkKind::kTimer});
 }
 
 void HcaFunction::enqueue(WorkItem item) {
@@ -133,7 +141,10 @@ void HcaFunction::engine() {
         break;
       case WorkKind::kFrame:
         if (item.not_before > sc_core::sc_time_stamp()) wait(item.not_before - sc_core::sc_time_stamp());
-        if (active_) eth_.receive(item.data);
+        if (active_ && !rdma_.receive(item.data)) eth_.receive(item.data);
+        break;
+      case WorkKind::kTimer:
+        rdma_.on_timer();
         break;
       case WorkKind::kReset:
         firmware_.reset();

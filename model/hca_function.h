@@ -17,6 +17,8 @@
 #include "model/firmware.h"
 #include "model/function_context.h"
 #include "model/init_segment.h"
+#include "model/rdma_engine.h"
+#include "model/wall_timer.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -67,17 +69,24 @@ class HcaFunction : public sc_core::sc_module {
 
   // The function's Ethernet port: frames its SQs send go to `port` (the embedded switch); frames
   // the switch delivers enter through receive(). An inactive function receives nothing.
-  void set_port(EthernetPort* port) { eth_.set_port(port); }
+  void set_port(EthernetPort* port) {
+    eth_.set_port(port);
+    rdma_.set_port(port);
+  }
+  void set_stage_hook(StageHook hook) { rdma_.set_stage_hook(std::move(hook)); }
+  void set_rdma_timing(const RdmaTiming& timing) { rdma_.set_timing(timing); }
+  const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
   void receive(std::span<const uint8_t> frame);
   const EthCounters& eth_counters() const { return eth_.counters(); }
   uint64_t unclaimed_sq_doorbells() const { return unclaimed_sq_doorbells_; }
+  uint16_t vhca_id() const { return context_.identity.vhca_id; }
 
  private:
   // Everything that changes the function's objects runs on one SystemC thread, one item at a
   // time: command slots, UAR doorbells and frames from the switch. Handlers spend model time
   // (DMA) and so yield to other processes; serialising them keeps one function's queues, CQs and
   // EQs from being advanced by two processes at once (a lost EQE stalled mlx5e before).
-  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset };
+  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer };
   struct WorkItem {
     WorkKind kind;
     uint64_t offset = 0;                 // doorbell: BAR0 offset
@@ -89,6 +98,7 @@ class HcaFunction : public sc_core::sc_module {
   void engine();  // SC_THREAD: the work queue
   void run_commands();
   void enqueue(WorkItem item);
+  void timer_fired();  // SC_METHOD on the wall timer
   uint64_t now_ticks() const;
 
   uint64_t bar0_size_;
@@ -97,10 +107,12 @@ class HcaFunction : public sc_core::sc_module {
   FunctionContext context_;
   Firmware firmware_;
   EthQueues eth_{context_};
+  RdmaEngine rdma_{context_};
+  WallTimer wall_timer_{"wall_timer"};
   CommandQueue commands_;
   DoorbellUnit doorbells_;
   bool active_ = true;
-  uint64_t unclaimed_sq_doorbells_ = 0;  // SQ doorbells naming no Ethernet SQ (RDMA QPs: issue 4)
+  uint64_t unclaimed_sq_doorbells_ = 0;  // SQ doorbells naming neither an Ethernet SQ nor a QP
   uint32_t pending_slots_ = 0;
   bool commands_queued_ = false;         // a kCommands item is in work_
   bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)

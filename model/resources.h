@@ -12,6 +12,7 @@
 #include "model/event_queue.h"
 #include "model/object_table.h"
 #include "model/page_list.h"
+#include "model/rc_state.h"
 
 namespace hcaemu::model {
 
@@ -112,6 +113,7 @@ struct QueuePair {
   // Data path position (reset by 2RST).
   uint32_t sq_consumer = 0;
   uint32_t rq_consumer = 0;
+  RcState rc;                   // RC transport (rdma_engine.cpp), reset with the QP
 
   uint64_t rq_bytes() const {
     return rq_type == rq_type::kRegular ? (uint64_t(1) << log_rq_size) << (4 + log_rq_stride) : 0;

@@ -8,8 +8,10 @@ PACKAGES=(
   build-essential cmake pkg-config ccache git
   libsystemc-dev libboost-dev libboost-program-options-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libpcap-dev
+  libibverbs-dev  # hca_verbs_check, carried into the RDMA test guests
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  tshark  # traces_tshark_test: Wireshark's dissectors judge our RoCEv2 frames and pcaps
   # full-system tooling (QEMU provisioning, guest image, VM launcher)
   ca-certificates debian-archive-keyring apt-utils dpkg-dev cpio zstd xz-utils gzip file binutils
   util-linux procps coreutils iproute2 python3
@@ -35,6 +37,8 @@ fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common (pulled in by tshark) asks whether non-root users may capture: answer no.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 apt-get update -qq || { sleep 2; apt-get update -qq; }
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done" >&2

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Prints every benchmark figure of the project in one run (nothing here is a pass/fail test):
 # the model-side bridge benchmark, then the guest-side figures (MMIO round trip, posted writes,
-# hcaemu idle CPU/RSS, guest boot time). Builds and provisions what is missing first.
+# hcaemu idle CPU/RSS, guest boot time), then RDMA between two VMs on the emulated HCA beside
+# Soft-RoCE (bench/rdma_compare.sh). Builds and provisions what is missing first.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HCAEMU_BUILD_DIR:-$ROOT/build}"
@@ -13,3 +14,5 @@ export SC_COPYRIGHT_MESSAGE=DISABLE
 echo "== host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BUILD/bench/bridge_bench"
 "$ROOT/bench/guest_figures.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm" "$BUILD/bench/mmio_probe"
+"$ROOT/bench/rdma_compare.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm" \
+  "$BUILD/testbench/system/verbs/hca_verbs_check"

@@ -44,6 +44,7 @@ void Eswitch::deliver(Vport& to, std::span<const uint8_t> frame) {
 void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
   if (from >= vports_.size()) return void(++counters_.drop_bad_vport);
   Vport& sender = vports_[from];
+  if (tap_) tap_(frame);
   if (!sender.up) {
     ++sender.counters.drop_vport_down;
     return void(++counters_.drop_sender_down);

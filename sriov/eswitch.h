@@ -36,6 +36,8 @@ class Eswitch {
 
   // A frame sent by `vport` (its SQ engine's EthernetPort::transmit).
   void transmit(uint16_t vport, std::span<const uint8_t> frame);
+  // Sees every frame a vport sends, before forwarding (the pcap tap).
+  void set_tap(Deliver tap) { tap_ = std::move(tap); }
 
   size_t vports() const { return vports_.size(); }
   const VportCounters& counters(uint16_t vport) const { return vports_.at(vport).counters; }
@@ -53,6 +55,7 @@ class Eswitch {
   void deliver(Vport& to, std::span<const uint8_t> frame);
 
   std::vector<Vport> vports_;
+  Deliver tap_;
   EswitchCounters counters_;
 };
 

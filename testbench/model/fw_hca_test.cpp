@@ -20,7 +20,7 @@ constexpr uint8_t kBadInLen = uint8_t(CommandStatus::kBadInputLength);
 constexpr uint8_t kBadOutLen = uint8_t(CommandStatus::kBadOutputLength);
 
 constexpr uint32_t kCapOut = 0x1010;  // sizeof(query_hca_cap_out), what the driver allows
-constexpr uint16_t kGeneral = 0, kEth = 1, kRoce = 4, kFlowTable = 7;
+constexpr uint16_t kGeneral = 0, kEth = 1, kAtomic = 3, kRoce = 4, kFlowTable = 7;
 constexpr uint16_t kMax = 0, kCur = 1;
 
 // One function and its firmware, driven the way the driver drives them.
@@ -106,6 +106,14 @@ void run_probe(Function& f, bool is_pf) {
   store_be32(&set[0x10 + 0x40], load_be32(&set[0x10 + 0x40]) & ~(3u << 14));  // cmdif_checksum = 0
   store_be32(&set[0x10 + 0x90], load_be32(&set[0x10 + 0x90]) & 0xffff0000u);  // log_uar_page_sz = 0
   ASSERT_EQ(f.run(0x109, 0, set), kOk) << "8 SET_HCA_CAP general";
+  // 9 handle_hca_cap_atomic: gated on `atomic`; a zeroed page with only the endianness mode set.
+  ASSERT_EQ(f.cap(0x40, 1, 1), 1u) << "atomic (general max)";
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk) << "9 QUERY_HCA_CAP ATOMIC cur";
+  ASSERT_EQ(f.query_cap(kAtomic, kMax), kOk) << "9 QUERY_HCA_CAP ATOMIC max";
+  ASSERT_EQ(f.cap(0x08, 25, 25), 1u) << "supported_atomic_req_8B_endianness_mode_1";
+  std::vector<uint8_t> atomic_set(0x1010);
+  store_be32(&atomic_set[0x10 + 0x08], 1u << 30);  // atomic_req_8B_endianness_mode = host
+  ASSERT_EQ(f.run(0x109, kAtomic << 1, atomic_set), kOk) << "9 SET_HCA_CAP ATOMIC";
   ASSERT_EQ(f.query_cap(kRoce, kCur), kOk) << "11 QUERY_HCA_CAP ROCE cur";
   const uint32_t src_port_cur = f.cap(0x00, 27, 27);
   ASSERT_EQ(f.query_cap(kRoce, kMax), kOk) << "11 QUERY_HCA_CAP ROCE max";
@@ -118,8 +126,10 @@ void run_probe(Function& f, bool is_pf) {
   // 17: general again, then each type whose gate bit is set.
   ASSERT_EQ(f.query_cap(kGeneral, kCur), kOk);
   ASSERT_EQ(f.query_cap(kGeneral, kMax), kOk);
-  for (uint16_t type : {kEth, kRoce, kFlowTable})
+  for (uint16_t type : {kEth, kAtomic, kRoce, kFlowTable})
     for (uint16_t mode : {kCur, kMax}) ASSERT_EQ(f.query_cap(type, mode), kOk) << "17 cap type " << type;
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 1u) << "host endianness still in cur after INIT_HCA";
   ASSERT_EQ(f.run(0x101, 0, {}, 0x110), kOk) << "18 QUERY_ADAPTER";
 }
 
@@ -170,7 +180,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x40, 4, 4), 0u) << "qos";
     EXPECT_EQ(f.cap(0x40, 3, 3), 1u) << "eth_net_offloads";
     EXPECT_EQ(f.cap(0x40, 2, 2), 1u) << "roce";
-    EXPECT_EQ(f.cap(0x40, 1, 1), 0u) << "atomic";
+    EXPECT_EQ(f.cap(0x40, 1, 1), 1u) << "atomic";
     EXPECT_EQ(f.cap(0x44, 24, 24), 0u) << "pg";
     EXPECT_EQ(f.cap(0x44, 3, 0), 0xfu) << "xrc / ud / uc / rc";
     EXPECT_EQ(f.cap(0x48, 31, 31), 0u) << "uar_4k";
@@ -305,7 +315,7 @@ TEST(FwHcaCaps, SetAfterInitAndBadTypesAreRefused) {
 
 TEST(FwHcaCaps, QueryRefusesUnknownTypesOtherFunctionsAndShortOutput) {
   Function f;
-  for (uint16_t type : {2, 3, 5, 0x20, 0x7fff}) {
+  for (uint16_t type : {2, 5, 0x20, 0x7fff}) {
     EXPECT_EQ(f.run(0x100, uint16_t(type << 1 | 1), {}, kCapOut), kBadParam) << "type " << type;
     EXPECT_EQ(f.syndrome() >> 16, 0x100u);
   }
@@ -318,6 +328,83 @@ TEST(FwHcaCaps, QueryRefusesUnknownTypesOtherFunctionsAndShortOutput) {
   EXPECT_EQ(f.run(0x100, 1, {}, 0x100), kBadOutLen) << "general caps need 0x110 bytes";
   EXPECT_EQ(f.run(0x100, kFlowTable << 1, {}, 0x110), kBadOutLen) << "flow table caps need 0x1010";
   EXPECT_EQ(f.run_raw(0x100, 1, 8, kCapOut), kBadInLen);
+}
+
+// --- ATOMIC caps (type 3) -------------------------------------------------------------------------------
+
+TEST(FwHcaAtomic, CapsOfferStandard8ByteAtomicsOnly) {
+  Function f;
+  for (uint16_t mode : {kCur, kMax}) {
+    ASSERT_EQ(f.query_cap(kAtomic, mode), kOk);
+    EXPECT_EQ(f.cap(0x08, 25, 25), 1u) << "supported_atomic_req_8B_endianness_mode_1";
+    EXPECT_EQ(f.cap(0x10, 15, 0), 0x3u) << "atomic_operations: compare-swap | fetch-add, no masked";
+    EXPECT_EQ(f.cap(0x14, 15, 0), 0x8u) << "atomic_size_qp: 8 bytes";
+    EXPECT_EQ(f.cap(0x18, 15, 0), 0u) << "atomic_size_dc: no DC";
+    EXPECT_EQ(f.at(0x10 + 0x50, 31, 0), 0u) << "no PCI atomics";
+    EXPECT_EQ(f.at(0x10 + 0x54, 31, 16), 0u);
+  }
+  ASSERT_EQ(f.query_cap(kAtomic, kMax), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 1u) << "max: host endianness available";
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 0u) << "cur powers on big-endian, until the driver's SET";
+  EXPECT_EQ(f.run(0x100, kAtomic << 1, {}, 0x100), kBadOutLen) << "the atomic page needs 0x110 bytes";
+  EXPECT_EQ(f.run(0x100, kAtomic << 1, {}, 0x110), kOk);
+}
+
+TEST(FwHcaAtomic, DriverSetOfHostEndiannessSticks) {
+  Function f;
+  ASSERT_EQ(f.run(0x104, 0), kOk);
+  std::vector<uint8_t> in(0x1010);  // mlx5_core: zeroed page, mode 1
+  store_be32(&in[0x10 + 0x08], 1u << 30);
+  ASSERT_EQ(f.run(0x109, kAtomic << 1, in), kOk);
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 1u) << "cur reflects the SET";
+  EXPECT_EQ(f.cap(0x10, 15, 0), 0x3u) << "the zeroed ops and sizes in the SET changed nothing";
+  EXPECT_EQ(f.cap(0x14, 15, 0), 0x8u);
+  EXPECT_EQ(f.context.caps.atomic_req_8B_endianness_mode, 1u);
+  ASSERT_EQ(f.query_cap(kAtomic, kMax), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 1u);
+
+  // A copy of cur back with mode 0 is accepted too (big-endian replies).
+  in = set_cap_input(f, kAtomic);
+  store_be32(&in[0x10 + 0x08], 0);
+  ASSERT_EQ(f.run(0x109, kAtomic << 1, in), kOk);
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 0u);
+  // mlx5_core after a DISABLE_HCA / reload: SET again, then INIT_HCA fixes it.
+  in.assign(0x1010, 0);
+  store_be32(&in[0x10 + 0x08], 1u << 30);
+  ASSERT_EQ(f.run(0x109, kAtomic << 1, in), kOk);
+  ASSERT_EQ(f.run(0x102, 0, std::vector<uint8_t>(0x20)), kOk);
+  EXPECT_EQ(f.run(0x109, kAtomic << 1, in), kBadState) << "caps are fixed after INIT_HCA";
+  ASSERT_EQ(f.run(0x105, 0), kOk) << "DISABLE_HCA";
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 0u) << "back to the power-on mode";
+}
+
+TEST(FwHcaAtomic, SetOfUnsupportedOpsSizesOrModesIsRefused) {
+  Function f;
+  ASSERT_EQ(f.run(0x104, 0), kOk);
+  auto with = [&](uint32_t offset, uint32_t value) {
+    std::vector<uint8_t> in(0x1010);
+    store_be32(&in[0x10 + 0x08], 1u << 30);
+    store_be32(&in[0x10 + offset], load_be32(&in[0x10 + offset]) | value);
+    return f.run(0x109, kAtomic << 1, in);
+  };
+  EXPECT_EQ(with(0x10, 0x4), kBadParam) << "masked compare-swap";
+  EXPECT_EQ(f.syndrome() >> 16, 0x109u);
+  EXPECT_EQ(with(0x10, 0x8), kBadParam) << "masked fetch-add";
+  EXPECT_EQ(with(0x14, 0x10), kBadParam) << "16-byte operands on QPs";
+  EXPECT_EQ(with(0x18, 0x8), kBadParam) << "atomics on DC";
+  EXPECT_EQ(with(0x08, 2u << 30), kBadParam) << "endianness mode 3 (above max)";
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 0u) << "refused SETs changed nothing";
+  EXPECT_EQ(with(0x10, 0x3), kOk) << "naming the offered ops is fine";
+  EXPECT_EQ(with(0x14, 0x8), kOk);
+  ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
+  EXPECT_EQ(f.cap(0x08, 31, 30), 1u);
+  EXPECT_EQ(f.run(0x109, (kAtomic << 1) | 1, std::vector<uint8_t>(0x1010)), kBadParam) << "SET with the mode bit";
+  EXPECT_EQ(f.run(0x109, kAtomic << 1, std::vector<uint8_t>(0x80)), kBadInLen) << "short SET";
 }
 
 // --- INIT / TEARDOWN ----------------------------------------------------------------------------------

@@ -1,0 +1,111 @@
+#pragma once
+// The RDMA data path of one function (ARCHITECTURE.md "Data flow of one RDMA WRITE"): RC QPs over
+// RoCEv2. The requester fetches send WQEs on the SQ doorbell, checks their local keys, cuts the
+// message into MTU packets with PSNs and hands the frames to the port; the completer retires WQEs
+// on ACKs, READ responses and atomic ACKs and writes requester CQEs. The responder checks PSN,
+// rkey, access and bounds, scatters into receive WQEs or the remote range, executes READs and
+// atomics and answers with ACK/NAK. Errors end as IBA chapter 9 says: error CQEs, NAKs, the QP in
+// ERR, outstanding work flushed. Per-QP state lives in QueuePair::rc; this class holds the port,
+// the timer hook and counters.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/eth_queues.h"
+#include "model/rc_state.h"
+#include "model/resources.h"
+#include "transport/roce_packet.h"
+
+namespace hcaemu::model {
+
+struct FunctionContext;
+
+// Stages of a message the latency trace stamps (same order as traces::Stage).
+enum class RdmaStage : uint8_t { kDoorbell, kWqeFetch, kPayloadDma, kWireFirstPacket, kRemoteDelivery, kAck, kCqeWrite, kInterrupt };
+struct StageStamp {
+  uint32_t qpn = 0;
+  uint64_t message = 0;
+  uint8_t opcode = 0;   // mlx5 WQE opcode
+  uint32_t bytes = 0;
+  RdmaStage stage = RdmaStage::kDoorbell;
+};
+using StageHook = std::function<void(const StageStamp&)>;
+
+struct RdmaTiming {
+  uint64_t per_packet_tx_ps = 20'000;   // pipeline per transmitted packet
+  uint64_t per_packet_rx_ps = 20'000;   // pipeline per received packet
+  uint64_t wqe_parse_ps = 10'000;
+  double link_gbps = 100.0;             // wire serialisation of each frame
+};
+
+struct RdmaCounters {
+  uint64_t sq_doorbells = 0, wqes = 0, messages_completed = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0, acks_received = 0, naks_received = 0, rnr_naks_received = 0;
+  uint64_t retransmits = 0, timeouts = 0, duplicates = 0, sequence_errors = 0;
+  uint64_t requester_cqes = 0, responder_cqes = 0, error_cqes = 0, flushed_wqes = 0;
+  uint64_t local_protection_errors = 0, remote_access_errors = 0, invalid_requests = 0, bad_wqes = 0;
+  uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0;
+  uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
+};
+
+class RdmaEngine {
+ public:
+  static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
+
+  explicit RdmaEngine(FunctionContext& function) : f_(function) {}
+
+  void set_port(EthernetPort* port) { port_ = port; }
+  void set_timing(const RdmaTiming& timing) { timing_ = timing; }
+  void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
+  // Called with the earliest wall-clock deadline of a retransmission/RNR timer; the owner calls
+  // on_timer() once it has passed.
+  void set_timer_hook(std::function<void(WallClock::time_point)> hook) { timer_hook_ = std::move(hook); }
+
+  // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
+  bool doorbell(std::span<const uint8_t> data);
+  // A frame from the switch. False when it is not RoCEv2 for this function (the Ethernet path takes it).
+  bool receive(std::span<const uint8_t> frame);
+  // Retransmission and RNR timers that have expired.
+  void on_timer();
+
+  const RdmaCounters& counters() const { return counters_; }
+
+ private:
+  // Requester.
+  void process_sq(uint32_t qpn, QueuePair& qp);
+  bool fetch_wqe(QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
+  void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn);
+  void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
+  void retire(uint32_t qpn, QueuePair& qp);
+  void arm_timer(QueuePair& qp);
+
+  // Responder.
+  void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
+  bool take_receive_wqe(QueuePair& qp);
+  void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
+  void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
+
+  // Errors and completions.
+  void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
+  void responder_error(uint32_t qpn, QueuePair& qp, uint8_t syndrome, bool consumed_wqe);
+  void enter_error(uint32_t qpn, QueuePair& qp);
+  void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
+  void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder);
+
+  bool send_frame(transport::RocePacket& packet);
+  bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
+  void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage);
+
+  FunctionContext& f_;
+  EthernetPort* port_ = nullptr;
+  RdmaTiming timing_;
+  StageHook stage_hook_;
+  std::function<void(WallClock::time_point)> timer_hook_;
+  uint64_t next_message_id_ = 1;
+  RdmaCounters counters_;
+};
+
+}  // namespace hcaemu::model

@@ -1,0 +1,37 @@
+// libFuzzer target: arbitrary bytes as a send WQE (every service type, with and without an SGE
+// limit) and as RQ and SRQ receive WQEs. The parsers must answer every shape without reading
+// outside the buffer, and what they accept must be consistent with ds.
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <vector>
+
+#include "model/recv_wqe.h"
+#include "model/resources.h"
+#include "model/send_wqe.h"
+
+using namespace hcaemu::model;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // A copy of exactly `size` bytes, so ASan sees any read past the end.
+  const std::vector<uint8_t> bytes(data, data + size);
+  const std::span<const uint8_t> all(bytes);
+  const uint32_t qpn = size >= 8 ? (uint32_t(bytes[4]) << 16 | uint32_t(bytes[5]) << 8 | bytes[6]) : 0;
+  SendWqe wqe;
+  for (uint8_t st : {qp_st::kRc, qp_st::kUc, qp_st::kUd, qp_st::kXrc, qp_st::kQp1, qp_st::kRegUmr}) {
+    for (uint32_t max_sges : {wqe_format::kMaxDs, 1u}) {
+      if (parse_send_wqe(all, st, qpn, wqe, max_sges) != WqeError::kNone) continue;
+      // Accepted: ds fits the bytes, the payload fits ds, the limits hold.
+      if (wqe.ds == 0 || uint64_t(wqe.ds) * 16 > size || wqe.sges.size() > max_sges) abort();
+      if (wqe.inline_data.size() > uint64_t(wqe.ds) * 16 || wqe.length() > wqe_format::kMaxMessage) abort();
+      if (wqe.has_inline && !wqe.sges.empty()) abort();
+      if (wqe.wqebbs() * 64 < uint32_t(wqe.ds) * 16) abort();
+    }
+  }
+  (void)peek_ds(all);
+  std::vector<Sge> sges;
+  if (parse_recv_wqe(all, sges) == WqeError::kNone && sges.size() * 16 > size) abort();
+  uint16_t next = 0;
+  if (parse_srq_wqe(all, next, sges) == WqeError::kNone && sges.size() * 16 + 16 > size) abort();
+  return 0;
+}

@@ -1,0 +1,138 @@
+# Runs inside a guest (busybox sh, via hcavm): RDMA between two guests over RoCE v2. Expects these
+# to be set above this text:
+#   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
+#   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
+#   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
+#   RDMA_TESTS (words from: pingpong verbs perftest bench)
+#   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
+# hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
+# its connection until the server listens. Each tool pair gets its own TCP port, so a pair that fails
+# cannot disturb the next one, and every run has a timeout, so both sides stay in step.
+status=0
+check() {
+  what=$1; shift
+  if "$@" >/dev/null 2>&1; then echo "CHECK ok: $what"; else echo "CHECK FAILED: $what"; status=1; fi
+}
+
+# --- bring-up --------------------------------------------------------------------------------
+if [ "$SETUP" = mlx5 ]; then
+  modprobe mlx5_core
+  modprobe mlx5_ib
+else
+  modprobe rdma_rxe
+  modprobe crc32_generic
+fi
+for _ in $(seq 20); do [ -e /sys/class/net/$NETDEV ] && break; sleep 1; done
+check "$NETDEV registered" test -e /sys/class/net/$NETDEV
+ip link set $NETDEV up
+ip addr add 10.9.0.$ME/24 dev $NETDEV
+for _ in $(seq 20); do [ "$(cat /sys/class/net/$NETDEV/carrier 2>/dev/null)" = 1 ] && break; sleep 1; done
+check "$NETDEV has carrier" test "$(cat /sys/class/net/$NETDEV/carrier 2>/dev/null)" = 1
+[ "$SETUP" = rxe ] && rdma link add $DEV type rxe netdev $NETDEV
+PORT_DIR=/sys/class/infiniband/$DEV/ports/1
+for _ in $(seq 30); do grep -q ACTIVE $PORT_DIR/state 2>/dev/null && break; sleep 1; done
+check "$DEV port 1 is ACTIVE" grep -q ACTIVE $PORT_DIR/state
+
+# The RoCE v2 GID of the wanted kind (the table fills in as addresses appear: wait for it).
+case ${RDMA_GID:-linklocal} in
+  ipv4) WANT_GID=0000:0000:0000:0000:0000:ffff: ;;
+  *) WANT_GID=fe80: ;;
+esac
+GIDX=
+for _ in $(seq 20); do
+  for t in $PORT_DIR/gid_attrs/types/*; do
+    n=${t##*/}
+    [ "$(cat $t 2>/dev/null)" = "RoCE v2" ] || continue
+    case $(cat $PORT_DIR/gids/$n) in $WANT_GID*) GIDX=$n; break ;; esac
+  done
+  [ -n "$GIDX" ] && break
+  sleep 1
+done
+check "a RoCE v2 GID of kind ${RDMA_GID:-linklocal} (index ${GIDX:-none}: $(cat $PORT_DIR/gids/${GIDX:-0} 2>/dev/null))" test -n "$GIDX"
+GIDX=${GIDX:-0}
+
+for _ in $(seq 60); do ping -c 1 -W 1 10.9.0.$PEER >/dev/null 2>&1 && break; done
+check "IPv4 ping to the peer" ping -c 3 -W 2 10.9.0.$PEER
+
+# --- one tool on both sides ------------------------------------------------------------------
+PORT=18600
+TIMEOUTS=0
+# run NAME SECONDS RESULT_PATTERN TOOL ARGS...: runs the tool as server or client (with -p PORT and,
+# on the client, the server's address), then reports its exit status and the last line of its
+# output that matches RESULT_PATTERN. After 3 runs that timed out, the others are skipped (failed):
+# the data path is broken and the whole test must stay bounded.
+run() {
+  name=$1 secs=$2 pattern=$3
+  shift 3
+  PORT=$((PORT + 1))
+  if [ $TIMEOUTS -ge 3 ]; then
+    echo "CHECK FAILED: $name ($ROLE): skipped after 3 runs that timed out"
+    status=1
+    return
+  fi
+  echo "RUN: $* -p $PORT$([ "$ROLE" = client ] && echo " 10.9.0.$PEER")"
+  if [ "$ROLE" = server ]; then
+    timeout "$secs" "$@" -p $PORT > /tmp/out 2>&1
+    rc=$?
+  else
+    tries=0
+    while :; do
+      timeout "$secs" "$@" -p $PORT 10.9.0.$PEER > /tmp/out 2>&1
+      rc=$?
+      # Not listening yet: try again for a while.
+      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
+      tries=$((tries + 1))
+      sleep 1
+    done
+  fi
+  last=$(grep -E "$pattern" /tmp/out | tail -n 1 | tr -s ' \t' ' ')
+  if [ $rc -eq 0 ]; then
+    echo "CHECK ok: $name ($ROLE): ${last:-no result line}"
+  else
+    echo "CHECK FAILED: $name ($ROLE) exit $rc$([ $rc -eq 124 ] && echo ' (timed out)'): ${last:-no result line}"
+    [ $rc -eq 124 ] && TIMEOUTS=$((TIMEOUTS + 1))
+    echo "--- output of $name:"
+    tail -n 40 /tmp/out
+    status=1
+  fi
+}
+
+PP_RESULT='iters in'
+PERF_RESULT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
+PERF="-d $DEV -x $GIDX -F"
+for t in $RDMA_TESTS; do
+  case $t in
+  pingpong)
+    run "ibv_rc_pingpong 4 KiB x 10" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c
+    run "ibv_rc_pingpong -e 4 KiB x 10" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c -e
+    ;;
+  verbs)
+    # The client sleeps on completion events, the server busy-polls: both ways get tested.
+    mode=; [ "$ROLE" = client ] && mode=-e
+    run "hca_verbs_check" 240 ' -> (PASS|FAIL)' /tmp/hcavm/hca_verbs_check -d $DEV -g $GIDX $mode
+    ;;
+  perftest)
+    for tool in write read send; do
+      for size in 64 65536; do
+        run "ib_${tool}_bw -s $size" 60 "$PERF_RESULT" ib_${tool}_bw $PERF -s $size -n 20 --report_gbits
+        run "ib_${tool}_lat -s $size" 60 "$PERF_RESULT" ib_${tool}_lat $PERF -s $size -n 50
+      done
+    done
+    run "ib_atomic_bw (8 B)" 60 "$PERF_RESULT" ib_atomic_bw $PERF -n 20 --report_gbits
+    run "ib_atomic_lat (8 B)" 60 "$PERF_RESULT" ib_atomic_lat $PERF -n 50
+    ;;
+  bench)  # the figures of bench/rdma_compare.sh
+    run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-200} --report_gbits
+    run "ib_write_lat -s 64" 120 "$PERF_RESULT" ib_write_lat $PERF -s 64 -n ${BENCH_LAT_ITERS:-500}
+    ;;
+  *) echo "CHECK FAILED: unknown test set '$t' in RDMA_TESTS"; status=1 ;;
+  esac
+done
+
+if [ "$SETUP" = mlx5 ]; then
+  bad=$(dmesg | grep mlx5 | grep -iE "error|fail|timeout" | grep -v "Failed to get valid vendor specific ID")
+  check "no mlx5 errors in dmesg" test -z "$bad"
+  [ -n "$bad" ] && echo "$bad"
+fi
+[ $status -ne 0 ] && rdma statistic show link $DEV/1 2>/dev/null
+exit $status

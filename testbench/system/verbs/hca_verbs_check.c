@@ -1,0 +1,930 @@
+/* hca_verbs_check - a scripted RC verbs check between two hosts (runs in the test guests).
+ *
+ * Like ibv_rc_pingpong: the server waits for a TCP connection, both sides swap what the other needs
+ * (QP number, PSN, GID, buffer address and rkey, MTU) and connect one RC QP each. Then both walk the
+ * same list of steps; each step starts and ends with a handshake over the TCP connection, so the side
+ * that receives or is the target of an operation can prepare (fill its memory, post receives) before
+ * the other side acts, and look at the result after. Every payload is a pattern computed from the byte's
+ * position in the message and a per-step seed; the side that can see the result compares it byte for
+ * byte, and checks that the bytes around it kept their fill value.
+ *
+ * Each check prints "CHECK ok: ..." or "CHECK FAILED: ...". A timeout (every wait has one) or a failed
+ * completion stops the sequence: the QP's state is then unknown. At the end the two sides swap their
+ * counts; each exits 0 only if no check failed on either side.
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One registered buffer, in areas. Each area is big enough for the largest message plus guards. */
+enum {
+    AREA = 128 * 1024,
+    SEND_OFF = 0 * AREA,   /* source of SENDs */
+    RECV_OFF = 1 * AREA,   /* target of receives */
+    RDMA_OFF = 2 * AREA,   /* what the peer writes, reads and does atomics on */
+    LOCAL_OFF = 3 * AREA,  /* local side of RDMA WRITE/READ and atomic results */
+    BUF_SIZE = 4 * AREA,
+    GUARD = 64,            /* bytes after a target that must keep the fill value */
+    FILL = 0xA5,
+    MAX_WR = 32,
+    MAX_SGE = 4,
+    WANT_INLINE = 128,
+    ATOMIC_AT = 4096,      /* offset of the 8-byte atomic target in RDMA_OFF and its result in LOCAL_OFF */
+};
+
+struct seg {  /* a piece of a message in an area: offset from the area's start, length */
+    size_t off, len;
+};
+
+struct endpoint {  /* what one side tells the other */
+    uint16_t lid;
+    uint32_t qpn, psn, rkey;
+    uint64_t addr;
+    union ibv_gid gid;
+    int mtu;  /* enum ibv_mtu */
+};
+
+struct ctx {
+    /* options */
+    const char *devname, *server;
+    int ib_port, gid_index, tcp_port, timeout_s;
+    bool events;
+    /* verbs */
+    struct ibv_context *dev;
+    struct ibv_pd *pd;
+    struct ibv_mr *mr;
+    struct ibv_comp_channel *chan;
+    struct ibv_cq *scq, *rcq;
+    struct ibv_qp *qp;
+    uint8_t *buf;
+    uint32_t max_inline;
+    int mtu_bytes, rd_atomic;
+    bool atomics;
+    struct endpoint me, peer;
+    /* control connection and results */
+    int sock;
+    bool is_server;
+    const char *side, *other;
+    int checks, failed;
+    char peer_result[256];  /* the peer's RESULT line, if it came while we expected something else */
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void check(struct ctx *c, bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("CHECK %s: ", ok ? "ok" : "FAILED");
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    c->checks++;
+    if (!ok)
+        c->failed++;
+}
+
+/* ---- patterns ---------------------------------------------------------------------------------- */
+
+/* The byte at position pos of a message whose step uses seed: not periodic over 256 or 4096 bytes. */
+static uint8_t pattern(uint32_t seed, size_t pos)
+{
+    uint32_t x = (uint32_t)pos * 2654435761u + seed * 0x9E3779B9u;
+    x ^= x >> 15;
+    x *= 0x2C1B3C6Du;
+    x ^= x >> 12;
+    return (uint8_t)(x >> 8);
+}
+
+/* Writes the message (total bytes) into the segments of the area at off, in order. */
+static void fill_segs(struct ctx *c, size_t off, const struct seg *s, int n, uint32_t seed)
+{
+    size_t pos = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < s[i].len; j++)
+            c->buf[off + s[i].off + j] = pattern(seed, pos++);
+}
+
+/* Checks the area at off: the first total bytes of the message in the segments, the fill value
+ * everywhere else up to GUARD bytes past the last segment. Describes the first difference in why. */
+static bool verify_segs(struct ctx *c, size_t off, const struct seg *s, int n, size_t total, uint32_t seed,
+                        char *why, size_t why_len)
+{
+    size_t end = 0, bad = 0, first = 0;
+    uint8_t got_first = 0, want_first = 0;
+    for (int i = 0; i < n; i++)
+        if (s[i].off + s[i].len > end)
+            end = s[i].off + s[i].len;
+    end += GUARD;
+    for (size_t a = 0; a < end && off + a < BUF_SIZE; a++) {
+        int want = FILL;
+        size_t pos = 0;
+        for (int i = 0; i < n; i++) {
+            if (a >= s[i].off && a < s[i].off + s[i].len) {
+                size_t p = pos + (a - s[i].off);
+                if (p < total)
+                    want = pattern(seed, p);
+                break;
+            }
+            pos += s[i].len;
+        }
+        if (c->buf[off + a] != want) {
+            if (bad++ == 0) {
+                first = a;
+                got_first = c->buf[off + a];
+                want_first = (uint8_t)want;
+            }
+        }
+    }
+    if (bad)
+        snprintf(why, why_len, " (%zu bad bytes; first at area offset %zu: 0x%02x, want 0x%02x)", bad, first,
+                 got_first, want_first);
+    else
+        why[0] = '\0';
+    return bad == 0;
+}
+
+static void to_sges(struct ctx *c, size_t off, const struct seg *s, int n, struct ibv_sge *sge)
+{
+    for (int i = 0; i < n; i++) {
+        sge[i].addr = (uintptr_t)(c->buf + off + s[i].off);
+        sge[i].length = (uint32_t)s[i].len;
+        sge[i].lkey = c->mr->lkey;
+    }
+}
+
+/* ---- the control connection -------------------------------------------------------------------- */
+
+static bool ctl_write(struct ctx *c, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    line[len++] = '\n';
+    for (int done = 0; done < len;) {
+        ssize_t r = send(c->sock, line + done, len - done, MSG_NOSIGNAL);
+        if (r <= 0)
+            return false;
+        done += r;
+    }
+    return true;
+}
+
+/* Reads one line (without the newline); false on EOF, error or after timeout seconds. */
+static bool ctl_read(struct ctx *c, char *line, size_t size, double timeout)
+{
+    double deadline = now() + timeout;
+    size_t n = 0;
+    for (;;) {
+        struct pollfd p = {.fd = c->sock, .events = POLLIN};
+        int left = (int)((deadline - now()) * 1000);
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            return false;
+        char ch;
+        if (recv(c->sock, &ch, 1, 0) != 1)
+            return false;
+        if (ch == '\n')
+            break;
+        if (n + 1 < size)
+            line[n++] = ch;
+    }
+    line[n] = '\0';
+    return true;
+}
+
+/* Both sides say where they are and wait for the other to get there. The peer may be waiting for a
+ * completion meanwhile, so the wait is longer than one operation's. */
+static bool sync_peer(struct ctx *c, const char *where)
+{
+    char line[256];
+    if (!ctl_write(c, "AT %s", where) || !ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10)) {
+        check(c, false, "%s: the %s did not reach this point (connection lost or timed out)", where, c->other);
+        return false;
+    }
+    if (strncmp(line, "RESULT ", 7) == 0) {  /* the peer stopped its sequence */
+        snprintf(c->peer_result, sizeof c->peer_result, "%s", line);
+        check(c, false, "%s: the %s stopped before this point", where, c->other);
+        return false;
+    }
+    if (strncmp(line, "AT ", 3) != 0 || strcmp(line + 3, where) != 0) {
+        check(c, false, "%s: the %s is elsewhere: '%s'", where, c->other, line);
+        return false;
+    }
+    return true;
+}
+
+/* ---- completions ------------------------------------------------------------------------------- */
+
+/* Waits up to the per-operation timeout for one completion on cq, busy-polling or (with -e) sleeping on
+ * the completion channel. Returns 1 with *wc filled, 0 on timeout, -1 on a verbs error. */
+static int wait_wc(struct ctx *c, struct ibv_cq *cq, struct ibv_wc *wc, double timeout)
+{
+    double deadline = now() + timeout;
+    for (;;) {
+        int n = ibv_poll_cq(cq, 1, wc);
+        if (n != 0)
+            return n < 0 ? -1 : 1;
+        double left = deadline - now();
+        if (left <= 0)
+            return 0;
+        if (!c->events) {
+            sched_yield();
+            continue;
+        }
+        if (ibv_req_notify_cq(cq, 0))
+            return -1;
+        n = ibv_poll_cq(cq, 1, wc);  /* one that arrived before the CQ was armed */
+        if (n != 0)
+            return n < 0 ? -1 : 1;
+        struct pollfd p = {.fd = c->chan->fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(left * 1000) + 1) > 0) {
+            struct ibv_cq *ev_cq;
+            void *ev_ctx;
+            if (ibv_get_cq_event(c->chan, &ev_cq, &ev_ctx) == 0)
+                ibv_ack_cq_events(ev_cq, 1);
+        }
+    }
+}
+
+/* Waits for the completion of what (on the send or receive CQ) and checks its status and opcode.
+ * False (and a failed check) on timeout or mismatch: the sequence cannot go on after that. */
+static bool expect_wc(struct ctx *c, bool recv, const char *what, enum ibv_wc_opcode opcode,
+                      enum ibv_wc_status status, struct ibv_wc *wc)
+{
+    int r = wait_wc(c, recv ? c->rcq : c->scq, wc, c->timeout_s);
+    if (r == 0) {
+        check(c, false, "%s: timed out after %d s waiting for its %s completion", what, c->timeout_s,
+              recv ? "receive" : "send");
+        return false;
+    }
+    if (r < 0) {
+        check(c, false, "%s: polling the %s CQ failed: %s", what, recv ? "receive" : "send", strerror(errno));
+        return false;
+    }
+    if (wc->status != status) {
+        check(c, false, "%s: completion status '%s' (%d), want '%s' (vendor_err 0x%x)", what,
+              ibv_wc_status_str(wc->status), wc->status, ibv_wc_status_str(status), wc->vendor_err);
+        return false;
+    }
+    if (status == IBV_WC_SUCCESS && wc->opcode != opcode) {
+        check(c, false, "%s: completion opcode %d, want %d", what, wc->opcode, opcode);
+        return false;
+    }
+    return true;
+}
+
+/* ---- posting ----------------------------------------------------------------------------------- */
+
+static bool post_recv(struct ctx *c, const char *what, size_t off, const struct seg *s, int n, uint64_t id)
+{
+    struct ibv_sge sge[MAX_SGE];
+    struct ibv_recv_wr wr = {.wr_id = id, .sg_list = sge, .num_sge = n}, *bad;
+    to_sges(c, off, s, n, sge);
+    int err = ibv_post_recv(c->qp, &wr, &bad);
+    if (err)
+        check(c, false, "%s: ibv_post_recv: %s", what, strerror(err));
+    return err == 0;
+}
+
+static bool post_send(struct ctx *c, const char *what, struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad;
+    int err = ibv_post_send(c->qp, wr, &bad);
+    if (err)
+        check(c, false, "%s: ibv_post_send: %s", what, strerror(err));
+    return err == 0;
+}
+
+/* An RDMA WRITE/READ (with imm if opcode says so) between local segments and the peer's area at roff. */
+static bool post_rdma(struct ctx *c, const char *what, enum ibv_wr_opcode op, const struct seg *s, int n,
+                      size_t roff, uint32_t rkey, uint32_t imm)
+{
+    struct ibv_sge sge[MAX_SGE];
+    to_sges(c, LOCAL_OFF, s, n, sge);
+    struct ibv_send_wr wr = {
+        .wr_id = 1, .sg_list = sge, .num_sge = n, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
+        .imm_data = htonl(imm),
+        .wr.rdma = {.remote_addr = c->peer.addr + RDMA_OFF + roff, .rkey = rkey},
+    };
+    return post_send(c, what, &wr);
+}
+
+/* The small SEND that tells the peer an RDMA WRITE is done. */
+static bool notify_peer(struct ctx *c, const char *what)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + SEND_OFF), .length = 4, .lkey = c->mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_wc wc;
+    char note[128];
+    snprintf(note, sizeof note, "%s, then the notifying SEND", what);
+    return post_send(c, note, &wr) && expect_wc(c, false, note, IBV_WC_SEND, IBV_WC_SUCCESS, &wc);
+}
+
+/* ---- the steps --------------------------------------------------------------------------------- */
+
+enum flavour { PLAIN, WITH_IMM, INLINE };
+
+/* One message from sender to the other side: from segments ss of the SEND area (INLINE: from an
+ * unregistered copy that is wiped right after posting) into segments rs of the RECV area. */
+static bool send_recv(struct ctx *c, const char *what, bool i_send, enum flavour fl, const struct seg *ss,
+                      int nss, const struct seg *rs, int nrs, uint32_t seed)
+{
+    size_t total = 0;
+    for (int i = 0; i < nss; i++)
+        total += ss[i].len;
+    uint32_t imm = 0x5EED0000u ^ seed;
+    struct ibv_wc wc;
+    if (!i_send) {
+        memset(c->buf + RECV_OFF, FILL, AREA);
+        if (!post_recv(c, what, RECV_OFF, rs, nrs, 3) || !sync_peer(c, what))
+            return false;
+        if (!expect_wc(c, true, what, IBV_WC_RECV, IBV_WC_SUCCESS, &wc))
+            return false;
+        char why[128];
+        bool data = verify_segs(c, RECV_OFF, rs, nrs, total, seed, why, sizeof why);
+        bool len = wc.byte_len == total;
+        bool imm_ok = fl != WITH_IMM || ((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == imm);
+        check(c, data && len && imm_ok, "%s: %zu bytes received %s%s%s%s", what, total,
+              data ? "intact" : "with errors", why, len ? "" : " (wrong byte_len)",
+              imm_ok ? "" : " (immediate missing or wrong)");
+        return sync_peer(c, what);
+    }
+    uint8_t copy[WANT_INLINE];
+    struct ibv_sge sge[MAX_SGE];
+    fill_segs(c, SEND_OFF, ss, nss, seed);
+    to_sges(c, SEND_OFF, ss, nss, sge);
+    if (fl == INLINE) {  /* the data must be taken at post time: no lkey, wiped before the completion */
+        if (total > sizeof copy || total > c->max_inline) {
+            check(c, false, "%s: %zu bytes is over max_inline_data %u", what, total, c->max_inline);
+            return false;
+        }
+        memcpy(copy, c->buf + SEND_OFF + ss[0].off, total);
+        sge[0] = (struct ibv_sge){.addr = (uintptr_t)copy, .length = (uint32_t)total, .lkey = 0};
+        nss = 1;
+    }
+    struct ibv_send_wr wr = {
+        .wr_id = 4, .sg_list = sge, .num_sge = nss, .send_flags = IBV_SEND_SIGNALED,
+        .opcode = fl == WITH_IMM ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, .imm_data = htonl(imm),
+    };
+    if (fl == INLINE)
+        wr.send_flags |= IBV_SEND_INLINE;
+    if (!sync_peer(c, what) || !post_send(c, what, &wr))
+        return false;
+    if (fl == INLINE)
+        memset(copy, 0, sizeof copy);
+    return expect_wc(c, false, what, IBV_WC_SEND, IBV_WC_SUCCESS, &wc) && sync_peer(c, what);
+}
+
+static bool step_send_sizes(struct ctx *c)
+{
+    size_t m = (size_t)c->mtu_bytes;
+    size_t sizes[] = {1, 63, 64, 4095, 4096, 4097, 65536, m - 1, m, m + 1, 2 * m, 3 * m, 16 * m};
+    int n = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        bool dup = sizes[i] > AREA - GUARD;
+        for (size_t j = 0; j < i; j++)
+            dup = dup || sizes[j] == sizes[i];
+        if (dup)
+            continue;
+        for (int dir = 0; dir < 2; dir++) {  /* client -> server, then back */
+            bool client_sends = dir == 0;
+            char what[96];
+            snprintf(what, sizeof what, "SEND/RECV %zu B %s", sizes[i], client_sends ? "client->server" : "server->client");
+            struct seg s = {0, sizes[i]}, r = {0, sizes[i] + GUARD};
+            if (!send_recv(c, what, client_sends != c->is_server, PLAIN, &s, 1, &r, 1, 100 + n++))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool step_send_flavours(struct ctx *c)
+{
+    bool client = !c->is_server;
+    struct seg s = {0, 777}, r = {0, 777 + GUARD};
+    if (!send_recv(c, "SEND with immediate 777 B", client, WITH_IMM, &s, 1, &r, 1, 200))
+        return false;
+    /* The size asked for as max_inline_data when the QP was created (the device gives at least that). */
+    s.len = WANT_INLINE;
+    r.len = WANT_INLINE + GUARD;
+    if (!send_recv(c, "SEND inline 128 B (unregistered source, wiped after posting)", client, INLINE, &s, 1, &r, 1, 201))
+        return false;
+    /* 3 SGEs at unaligned offsets into 3 receive SGEs cut elsewhere. */
+    struct seg ss[3] = {{3, 1000}, {2053, 3001}, {9001, 77}}, rs[3] = {{5, 501}, {1031, 3000}, {8197, 577 + GUARD}};
+    return send_recv(c, "multi-SGE SEND 4078 B (3 SGEs) into 3 receive SGEs", client, PLAIN, ss, 3, rs, 3, 202);
+}
+
+/* The client writes n bytes from LOCAL+5 to the server's RDMA area +13 (with immediate: the server's
+ * receive completes; without: a SEND notifies it), then the server checks its area. */
+static bool rdma_write(struct ctx *c, size_t n, bool with_imm, uint32_t seed)
+{
+    char what[96], why[128];
+    snprintf(what, sizeof what, "RDMA WRITE%s %zu B (local +5, remote +13)", with_imm ? " with immediate" : "", n);
+    struct seg ls = {5, n}, rs = {13, n}, note = {0, 64};
+    uint32_t imm = 0xAB000000u ^ seed;
+    struct ibv_wc wc;
+    if (c->is_server) {
+        memset(c->buf + RDMA_OFF, FILL, AREA);
+        if (!post_recv(c, what, RECV_OFF, &note, 1, 5) || !sync_peer(c, what))
+            return false;
+        if (with_imm) {
+            if (!expect_wc(c, true, what, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, &wc))
+                return false;
+            check(c, (wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == imm,
+                  "%s: receive completion carries the immediate 0x%08x", what, imm);
+        } else if (!expect_wc(c, true, what, IBV_WC_RECV, IBV_WC_SUCCESS, &wc)) {
+            return false;  /* the notifying SEND did not come */
+        }
+        bool ok = verify_segs(c, RDMA_OFF, &rs, 1, n, seed, why, sizeof why);
+        check(c, ok, "%s: data %s in the target%s", what, ok ? "intact" : "wrong", why);
+        return sync_peer(c, what);
+    }
+    fill_segs(c, LOCAL_OFF, &ls, 1, seed);
+    if (!sync_peer(c, what) ||
+        !post_rdma(c, what, with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, &ls, 1, 13, c->peer.rkey, imm) ||
+        !expect_wc(c, false, what, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS, &wc))
+        return false;
+    if (!with_imm && !notify_peer(c, what))
+        return false;
+    return sync_peer(c, what);
+}
+
+static bool step_rdma_write(struct ctx *c)
+{
+    return rdma_write(c, 1, false, 300) && rdma_write(c, 4097, false, 301) && rdma_write(c, 65536, false, 302) &&
+           rdma_write(c, 3 * (size_t)c->mtu_bytes + 7, true, 303) && rdma_write(c, 64, true, 304);
+}
+
+/* The client reads 8096 bytes from the server's RDMA area +11 into 3 local SGEs. */
+static bool step_rdma_read(struct ctx *c)
+{
+    const char *what = "RDMA READ 8096 B (remote +11) into 3 SGEs";
+    struct seg rs = {11, 8096}, ls[3] = {{7, 1001}, {2049, 4096}, {7001, 2999}};
+    uint32_t seed = 400;
+    struct ibv_wc wc;
+    char why[128];
+    if (c->is_server) {
+        memset(c->buf + RDMA_OFF, FILL, AREA);
+        fill_segs(c, RDMA_OFF, &rs, 1, seed);
+        return sync_peer(c, what) && sync_peer(c, what);
+    }
+    memset(c->buf + LOCAL_OFF, FILL, AREA);
+    if (!sync_peer(c, what) || !post_rdma(c, what, IBV_WR_RDMA_READ, ls, 3, 11, c->peer.rkey, 0) ||
+        !expect_wc(c, false, what, IBV_WC_RDMA_READ, IBV_WC_SUCCESS, &wc))
+        return false;
+    bool ok = verify_segs(c, LOCAL_OFF, ls, 3, 8096, seed, why, sizeof why);
+    check(c, ok && wc.byte_len == 8096, "%s: data %s%s%s", what, ok ? "intact" : "wrong", why,
+          wc.byte_len == 8096 ? "" : " (wrong byte_len)");
+    return sync_peer(c, what);
+}
+
+/* One 8-byte atomic on the server's word; the old value lands in LOCAL+ATOMIC_AT. */
+static bool atomic_op(struct ctx *c, const char *what, enum ibv_wr_opcode op, uint64_t cmp_or_add, uint64_t swap,
+                      uint64_t *old)
+{
+    volatile uint64_t *res = (volatile uint64_t *)(c->buf + LOCAL_OFF + ATOMIC_AT);
+    *res = 0xDEADBEEFDEADBEEFull;
+    struct ibv_sge sge = {.addr = (uintptr_t)res, .length = 8, .lkey = c->mr->lkey};
+    struct ibv_send_wr wr = {
+        .wr_id = 6, .sg_list = &sge, .num_sge = 1, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
+        .wr.atomic = {.remote_addr = c->peer.addr + RDMA_OFF + ATOMIC_AT, .compare_add = cmp_or_add,
+                      .swap = swap, .rkey = c->peer.rkey},
+    };
+    struct ibv_wc wc;
+    enum ibv_wc_opcode want = op == IBV_WR_ATOMIC_CMP_AND_SWP ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD;
+    if (!post_send(c, what, &wr) || !expect_wc(c, false, what, want, IBV_WC_SUCCESS, &wc))
+        return false;
+    *old = *res;
+    return true;
+}
+
+static bool step_atomics(struct ctx *c)
+{
+    const char *what = "ATOMIC CMP_AND_SWP and FETCH_AND_ADD";
+    const uint64_t v0 = 0x1122334455667788ull, v1 = 0x0123456789ABCDEFull, v2 = 0xFEDCBA9876543210ull,
+                   add = 0x0000000100000003ull;
+    volatile uint64_t *word = (volatile uint64_t *)(c->buf + RDMA_OFF + ATOMIC_AT);
+    if (!c->atomics) {
+        check(c, false, "%s: the device reports no atomic support (atomic_cap NONE)", what);
+        return true;  /* nothing was posted: the sequence can go on */
+    }
+    if (c->is_server) {
+        *word = v0;
+        if (!sync_peer(c, what) || !sync_peer(c, what))
+            return false;
+        check(c, *word == v1 + add, "ATOMIC: target word is 0x%016" PRIx64 " after swap and add (want 0x%016" PRIx64 ")",
+              *word, v1 + add);
+        return true;
+    }
+    uint64_t old;
+    if (!sync_peer(c, what))
+        return false;
+    if (!atomic_op(c, "CMP_AND_SWP (matching compare)", IBV_WR_ATOMIC_CMP_AND_SWP, v0, v1, &old))
+        return false;
+    check(c, old == v0, "CMP_AND_SWP (matching compare) returned 0x%016" PRIx64 " (want the old 0x%016" PRIx64 ")", old, v0);
+    if (!atomic_op(c, "CMP_AND_SWP (non-matching compare)", IBV_WR_ATOMIC_CMP_AND_SWP, v0, v2, &old))
+        return false;
+    check(c, old == v1, "CMP_AND_SWP (non-matching compare) returned 0x%016" PRIx64 " (want 0x%016" PRIx64 ", no swap)",
+          old, v1);
+    if (!atomic_op(c, "FETCH_AND_ADD", IBV_WR_ATOMIC_FETCH_AND_ADD, add, 0, &old))
+        return false;
+    check(c, old == v1, "FETCH_AND_ADD returned 0x%016" PRIx64 " (want 0x%016" PRIx64 ")", old, v1);
+    /* Read the word back through the HCA too. */
+    struct seg ls = {ATOMIC_AT + 64, 8};
+    struct ibv_wc wc;
+    if (!post_rdma(c, "RDMA READ of the atomic word", IBV_WR_RDMA_READ, &ls, 1, ATOMIC_AT, c->peer.rkey, 0) ||
+        !expect_wc(c, false, "RDMA READ of the atomic word", IBV_WC_RDMA_READ, IBV_WC_SUCCESS, &wc))
+        return false;
+    uint64_t now_word;
+    memcpy(&now_word, c->buf + LOCAL_OFF + ATOMIC_AT + 64, 8);
+    check(c, now_word == v1 + add, "ATOMIC: the word read back is 0x%016" PRIx64 " (want 0x%016" PRIx64 ")", now_word,
+          v1 + add);
+    return sync_peer(c, what);
+}
+
+/* 8 SENDs, only the last signalled: one send completion; the server receives and checks all 8. */
+static bool step_unsignalled(struct ctx *c)
+{
+    const char *what = "7 unsignalled SENDs + 1 signalled";
+    enum { N = 8, LEN = 100, STRIDE = 256 };
+    struct ibv_wc wc;
+    char why[128];
+    if (c->is_server) {
+        memset(c->buf + RECV_OFF, FILL, AREA);
+        for (int i = 0; i < N; i++) {
+            struct seg r = {(size_t)i * STRIDE, LEN};
+            if (!post_recv(c, what, RECV_OFF, &r, 1, 10 + i))
+                return false;
+        }
+        if (!sync_peer(c, what))
+            return false;
+        int good = 0;
+        for (int i = 0; i < N; i++) {
+            if (!expect_wc(c, true, what, IBV_WC_RECV, IBV_WC_SUCCESS, &wc))
+                return false;
+            struct seg r = {0, LEN};
+            good += wc.wr_id == (uint64_t)(10 + i) && wc.byte_len == LEN &&
+                    verify_segs(c, RECV_OFF + (size_t)i * STRIDE, &r, 1, LEN, 500 + i, why, sizeof why);
+        }
+        check(c, good == N, "%s: %d of %d messages received in order and intact", what, good, N);
+        return sync_peer(c, what);
+    }
+    struct ibv_sge sge[N];
+    struct ibv_send_wr wr[N], *bad;
+    for (int i = 0; i < N; i++) {
+        struct seg s = {(size_t)i * STRIDE, LEN};
+        fill_segs(c, SEND_OFF, &s, 1, 500 + i);
+        to_sges(c, SEND_OFF, &s, 1, &sge[i]);
+        wr[i] = (struct ibv_send_wr){.wr_id = 20 + i, .sg_list = &sge[i], .num_sge = 1, .opcode = IBV_WR_SEND,
+                                     .send_flags = i == N - 1 ? IBV_SEND_SIGNALED : 0,
+                                     .next = i == N - 1 ? NULL : &wr[i + 1]};
+    }
+    if (!sync_peer(c, what))
+        return false;
+    int err = ibv_post_send(c->qp, wr, &bad);
+    if (err) {
+        check(c, false, "%s: ibv_post_send: %s", what, strerror(err));
+        return false;
+    }
+    if (!expect_wc(c, false, what, IBV_WC_SEND, IBV_WC_SUCCESS, &wc))
+        return false;
+    struct ibv_wc extra;
+    int more = wait_wc(c, c->scq, &extra, 0.5);
+    check(c, wc.wr_id == 20 + N - 1 && more == 0, "%s: one send completion, for the signalled one (wr_id %" PRIu64 "%s)",
+          what, wc.wr_id, more ? ", then another" : "");
+    return sync_peer(c, what);
+}
+
+/* Last: an RDMA WRITE with a wrong rkey must fail with a remote access error; the QP is then in error. */
+static bool step_bad_rkey(struct ctx *c)
+{
+    const char *what = "RDMA WRITE with a bad rkey";
+    if (c->is_server)
+        return sync_peer(c, what) && sync_peer(c, what);
+    struct seg ls = {0, 64};
+    struct ibv_wc wc;
+    fill_segs(c, LOCAL_OFF, &ls, 1, 600);
+    if (!sync_peer(c, what) || !post_rdma(c, what, IBV_WR_RDMA_WRITE, &ls, 1, 0, c->peer.rkey ^ 0x5A5A5A00u, 0))
+        return false;
+    bool ok = expect_wc(c, false, what, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR, &wc);
+    if (ok)
+        check(c, true, "%s: completed with IBV_WC_REM_ACCESS_ERR", what);
+    return sync_peer(c, what) && ok;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------------ */
+
+static int connect_tcp(struct ctx *c)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->tcp_port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = c->server ? 0 : AI_PASSIVE};
+    struct addrinfo *res;
+    int err = getaddrinfo(c->server, port, &hints, &res);
+    if (err) {
+        fprintf(stderr, "getaddrinfo %s: %s\n", c->server ? c->server : "(any)", gai_strerror(err));
+        return -1;
+    }
+    int fd = -1;
+    double deadline = now() + 3.0 * c->timeout_s + 30;  /* the server may still be starting */
+    if (c->server) {
+        while (fd < 0 && now() < deadline) {
+            for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+                fd = socket(a->ai_family, a->ai_socktype, 0);
+                if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                    close(fd);
+                    fd = -1;
+                }
+            }
+            if (fd < 0)
+                usleep(500 * 1000);
+        }
+    } else {
+        int lfd = socket(res->ai_family, res->ai_socktype, 0), one = 1;
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (lfd >= 0 && bind(lfd, res->ai_addr, res->ai_addrlen) == 0 && listen(lfd, 1) == 0) {
+            printf("waiting for a client on TCP port %d\n", c->tcp_port);
+            fflush(stdout);
+            struct pollfd p = {.fd = lfd, .events = POLLIN};
+            if (poll(&p, 1, (int)((deadline - now()) * 1000)) > 0)
+                fd = accept(lfd, NULL, NULL);
+        } else {
+            perror("listen");
+        }
+        if (lfd >= 0)
+            close(lfd);
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        fprintf(stderr, "no TCP connection %s port %d\n", c->server ? "to the server on" : "on", c->tcp_port);
+    return fd;
+}
+
+/* The RoCE v2 GID with an IPv4 address, else the first RoCE v2 GID, else index 0. */
+static int pick_gid(struct ctx *c, int table_len)
+{
+    int any_v2 = -1;
+    for (int i = 0; i < table_len; i++) {
+        struct ibv_gid_entry e;
+        if (ibv_query_gid_ex(c->dev, c->ib_port, i, &e, 0) || e.gid_type != IBV_GID_TYPE_ROCE_V2)
+            continue;
+        static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(e.gid.raw, v4mapped, 12) == 0)
+            return i;
+        if (any_v2 < 0)
+            any_v2 = i;
+    }
+    return any_v2 >= 0 ? any_v2 : 0;
+}
+
+static bool setup_verbs(struct ctx *c)
+{
+    int n;
+    struct ibv_device **list = ibv_get_device_list(&n), *d = NULL;
+    for (int i = 0; list && i < n && !d; i++)
+        if (!c->devname || strcmp(ibv_get_device_name(list[i]), c->devname) == 0)
+            d = list[i];
+    if (!d) {
+        fprintf(stderr, "no RDMA device %s\n", c->devname ? c->devname : "at all");
+        return false;
+    }
+    c->devname = ibv_get_device_name(d);
+    c->dev = ibv_open_device(d);
+    ibv_free_device_list(list);
+    if (!c->dev) {
+        perror("ibv_open_device");
+        return false;
+    }
+    struct ibv_device_attr da;
+    struct ibv_port_attr pa;
+    if (ibv_query_device(c->dev, &da) || ibv_query_port(c->dev, c->ib_port, &pa)) {
+        perror("ibv_query_device/port");
+        return false;
+    }
+    c->atomics = da.atomic_cap != IBV_ATOMIC_NONE;
+    c->rd_atomic = da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16;
+    if (c->gid_index < 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET)
+        c->gid_index = pick_gid(c, pa.gid_tbl_len);
+    c->buf = aligned_alloc(4096, BUF_SIZE);
+    c->pd = ibv_alloc_pd(c->dev);
+    c->chan = ibv_create_comp_channel(c->dev);
+    if (!c->buf || !c->pd || !c->chan) {
+        perror("buffer, PD or completion channel");
+        return false;
+    }
+    fcntl(c->chan->fd, F_SETFL, fcntl(c->chan->fd, F_GETFL) | O_NONBLOCK);
+    memset(c->buf, FILL, BUF_SIZE);
+    c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+    c->scq = ibv_create_cq(c->dev, MAX_WR, NULL, c->chan, 0);
+    c->rcq = ibv_create_cq(c->dev, MAX_WR, NULL, c->chan, 0);
+    if (!c->mr || !c->scq || !c->rcq) {
+        perror("ibv_reg_mr or ibv_create_cq");
+        return false;
+    }
+    struct ibv_qp_init_attr qa = {
+        .send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+        .cap = {.max_send_wr = MAX_WR, .max_recv_wr = MAX_WR, .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
+                .max_inline_data = WANT_INLINE},
+    };
+    c->qp = ibv_create_qp(c->pd, &qa);
+    if (!c->qp) {
+        perror("ibv_create_qp");
+        return false;
+    }
+    c->max_inline = qa.cap.max_inline_data;
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = c->ib_port, .pkey_index = 0,
+                               .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                  IBV_ACCESS_REMOTE_ATOMIC};
+    if (ibv_modify_qp(c->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        perror("modify QP to INIT");
+        return false;
+    }
+    c->me = (struct endpoint){.lid = pa.lid, .qpn = c->qp->qp_num, .psn = (uint32_t)lrand48() & 0xffffff,
+                              .rkey = c->mr->rkey, .addr = (uintptr_t)c->buf, .mtu = pa.active_mtu};
+    if (c->gid_index >= 0 && ibv_query_gid(c->dev, c->ib_port, c->gid_index, &c->me.gid)) {
+        perror("ibv_query_gid");
+        return false;
+    }
+    char gid[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, c->me.gid.raw, gid, sizeof gid);
+    printf("%s: %s port %d (%s, active MTU %d), GID index %d %s, QPN 0x%06x, max_inline_data %u, "
+           "atomics %s, max_qp_rd_atom %d, %s mode\n",
+           c->side, c->devname, c->ib_port, pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
+           128 << pa.active_mtu, c->gid_index, gid, c->me.qpn, c->max_inline, c->atomics ? "yes" : "no",
+           da.max_qp_rd_atom, c->events ? "event" : "polling");
+    return true;
+}
+
+static bool exchange_and_connect(struct ctx *c)
+{
+    char gid[33], line[256];
+    for (int i = 0; i < 16; i++)
+        sprintf(gid + 2 * i, "%02x", c->me.gid.raw[i]);
+    if (!ctl_write(c, "HCAV1 %x %x %x %x %" PRIx64 " %s %d", c->me.lid, c->me.qpn, c->me.psn, c->me.rkey, c->me.addr,
+                   gid, c->me.mtu) ||
+        !ctl_read(c, line, sizeof line, 3.0 * c->timeout_s)) {
+        fprintf(stderr, "no connection data from the %s\n", c->other);
+        return false;
+    }
+    unsigned lid, qpn, psn, rkey;
+    int mtu;
+    if (sscanf(line, "HCAV1 %x %x %x %x %" SCNx64 " %32s %d", &lid, &qpn, &psn, &rkey, &c->peer.addr, gid, &mtu) != 7) {
+        fprintf(stderr, "bad connection data from the %s: '%s'\n", c->other, line);
+        return false;
+    }
+    c->peer.lid = (uint16_t)lid;
+    c->peer.qpn = qpn;
+    c->peer.psn = psn;
+    c->peer.rkey = rkey;
+    c->peer.mtu = mtu;
+    for (int i = 0; i < 16; i++)
+        sscanf(gid + 2 * i, "%2hhx", &c->peer.gid.raw[i]);
+    enum ibv_mtu path_mtu = (enum ibv_mtu)(mtu < c->me.mtu ? mtu : c->me.mtu);
+    c->mtu_bytes = 128 << path_mtu;
+    struct ibv_qp_attr rtr = {
+        .qp_state = IBV_QPS_RTR, .path_mtu = path_mtu, .dest_qp_num = c->peer.qpn, .rq_psn = c->peer.psn,
+        .max_dest_rd_atomic = (uint8_t)c->rd_atomic, .min_rnr_timer = 12,
+        .ah_attr = {.dlid = c->peer.lid, .sl = 0, .port_num = (uint8_t)c->ib_port, .is_global = c->gid_index >= 0,
+                    .grh = {.dgid = c->peer.gid, .sgid_index = (uint8_t)c->gid_index, .hop_limit = 64}},
+    };
+    if (ibv_modify_qp(c->qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+        perror("modify QP to RTR");
+        return false;
+    }
+    /* timeout 17: 0.54 s per try, generous for guests under TCG. */
+    struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .sq_psn = c->me.psn, .timeout = 17, .retry_cnt = 7,
+                              .rnr_retry = 7, .max_rd_atomic = (uint8_t)c->rd_atomic};
+    if (ibv_modify_qp(c->qp, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+        perror("modify QP to RTS");
+        return false;
+    }
+    printf("%s: connected to QPN 0x%06x, path MTU %d\n", c->side, c->peer.qpn, c->mtu_bytes);
+    return sync_peer(c, "connected");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: hca_verbs_check [options] [SERVER_HOST]\n"
+            "Scripted RC verbs checks between two hosts. Start it without SERVER_HOST on one host (server),\n"
+            "then with the server's address on the other (client; it retries the connection for a while).\n"
+            "Checks: SEND/RECV of many sizes both ways, SEND with immediate, inline SEND, multi-SGE SEND,\n"
+            "RDMA WRITE (and with immediate), multi-SGE RDMA READ, CMP_AND_SWP and FETCH_AND_ADD,\n"
+            "unsignalled SENDs, and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
+            "Each check prints 'CHECK ok: ...' or 'CHECK FAILED: ...'. Exit status 0 only if no check\n"
+            "failed on either side; 1 otherwise; 2 on a usage error.\n\n"
+            "Options:\n"
+            "  -d DEV     RDMA device (default: the first one)\n"
+            "  -i PORT    device port (default 1)\n"
+            "  -g INDEX   GID index (default: the RoCE v2 GID with an IPv4 address, on Ethernet ports)\n"
+            "  -p PORT    TCP port of the connection set-up (default 18517)\n"
+            "  -e         sleep on completion events instead of busy polling the CQs\n"
+            "  -t SEC     timeout of each wait for a completion (default 20)\n"
+            "  -h, --help this text\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct ctx c = {.ib_port = 1, .gid_index = -1, .tcp_port = 18517, .timeout_s = 20, .sock = -1};
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int opt;
+    while ((opt = getopt_long(argc, argv, "d:i:g:p:et:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'd': c.devname = optarg; break;
+        case 'i': c.ib_port = atoi(optarg); break;
+        case 'g': c.gid_index = atoi(optarg); break;
+        case 'p': c.tcp_port = atoi(optarg); break;
+        case 'e': c.events = true; break;
+        case 't': c.timeout_s = atoi(optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind + 1 < argc || c.ib_port < 1 || c.timeout_s < 1 || c.tcp_port < 1) {
+        usage(stderr);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    c.server = optind < argc ? argv[optind] : NULL;
+    c.is_server = c.server == NULL;
+    c.side = c.is_server ? "server" : "client";
+    c.other = c.is_server ? "client" : "server";
+    srand48(getpid() ^ (long)time(NULL));
+
+    if (!setup_verbs(&c) || (c.sock = connect_tcp(&c)) < 0 || !exchange_and_connect(&c))
+        return 1;
+
+    static const struct {
+        const char *name;
+        bool (*run)(struct ctx *);
+    } steps[] = {
+        {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
+        {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
+        {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
+        {"bad rkey", step_bad_rkey},
+    };
+    bool completed = true;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0] && completed; i++) {
+        printf("%s: step %s\n", c.side, steps[i].name);
+        completed = steps[i].run(&c);
+        if (!completed)
+            printf("%s: stopped at step '%s'\n", c.side, steps[i].name);
+    }
+
+    /* Swap the counts (the QP may be in error now: TCP carries them). */
+    int peer_checks = -1, peer_failed = -1;
+    char line[256];
+    bool got = c.peer_result[0] != '\0';
+    if (got)
+        snprintf(line, sizeof line, "%s", c.peer_result);
+    if (ctl_write(&c, "RESULT %d %d %d", c.checks, c.failed, completed))
+        while (!got && ctl_read(&c, line, sizeof line, 3.0 * c.timeout_s + 10))
+            got = strncmp(line, "RESULT ", 7) == 0;  /* skip where a stopped peer said it was */
+    if (got) {
+        int peer_completed = 0;
+        if (sscanf(line, "RESULT %d %d %d", &peer_checks, &peer_failed, &peer_completed) != 3 || !peer_completed)
+            peer_failed = peer_failed > 0 ? peer_failed : 1;
+    }
+    bool pass = completed && c.failed == 0 && peer_failed == 0;
+    printf("%s: %d checks, %d failed; %s: %d checks, %d failed%s -> %s\n", c.side, c.checks, c.failed, c.other,
+           peer_checks, peer_failed, peer_checks < 0 ? " (no report)" : "", pass ? "PASS" : "FAIL");
+    close(c.sock);
+    ibv_destroy_qp(c.qp);
+    ibv_destroy_cq(c.scq);
+    ibv_destroy_cq(c.rcq);
+    ibv_dereg_mr(c.mr);
+    ibv_destroy_comp_channel(c.chan);
+    ibv_dealloc_pd(c.pd);
+    ibv_close_device(c.dev);
+    free(c.buf);
+    return pass ? 0 : 1;
+}

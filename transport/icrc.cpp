@@ -1,0 +1,96 @@
+#include "transport/icrc.h"
+
+#include <array>
+#include <boost/crc.hpp>
+#include <cstring>
+
+#include "common/endian.h"
+#include "transport/ib_opcodes.h"
+
+namespace hcaemu::transport {
+namespace {
+
+constexpr uint32_t kEthHeaderSize = 14;
+constexpr uint32_t kVlanTagSize = 4;
+constexpr uint16_t kEtherTypeIpv4 = 0x0800, kEtherTypeIpv6 = 0x86dd, kEtherTypeVlan = 0x8100;
+constexpr uint32_t kIpv4MinHeaderSize = 20, kIpv4MaxHeaderSize = 60, kIpv6HeaderSize = 40;
+constexpr uint32_t kUdpHeaderSize = 8;
+
+// Offsets of the variant fields that the ICRC masks.
+constexpr uint32_t kIpv4Tos = 1, kIpv4Ttl = 8, kIpv4Checksum = 10;
+constexpr uint32_t kIpv6HopLimit = 7;  // traffic class + flow label: the low 28 bits of word 0
+constexpr uint32_t kUdpChecksum = 6;
+constexpr uint32_t kBthResv8a = 4;
+
+}  // namespace
+
+uint32_t icrc_of_ip_packet(std::span<const uint8_t> ip) {
+  if (ip.empty()) return 0;
+  const uint8_t version = ip[0] >> 4;
+  uint32_t ip_header_size = 0;
+  if (version == 4) {
+    ip_header_size = uint32_t(ip[0] & 0x0f) * 4;
+    if (ip_header_size < kIpv4MinHeaderSize) return 0;
+  } else if (version == 6) {
+    ip_header_size = kIpv6HeaderSize;
+  } else {
+    return 0;
+  }
+  const uint32_t masked_size = ip_header_size + kUdpHeaderSize + kBthSize;
+  if (ip.size() < masked_size + kIcrcSize) return 0;
+
+  // The headers with their variant fields masked, in a copy.
+  std::array<uint8_t, kIpv4MaxHeaderSize + kUdpHeaderSize + kBthSize> masked;
+  std::memcpy(masked.data(), ip.data(), masked_size);
+  if (version == 4) {
+    masked[kIpv4Tos] = 0xff;
+    masked[kIpv4Ttl] = 0xff;
+    masked[kIpv4Checksum] = 0xff;
+    masked[kIpv4Checksum + 1] = 0xff;
+  } else {
+    masked[0] |= 0x0f;  // traffic class high nibble (the version nibble stays)
+    masked[1] = 0xff;   // traffic class low nibble + flow label
+    masked[2] = 0xff;
+    masked[3] = 0xff;
+    masked[kIpv6HopLimit] = 0xff;
+  }
+  uint8_t* udp = masked.data() + ip_header_size;
+  udp[kUdpChecksum] = 0xff;
+  udp[kUdpChecksum + 1] = 0xff;
+  udp[kUdpHeaderSize + kBthResv8a] = 0xff;
+
+  static constexpr std::array<uint8_t, 8> kLrhPlaceholder = {0xff, 0xff, 0xff, 0xff,
+                                                             0xff, 0xff, 0xff, 0xff};
+  boost::crc_32_type crc;
+  crc.process_bytes(kLrhPlaceholder.data(), kLrhPlaceholder.size());
+  crc.process_bytes(masked.data(), masked_size);
+  crc.process_bytes(ip.data() + masked_size, ip.size() - masked_size - kIcrcSize);
+  return crc.checksum();
+}
+
+uint32_t compute_icrc(std::span<const uint8_t> frame) {
+  if (frame.size() < kEthHeaderSize) return 0;
+  uint32_t l3 = kEthHeaderSize;
+  uint16_t ethertype = load_be16(frame.data() + 12);
+  if (ethertype == kEtherTypeVlan) {
+    if (frame.size() < kEthHeaderSize + kVlanTagSize) return 0;
+    ethertype = load_be16(frame.data() + 16);
+    l3 += kVlanTagSize;
+  }
+  const uint8_t* ip = frame.data() + l3;
+  const size_t available = frame.size() - l3;
+  size_t ip_length = 0;
+  if (ethertype == kEtherTypeIpv4) {
+    if (available < kIpv4MinHeaderSize) return 0;
+    ip_length = load_be16(ip + 2);
+  } else if (ethertype == kEtherTypeIpv6) {
+    if (available < kIpv6HeaderSize) return 0;
+    ip_length = kIpv6HeaderSize + size_t(load_be16(ip + 4));
+  } else {
+    return 0;
+  }
+  if (ip_length > available) return 0;
+  return icrc_of_ip_packet({ip, ip_length});
+}
+
+}  // namespace hcaemu::transport
