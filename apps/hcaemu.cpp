@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -39,6 +40,8 @@ struct Options {
   fs::path config_file;
   std::string log_level = "info";
   std::string pcap_file;
+  std::string timing_preset = "connectx6dx-100g";
+  std::string timing_file;
   std::string trace_prefix;
   bool print_config = false;
 };
@@ -56,6 +59,11 @@ int parse_options(int argc, char** argv, Options& o) {
       ("print-config", "print the effective configuration as JSON and exit")
       ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
        "trace, debug, info, warn, error, critical or off")
+      ("timing-preset", po::value<std::string>(&o.timing_preset)->default_value("connectx6dx-100g"),
+       "named timing preset: HCA pipeline cycles, firmware latency, port rate, propagation (docs/timing.md)")
+      ("timing-file", po::value<std::string>(&o.timing_file),
+       "JSON file of timing presets to pick --timing-preset from (default: the built-in ones, which "
+       "config/timing-presets.json lists)")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("trace", po::value<std::string>(&o.trace_prefix),
@@ -142,6 +150,24 @@ int sc_main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  std::optional<model::TimingPreset> timing;
+  {
+    std::string error;
+    std::vector<model::TimingPreset> presets =
+        options.timing_file.empty() ? model::builtin_timing_presets() : model::load_timing_presets(options.timing_file, &error);
+    if (!error.empty()) {
+      std::cerr << "hcaemu: --timing-file " << options.timing_file << ": " << error << "\n";
+      return 2;
+    }
+    for (const auto& p : presets)
+      if (p.name == options.timing_preset) timing = p;
+    if (!timing) {
+      std::cerr << "hcaemu: unknown --timing-preset \"" << options.timing_preset << "\"; known:";
+      for (const auto& p : presets) std::cerr << " " << p.name;
+      std::cerr << "\n";
+      return 2;
+    }
+  }
   std::unique_ptr<traces::PcapWriter> pcap;
   std::unique_ptr<traces::LatencyTrace> trace;
   std::string error;
@@ -156,6 +182,8 @@ int sc_main(int argc, char** argv) {
 
   // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
   sriov::HcaDevice device("hca", config);
+  device.pf().hca().apply_timing(*timing);
+  for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().apply_timing(*timing);
   if (pcap) {
     device.eswitch().set_tap([&pcap](std::span<const uint8_t> frame) {
       pcap->write(uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12), frame);
@@ -164,8 +192,8 @@ int sc_main(int argc, char** argv) {
   if (trace) {
     auto hook = [&trace](uint16_t function) {
       return [&trace, function](const model::StageStamp& s) {
-        trace->record({.time_ps = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12),
-                       .function = function,
+        trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12),
+                       .function = s.function >= 0 ? uint16_t(s.function) : function,
                        .qpn = s.qpn,
                        .message = s.message,
                        .opcode = s.opcode,
@@ -173,8 +201,18 @@ int sc_main(int argc, char** argv) {
                        .stage = traces::Stage(s.stage)});
       };
     };
+    // Remote delivery is stamped by the responder on the requester's record: MAC -> function.
+    auto peer = [&config](const transport::Mac& mac) -> int32_t {
+      for (uint16_t vhca = 0; vhca <= config.total_vfs; ++vhca)
+        if (config.function_mac(vhca) == mac) return vhca;
+      return -1;
+    };
     device.pf().hca().set_stage_hook(hook(0));
-    for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().set_stage_hook(hook(uint16_t(1 + i)));
+    device.pf().hca().set_peer_lookup(peer);
+    for (unsigned i = 0; i < device.vf_ports(); ++i) {
+      device.vf(i).hca().set_stage_hook(hook(uint16_t(1 + i)));
+      device.vf(i).hca().set_peer_lookup(peer);
+    }
   }
   bridge::KernelQueue control("control");
   ServedFunction pf;
@@ -208,9 +246,10 @@ int sc_main(int argc, char** argv) {
       if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
         log().error("enabling {} VFs failed: {}", options.vfs, error);
     }
-    log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, sockets in {}",
+    log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, timing {}, sockets in {}",
                config.vendor_id, config.pf_device_id, config.firmware.major, config.firmware.minor,
-               config.firmware.subminor, device.enabled_vfs(), config.total_vfs, options.socket_dir.string());
+               config.firmware.subminor, device.enabled_vfs(), config.total_vfs, timing->name,
+               options.socket_dir.string());
   });
 
   std::thread signal_waiter([&] {

@@ -44,7 +44,12 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
     ++cq->dropped_in_error;
     return CqeResult::kInError;
   }
-  const uint32_t ci = consumer_index(f, *cq);
+  // The doorbell record is read only when the CI last seen says the ring may be full: a DMA read
+  // per CQE would cost a PCIe round trip that the hardware does not spend.
+  if (((cq->producer - cq->known_ci) & kCounterMask) >= cq->entries()) cq->known_ci = consumer_index(f, *cq);
+  const uint32_t ci = cq->known_ci;
+  cq = f.resources.cqs.find(cqn);  // the read spent model time
+  if (cq == nullptr) return CqeResult::kNoSuchCq;
   if (((cq->producer - ci) & kCounterMask) >= cq->entries()) {
     // Overrun: the CQ goes to error, the driver hears of it on its async EQ (type 0x04).
     cq->in_error = true;
@@ -90,6 +95,7 @@ bool cq_arm_doorbell(FunctionContext& f, uint32_t cqn, uint32_t ci, uint32_t cmd
   ci &= kCounterMask;
   if (((cq->producer - ci) & kCounterMask) > cq->entries()) return false;  // CI ahead of what we wrote
   cq->arm_ci = ci;
+  if (((ci - cq->known_ci) & kCounterMask) <= cq->entries()) cq->known_ci = ci;
   cq->arm_sn = arm_sn;
   cq->arm = cmd == 0 ? CqArm::kNext : CqArm::kSolicited;
   const bool pending = ((cq->producer - ci) & kCounterMask) != 0;

@@ -54,6 +54,7 @@ struct CompletionQueue {
   uint32_t producer = 0;      // CQEs written (24-bit counter)
   CqArm arm = CqArm::kNone;
   uint32_t arm_ci = 0;        // CI carried by the last arm doorbell
+  uint32_t known_ci = 0;      // CI last read from the doorbell record
   uint32_t arm_sn = 0;
   bool has_solicited = false;
   uint32_t last_solicited = 0;  // producer value right after the last solicited/error CQE

@@ -18,6 +18,7 @@
 #include "model/function_context.h"
 #include "model/init_segment.h"
 #include "model/rdma_engine.h"
+#include "model/timing_preset.h"
 #include "model/wall_timer.h"
 #include "pcie/host_port.h"
 
@@ -74,7 +75,11 @@ class HcaFunction : public sc_core::sc_module {
     rdma_.set_port(port);
   }
   void set_stage_hook(StageHook hook) { rdma_.set_stage_hook(std::move(hook)); }
-  void set_rdma_timing(const RdmaTiming& timing) { rdma_.set_timing(timing); }
+  void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) {
+    rdma_.set_peer_lookup(std::move(lookup));
+  }
+  // Pipeline, firmware and wire costs of a timing preset (the PCIe link is the device config's).
+  void apply_timing(const TimingPreset& preset);
   const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
   void receive(std::span<const uint8_t> frame);
   const EthCounters& eth_counters() const { return eth_.counters(); }

@@ -24,6 +24,7 @@ struct SendMessage {
   bool needs_response = false;  // READ and atomics complete on their response, not on an ACK
   bool responded = false;
   uint32_t read_next_psn = 0;   // the READ response PSN expected next
+  uint64_t doorbell_ps = 0;     // model time of the doorbell that brought it (latency trace)
   uint32_t last_psn() const;
 };
 

@@ -121,10 +121,14 @@ uint32_t SendMessage::last_psn() const { return psn_add(first_psn, npsn - 1); }
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 
-void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage) {
+namespace {
+uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+}  // namespace
+
+void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps) {
   if (stage_hook_)
-    stage_hook_({.qpn = qpn, .message = message.id, .opcode = message.wqe.opcode, .bytes = uint32_t(message.length),
-                 .stage = stage});
+    stage_hook_({.time_ps = time_ps, .qpn = qpn, .message = message.id, .opcode = message.wqe.opcode,
+                 .bytes = uint32_t(message.length), .stage = stage});
 }
 
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
@@ -207,12 +211,14 @@ bool RdmaEngine::fetch_wqe(QueuePair& qp, uint32_t block, std::vector<uint8_t>& 
     return qp.buffer.read(*f_.memory, qp.sq_offset + start, dst.first(first)) &&
            (first == dst.size() || qp.buffer.read(*f_.memory, qp.sq_offset, dst.subspan(first)));
   };
-  std::array<uint8_t, wqe_format::kSegment> ctrl{};
-  if (!read(uint64_t(block) * wqe_format::kBasicBlock, ctrl)) return false;
-  ds = peek_ds(ctrl);
+  // One WQEBB first (one DMA read for the common small WQE), the rest only when ds says so.
+  out.resize(wqe_format::kBasicBlock);
+  if (!read(uint64_t(block) * wqe_format::kBasicBlock, out)) return false;
+  ds = peek_ds(std::span<const uint8_t>(out).first(wqe_format::kSegment));
   const uint32_t bytes = (uint32_t(ds) + 3) / 4 * wqe_format::kBasicBlock;
-  out.resize(std::max<uint32_t>(bytes, wqe_format::kBasicBlock));
-  return read(uint64_t(block) * wqe_format::kBasicBlock, out);
+  if (bytes <= wqe_format::kBasicBlock) return true;
+  out.resize(bytes);
+  return read(uint64_t(block + 1) * wqe_format::kBasicBlock, std::span<uint8_t>(out).subspan(wqe_format::kBasicBlock));
 }
 
 void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
@@ -230,6 +236,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     return;
   }
   const uint32_t sq_blocks = 1u << qp.log_sq_size;
+  const uint64_t doorbell_ps = now_ps();
   RcRequester& req = qp.rc.req;
   std::vector<uint8_t> bytes;
   while (((producer - qp.sq_consumer) & kCounterMask16) != 0) {
@@ -238,7 +245,8 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       ++counters_.bad_wqes;
       SendWqe none;
       none.wqe_index = uint16_t(qp.sq_consumer);
-      requester_error(qpn, qp, none, syndrome::kLocalQpOperation);
+      qp.sq_consumer = producer & kCounterMask16;  // nothing up to it can be trusted: one error CQE, no flushes
+      if (qp.state != QpState::kError) requester_error(qpn, qp, none, syndrome::kLocalQpOperation);
       return;
     }
     uint8_t ds = 0;
@@ -246,12 +254,15 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     if (!fetch_wqe(qp, qp.sq_consumer, bytes, ds)) {
       ++counters_.dma_faults;
       wqe.wqe_index = uint16_t(qp.sq_consumer);
-      requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
+      qp.sq_consumer = producer & kCounterMask16;
+      if (qp.state != QpState::kError) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
       return;
     }
     const WqeError parsed = parse_send_wqe(bytes, qp.st, qpn, wqe);
+    // A WQE takes its WQEBBs: at least one (ds 0), at most what the producer covers.
+    const uint32_t blocks = std::clamp<uint32_t>(wqe.wqebbs(), 1, available);
     if (qp.state == QpState::kError) {  // WQEs posted after the error are flushed one by one
-      qp.sq_consumer = (qp.sq_consumer + std::max<uint32_t>(1, wqe.wqebbs())) & kCounterMask16;
+      qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
       ++counters_.flushed_wqes;
       error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
       continue;
@@ -261,6 +272,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       log().debug("function {}: QP {:#x} WQE {:#x}: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
                   parsed != WqeError::kNone ? wqe_error_name(parsed) : "ds beyond the producer");
       wqe.wqe_index = uint16_t(qp.sq_consumer);
+      qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;  // consumed: the flush starts behind it
       requester_error(qpn, qp, wqe, parsed == WqeError::kTooLong ? syndrome::kLocalLength : syndrome::kLocalQpOperation);
       return;
     }
@@ -274,11 +286,10 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     pcie::consume_model_time(sc_core::sc_time(double(timing_.wqe_parse_ps), sc_core::SC_PS));
     ++counters_.wqes;
     SendMessage message;
-    message.id = next_message_id_++;
     message.wqe = std::move(wqe);
     message.length = message.wqe.length();
-    stamp(qpn, message, RdmaStage::kDoorbell);
-    stamp(qpn, message, RdmaStage::kWqeFetch);
+    message.doorbell_ps = doorbell_ps;
+    const uint64_t fetched_ps = now_ps();
     // Local keys are checked before anything goes on the wire.
     if (!message.wqe.has_inline && message.wqe.opcode != wqe_op::kNop) {
       const uint8_t need = is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode) ? access::kLocalWrite : access::kLocalRead;
@@ -306,6 +317,10 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       message.read_next_psn = message.first_psn;
       req.next_psn = psn_add(req.next_psn, message.npsn);
     }
+    // Trace id: QPN and last PSN, which the responder can name too (remote delivery).
+    message.id = message.npsn != 0 ? (uint64_t(qpn) << 24) | message.last_psn() : (uint64_t(1) << 63) | next_message_id_++;
+    stamp(qpn, message, RdmaStage::kDoorbell, message.doorbell_ps);
+    stamp(qpn, message, RdmaStage::kWqeFetch, fetched_ps);
     req.outstanding.push_back(std::move(message));
     SendMessage& queued = req.outstanding.back();
     if (queued.npsn != 0) transmit(qpn, qp, queued, queued.first_psn);
@@ -335,8 +350,8 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     } else {
       packet.atomic = {.va = wqe.remote_va, .rkey = wqe.rkey, .swap_add = wqe.swap_add, .compare = wqe.compare};
     }
-    if (skip == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
     send_frame(packet);
+    if (skip == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
     return;
   }
   std::vector<DmaChunk> chunks;
@@ -347,11 +362,22 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
     return;
   }
-  std::vector<uint8_t> payload;
+  std::vector<uint8_t> window;  // payload bytes [window_start, window_start + window.size())
+  uint64_t window_start = 0;
   for (uint32_t i = skip; i < message.npsn; ++i) {
     const uint64_t offset = uint64_t(i) * pmtu;
     const uint32_t size = uint32_t(std::min<uint64_t>(pmtu, message.length - std::min(offset, message.length)));
     const bool first = i == 0, last = i + 1 == message.npsn;
+    if (!wqe.has_inline && size != 0 && (window.empty() || offset + size > window_start + window.size())) {
+      window_start = offset;
+      window.resize(size_t(std::min<uint64_t>(std::max<uint32_t>(kPayloadWindow, pmtu), message.length - offset)));
+      if (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, window_start, window)) {
+        ++counters_.dma_faults;
+        requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
+        return;
+      }
+      if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma);
+    }
     packet.opcode = requester_opcode(wqe.opcode, first, last);
     packet.psn = psn_add(message.first_psn, i);
     packet.ack_req = last;
@@ -360,20 +386,12 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
       packet.reth = {.va = wqe.remote_va, .rkey = wqe.rkey, .dma_length = uint32_t(message.length)};
     packet.immediate = wqe.imm;
     packet.invalidate_rkey = wqe.imm;
-    payload.resize(size);
-    if (wqe.has_inline) {
-      std::copy_n(wqe.inline_data.begin() + offset, size, payload.begin());
-    } else if (size != 0 && (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, offset, payload))) {
-      ++counters_.dma_faults;
-      requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
-      return;
-    }
-    if (i == 0) {
-      stamp(qpn, message, RdmaStage::kPayloadDma);
-      stamp(qpn, message, RdmaStage::kWireFirstPacket);
-    }
-    packet.payload = payload;
+    if (wqe.has_inline)
+      packet.payload = std::span<const uint8_t>(wqe.inline_data).subspan(size_t(offset), size);
+    else
+      packet.payload = std::span<const uint8_t>(window).subspan(size_t(offset - window_start), size);
     send_frame(packet);
+    if (i == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
     if (qp.state == QpState::kError) return;
   }
 }
@@ -399,6 +417,7 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
     const bool done = front.npsn == 0 || (front.needs_response ? front.responded
                                                                : psn_diff(front.last_psn(), req.acked_psn) <= 0);
     if (!done) break;
+    if (!front.needs_response && front.npsn != 0) stamp(qpn, front, RdmaStage::kAck);
     if (front.wqe.signalled) requester_cqe(qpn, qp, front);
     ++counters_.messages_completed;
     req.outstanding.pop_front();
@@ -413,6 +432,8 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
 void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message) {
   ++counters_.requester_cqes;
   const SendWqe& wqe = message.wqe;
+  const CompletionQueue* cq = f_.resources.cqs.find(qp.cqn_snd);
+  const uint64_t events_before = cq != nullptr ? cq->completion_events : 0;
   write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) {
     if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) store_be32(&cqe[cqe::kByteCount], uint32_t(message.length));
     store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(wqe.opcode) << 24) | (qpn & 0xffffff));
@@ -420,6 +441,8 @@ void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& m
     cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
   });
   stamp(qpn, message, RdmaStage::kCqeWrite);
+  cq = f_.resources.cqs.find(qp.cqn_snd);  // an armed CQ raised its completion event
+  if (cq != nullptr && cq->completion_events != events_before) stamp(qpn, message, RdmaStage::kInterrupt);
 }
 
 void RdmaEngine::arm_timer(QueuePair& qp) {
@@ -528,7 +551,6 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
         const SendWqe wqe = failed != req.outstanding.end() ? failed->wqe
                             : req.outstanding.empty()         ? SendWqe{}
                                                               : req.outstanding.front().wqe;
-        if (failed != req.outstanding.end()) req.outstanding.erase(failed);
         requester_error(qpn, qp, wqe, nak_syndrome_to_cqe(code));
         return;
       }
@@ -633,8 +655,7 @@ bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
   resp.sges.clear();
   if (parse_recv_wqe(bytes, resp.sges) != WqeError::kNone) resp.sges.clear();
   resp.wqe_index = uint16_t(qp.rq_consumer);
-  resp.have_wqe = true;
-  resp.offset = 0;
+  resp.have_wqe = true;  // resp.offset is the message's: a WRITE with immediate takes its WQE at the end
   qp.rq_consumer = (qp.rq_consumer + 1) & kCounterMask16;
   return true;
 }
@@ -759,6 +780,15 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
+    if (stage_hook_ && peer_lookup_) {
+      const int32_t requester = peer_lookup_(packet.src_mac);
+      const uint32_t last_psn = psn_add(packet.psn, read ? packets_for(length, pmtu_of(qp)) - 1 : 0);
+      if (requester >= 0)
+        stage_hook_({.function = requester, .qpn = get(qp.context, qpc::kRemoteQpn),
+                     .message = (uint64_t(get(qp.context, qpc::kRemoteQpn)) << 24) | last_psn,
+                     .opcode = read ? wqe_op::kRdmaRead : opcode == op::kRcFetchAdd ? wqe_op::kAtomicFa : wqe_op::kAtomicCs,
+                     .bytes = uint32_t(length), .stage = RdmaStage::kRemoteDelivery});
+    }
     if (read) {
       const uint32_t count = packets_for(length, pmtu_of(qp));
       resp.epsn = psn_add(resp.epsn, count);
@@ -817,6 +847,9 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   // A receive WQE is needed before anything lands for a SEND (and at the end of a WRITE with
   // immediate): none posted means RNR NAK, and the requester sends the same packet again.
   if (needs_wqe && !resp.have_wqe && !take_receive_wqe(qp)) {
+    // The packets behind it are dropped silently until it comes again: a sequence
+    // NAK for them would make the requester resend at once and spend its retry count.
+    resp.sequence_nak_sent = true;
     send_ack(qpn, qp, packet.psn, transport::aeth_rnr_nak(uint8_t(get(qp.context, qpc::kMinRnrNak))));
     return;
   }
@@ -872,6 +905,18 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   resp.incoming = last ? RcResponder::Incoming::kNone : kind;
   if (last) {
     ++resp.msn;
+    if (stage_hook_ && peer_lookup_) {
+      const int32_t requester = peer_lookup_(packet.src_mac);
+      if (requester >= 0)
+        stage_hook_({.function = requester, .qpn = get(qp.context, qpc::kRemoteQpn),
+                     .message = (uint64_t(get(qp.context, qpc::kRemoteQpn)) << 24) | packet.psn,
+                     .opcode = uint8_t(is_write ? (with_imm ? wqe_op::kRdmaWriteImm : wqe_op::kRdmaWrite)
+                                               : with_imm ? wqe_op::kSendImm
+                                               : (headers & transport::hdr::kIeth) ? wqe_op::kSendInval
+                                                                                   : wqe_op::kSend),
+                     .bytes = uint32_t(is_write ? resp.write_length : resp.offset),
+                     .stage = RdmaStage::kRemoteDelivery});
+    }
     if (needs_wqe) {
       ++counters_.responder_cqes;
       const uint8_t cqe_opcode = is_write                                    ? cqe::kRespWriteImm
@@ -902,14 +947,23 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
 // Errors
 
 void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syn) {
+  // `wqe` may be an element of `outstanding`: keep what the CQE needs before it is erased.
+  const uint8_t opcode = wqe.opcode;
+  const uint16_t index = wqe.wqe_index;
   log().debug("function {}: QP {:#x}: requester error {:#x} on WQE {:#x} (opcode {:#x})", f_.identity.vhca_id, qpn, syn,
-              wqe.wqe_index, wqe.opcode);
-  // Work completed before the failing WQE still completes normally.
+              index, opcode);
+  // Work acknowledged before the failing WQE has completed normally (retire). Completions stay in
+  // SQ order: what was posted before it and is not acknowledged yet is flushed ahead of its error
+  // CQE, what follows it is flushed by enter_error.
   RcRequester& req = qp.rc.req;
   auto failing = std::find_if(req.outstanding.begin(), req.outstanding.end(),
-                              [&](const SendMessage& m) { return m.wqe.wqe_index == wqe.wqe_index; });
-  if (failing != req.outstanding.end()) req.outstanding.erase(failing);
-  error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syn, false);
+                              [&](const SendMessage& m) { return m.wqe.wqe_index == index; });
+  for (auto it = req.outstanding.begin(); it != failing; ++it) {
+    ++counters_.flushed_wqes;
+    error_cqe(qp.cqn_snd, qpn, it->wqe.opcode, it->wqe.wqe_index, syndrome::kWrFlushed, false);
+  }
+  req.outstanding.erase(req.outstanding.begin(), failing == req.outstanding.end() ? failing : std::next(failing));
+  error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false);
   enter_error(qpn, qp);
 }
 

@@ -24,6 +24,9 @@ struct FunctionContext;
 // Stages of a message the latency trace stamps (same order as traces::Stage).
 enum class RdmaStage : uint8_t { kDoorbell, kWqeFetch, kPayloadDma, kWireFirstPacket, kRemoteDelivery, kAck, kCqeWrite, kInterrupt };
 struct StageStamp {
+  int32_t function = -1;  // vhca id the stamp belongs to; -1 = this function (remote delivery is
+                          // stamped by the responder on the requester's message)
+  uint64_t time_ps = 0;   // 0 = now
   uint32_t qpn = 0;
   uint64_t message = 0;
   uint8_t opcode = 0;   // mlx5 WQE opcode
@@ -53,12 +56,19 @@ struct RdmaCounters {
 class RdmaEngine {
  public:
   static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
+  // Payload is fetched from host memory in windows of this size: one DMA read each, so the link
+  // model charges its latency once per window rather than per packet (reads are pipelined in a
+  // real HCA).
+  static constexpr uint32_t kPayloadWindow = 64 * 1024;
 
   explicit RdmaEngine(FunctionContext& function) : f_(function) {}
 
   void set_port(EthernetPort* port) { port_ = port; }
   void set_timing(const RdmaTiming& timing) { timing_ = timing; }
   void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
+  // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the
+  // remote delivery of a message on the requester's trace record.
+  void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) { peer_lookup_ = std::move(lookup); }
   // Called with the earliest wall-clock deadline of a retransmission/RNR timer; the owner calls
   // on_timer() once it has passed.
   void set_timer_hook(std::function<void(WallClock::time_point)> hook) { timer_hook_ = std::move(hook); }
@@ -97,12 +107,13 @@ class RdmaEngine {
 
   bool send_frame(transport::RocePacket& packet);
   bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
-  void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage);
+  void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;
   RdmaTiming timing_;
   StageHook stage_hook_;
+  std::function<int32_t(const transport::Mac&)> peer_lookup_;
   std::function<void(WallClock::time_point)> timer_hook_;
   uint64_t next_message_id_ = 1;
   RdmaCounters counters_;

@@ -3,20 +3,44 @@
 # (server), one on VF0 (client) of the same hcaemu; each brings up the unmodified mlx5_core and
 # mlx5_ib, and they run guest/rdma_peer.sh: ibv_rc_pingpong (polling and events), hca_verbs_check,
 # and perftest's write/read/send/atomic bw and lat tests.
+# hcaemu writes a pcap and a latency trace of the run: tshark must dissect every RoCE frame without
+# a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it.
 # Usage: [RDMA_TESTS="pingpong verbs perftest"] [RDMA_GID=linklocal|ipv4] [HCAEMU_PCAP=FILE]
-#        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK
+#        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE]
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
 VERBS_CHECK=$3
+HCATRACE=${4:-}
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KEEP_LOG=/tmp/last-rdma-hcaemu.log
 source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
 
+HCAEMU_PCAP=${HCAEMU_PCAP:-$WORK/run.pcap}
+HCAEMU_TRACE=${HCAEMU_TRACE:-$WORK/trace}
 start_hcaemu_rdma
 run_rdma_pair hca mlx5 mlx5_0 eth0
 stop_hcaemu
-grep -E "commands|eswitch" "$WORK/hcaemu.log"
+grep -E "commands|eswitch|rdma|pcap|trace" "$WORK/hcaemu.log"
 rdma_pair_verdict hca
+
+# The wire: RoCE frames tshark dissects cleanly (Wireshark's RPC-over-RDMA heuristic misreads short
+# SEND payloads as malformed RPC, so it is switched off).
+if command -v tshark >/dev/null; then
+  roce=$(tshark -r "$HCAEMU_PCAP" --disable-protocol rpcordma -Y infiniband 2>/dev/null | wc -l)
+  expert=$(tshark -r "$HCAEMU_PCAP" --disable-protocol rpcordma -q -z expert,error 2>/dev/null | grep -ciE "malformed|error")
+  echo "pcap: $roce RoCE frames, $expert expert errors"
+  [ "$roce" -gt 0 ] || fail "no RoCE frame in the pcap"
+  [ "$expert" -eq 0 ] || fail "tshark reports malformed or erroneous frames"
+else
+  fail "tshark is not installed (scripts/install-deps.sh installs it)"
+fi
+# The latency trace: valid trace-event JSON and a summary.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"], "no events"' "$HCAEMU_TRACE.json" ||
+  fail "the latency trace is not valid trace-event JSON"
+if [ -n "$HCATRACE" ]; then
+  "$HCATRACE" summary "$HCAEMU_TRACE.csv" | tee "$WORK/summary.txt" | head -20
+  grep -q "end_to_end" "$WORK/summary.txt" || fail "hcatrace summary shows no message latency"
+fi
 echo "PASS"
