@@ -81,6 +81,8 @@ Nanos LinkTiming::dma_write_time(uint64_t bytes) const {
   return Nanos(cfg_.one_way_latency_ns) + serialize(write_wire_bytes(bytes));
 }
 
+Nanos LinkTiming::dma_write_occupancy(uint64_t bytes) const { return serialize(write_wire_bytes(bytes)); }
+
 // Requests go up while completions come down on the other direction of the full-duplex link, so
 // after the first request is out and the round trip has passed, the completions are the bottleneck.
 Nanos LinkTiming::dma_read_time(uint64_t bytes) const {

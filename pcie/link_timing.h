@@ -54,6 +54,9 @@ class LinkTiming {
   Nanos mmio_write_latency(uint32_t bytes) const;  // posted: one way
   // Device -> host memory: until the last byte has landed (write) or arrived back (read).
   Nanos dma_write_time(uint64_t bytes) const;
+  // How long a posted DMA write keeps the device's DMA engine busy: its TLPs' time on the link. The
+  // engine goes on without waiting for them to land (PCIe keeps posted writes in order).
+  Nanos dma_write_occupancy(uint64_t bytes) const;
   Nanos dma_read_time(uint64_t bytes) const;
   Nanos config_access_latency() const;  // CfgRd/CfgWr round trip (both are non-posted)
 

@@ -19,7 +19,9 @@ bool TimedHostMemory::read(uint64_t addr, std::span<uint8_t> dst) {
 
 bool TimedHostMemory::write(uint64_t addr, std::span<const uint8_t> src) {
   if (!memory_) return ++refused_, false;
-  charge(timing_.dma_write_time(src.size()));
+  // Posted: the DMA engine is busy while the TLPs serialise, not until they land. Charging the
+  // landing latency per write serialised every packet of a message behind 500 ns of flight time.
+  charge(timing_.dma_write_occupancy(src.size()));
   if (!memory_->write(addr, src)) return ++refused_, false;
   return true;
 }

@@ -101,3 +101,16 @@ TEST(LinkTiming, DllpOverrideAndValidation) {
 }
 
 }  // namespace
+
+// A posted write occupies the DMA engine only while its TLPs serialise: the landing latency is not
+// waited for (the RDMA responder used to serialise every packet behind it).
+TEST(LinkTimingPosted, WriteOccupancyIsTheWriteTimeWithoutTheFlight) {
+  LinkConfig config;
+  config.gen = 4;
+  config.width = 16;
+  const LinkTiming t(config);
+  for (uint64_t n : {8u, 64u, 1024u, 65536u}) {
+    EXPECT_NEAR(t.dma_write_time(n).count() - t.dma_write_occupancy(n).count(), config.one_way_latency_ns, 1e-6);
+    EXPECT_GT(t.dma_write_occupancy(n).count(), 0.0);
+  }
+}
