@@ -168,6 +168,11 @@ int sc_main(int argc, char** argv) {
       return 2;
     }
   }
+  // The preset's PCIe latency; generation and width stay the device configuration's.
+  config.link_one_way_ns = timing->pcie_one_way_ns;
+  if (timing->pcie_gen != config.link_generation || timing->pcie_width != config.link_width)
+    log().warn("timing preset {} assumes PCIe Gen{} x{}, the device configuration has Gen{} x{}", timing->name,
+               timing->pcie_gen, timing->pcie_width, config.link_generation, config.link_width);
   std::unique_ptr<traces::PcapWriter> pcap;
   std::unique_ptr<traces::LatencyTrace> trace;
   std::string error;

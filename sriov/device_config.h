@@ -30,6 +30,7 @@ struct DeviceConfig {
   uint16_t total_vfs = 8;
   uint8_t link_generation = 4;  // 1..5
   uint8_t link_width = 16;      // 1, 2, 4, 8, 16, 32
+  double link_one_way_ns = 500;  // fixed latency of one PCIe traversal; hcaemu sets it from the timing preset
   uint64_t serial_number = 0x0c42a10300e1d0c0ull;
   // MAC of the PF; VF n gets base + 1 + n (the way an admin's `ip link set pf vf N mac` would set
   // them). Locally administered by default, so it never clashes with a real adapter.

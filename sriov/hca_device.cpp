@@ -35,6 +35,7 @@ pcie::LinkConfig link_config(const DeviceConfig& c) {
   pcie::LinkConfig l;
   l.gen = c.link_generation;
   l.width = c.link_width;
+  l.one_way_latency_ns = c.link_one_way_ns;
   return l;
 }
 
