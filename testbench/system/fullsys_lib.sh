@@ -21,3 +21,16 @@ start_hcaemu() {
   for _ in $(seq 50); do [ -S "$WORK/sockets/$last" ] && break; sleep 0.1; done
   [ -S "$WORK/sockets/$last" ] || fail "hcaemu did not create its sockets"
 }
+
+# stop_hcaemu_cleanly: SIGTERM; fail() unless hcaemu was still running, exits 0, removes its
+# sockets and logged no warning or error.
+stop_hcaemu_cleanly() {
+  kill -0 "$HCAEMU_PID" 2>/dev/null || fail "hcaemu is gone"
+  kill -TERM "$HCAEMU_PID"
+  wait "$HCAEMU_PID"
+  local rc=$?
+  HCAEMU_PID=
+  [ $rc -eq 0 ] || fail "hcaemu exited with $rc on SIGTERM"
+  [ ! -e "$WORK/sockets/pf.sock" ] || fail "socket files left behind"
+  grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu.log" && fail "unexpected warnings in the hcaemu log"
+}

@@ -48,10 +48,5 @@ grep -E "CHECK|hcavm:" "$WORK/vf1-guest.log"
 [ $RC -eq 0 ] || fail "guest after the kill failed (exit $RC)"
 
 echo "== clean shutdown"
-kill -TERM "$HCAEMU_PID"
-wait "$HCAEMU_PID"; RC=$?
-HCAEMU_PID=
-[ $RC -eq 0 ] || fail "hcaemu exited with $RC on SIGTERM"
-[ ! -e "$WORK/sockets/pf.sock" ] || fail "socket files left behind"
-grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu.log" && fail "unexpected warnings in the hcaemu log"
+stop_hcaemu_cleanly
 echo "PASS"

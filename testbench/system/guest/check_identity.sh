@@ -47,10 +47,11 @@ netdev=$(ls "$dev/net" | head -1)
 ip link set "$netdev" up
 for _ in 1 2 3 4 5 6 7 8 9 10; do ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 1; done
 ibv_devinfo -v > /tmp/devinfo.txt 2>&1
-grep -E "hca_id|fw_ver|state|link_layer|GID" /tmp/devinfo.txt
+grep -E "hca_id|fw_ver|state|link_layer|atomic_cap|GID" /tmp/devinfo.txt
 check "ibv_devinfo: mlx5_0" grep -q "hca_id:.*mlx5_0" /tmp/devinfo.txt
 check "ibv_devinfo: PORT_ACTIVE" grep -q "state:.*PORT_ACTIVE" /tmp/devinfo.txt
 check "ibv_devinfo: link_layer Ethernet" grep -q "link_layer:.*Ethernet" /tmp/devinfo.txt
+check "atomic_cap is ATOMIC_HCA" grep -q "atomic_cap:.*ATOMIC_HCA" /tmp/devinfo.txt
 check "GID table holds RoCE v1" grep -q "GID\[  0\].*RoCE v1" /tmp/devinfo.txt
 check "GID table holds RoCE v2" grep -q "GID\[  1\].*RoCE v2" /tmp/devinfo.txt
 check "rdma link names $netdev" sh -c "rdma link | grep -q 'netdev $netdev'"
