@@ -636,9 +636,39 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
 // ---------------------------------------------------------------------------------------------
 // Responder
 
+bool RdmaEngine::take_srq_wqe(QueuePair& qp) {
+  RcResponder& resp = qp.rc.resp;
+  SharedReceiveQueue* srq = f_.resources.srqs.find(qp.srqn);
+  if (srq == nullptr || srq->kind == SrqKind::kXrcSrq) return false;
+  uint32_t posted = 0;
+  if (!read_u32(f_.memory, srq->dbr_addr, posted)) {
+    ++counters_.dma_faults;
+    return false;
+  }
+  if (((posted - srq->consumed) & kCounterMask16) == 0) return false;
+  const uint32_t stride = 16u << srq->log_stride;
+  const uint32_t index = srq->head & ((1u << srq->log_size) - 1);
+  std::vector<uint8_t> bytes(stride);
+  if (f_.memory == nullptr || !srq->buffer.read(*f_.memory, uint64_t(index) * stride, bytes)) {
+    ++counters_.dma_faults;
+    return false;
+  }
+  srq = f_.resources.srqs.find(qp.srqn);  // the read spent model time
+  if (srq == nullptr) return false;
+  uint16_t next = 0;
+  resp.sges.clear();
+  if (parse_srq_wqe(bytes, next, resp.sges) != WqeError::kNone) resp.sges.clear();
+  resp.wqe_index = uint16_t(index);
+  resp.have_wqe = true;
+  srq->head = next;
+  srq->consumed = (srq->consumed + 1) & kCounterMask16;
+  return true;
+}
+
 bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
   RcResponder& resp = qp.rc.resp;
-  if (qp.rq_type != rq_type::kRegular) return false;  // SRQ receive is not modelled yet
+  if (qp.rq_type == rq_type::kSrq) return take_srq_wqe(qp);
+  if (qp.rq_type != rq_type::kRegular) return false;  // zero-length RQ: nothing to receive into
   uint32_t producer = 0;
   if (!read_u32(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
     ++counters_.dma_faults;
@@ -931,6 +961,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
             if (with_imm) store_be32(&cqe[cqe::kImmediate], packet.immediate);
             if (headers & transport::hdr::kIeth) store_be32(&cqe[cqe::kImmediate], packet.invalidate_rkey);
             store_be32(&cqe[cqe::kByteCount], bytes);
+            if (qp.rq_type == rq_type::kSrq) store_be32(&cqe[cqe::kSrqnUserIndex], qp.srqn & 0xffffff);
             store_be32(&cqe[cqe::kSopDropQpn], qpn & 0xffffff);
             store_be16(&cqe[cqe::kWqeCounter], index);
             cqe[cqe::kOpOwn] = uint8_t(cqe_opcode << 4);

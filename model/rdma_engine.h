@@ -95,6 +95,7 @@ class RdmaEngine {
   // Responder.
   void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   bool take_receive_wqe(QueuePair& qp);
+  bool take_srq_wqe(QueuePair& qp);  // basic SRQ / RMP: the driver-linked list of WQEs
   void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
 

@@ -85,6 +85,10 @@ struct SharedReceiveQueue {
   uint64_t dbr_addr = 0;
   PageList buffer;
   uint32_t refs = 0;             // QPs with rq_type SRQ pointing here
+  // Receive side (rdma_engine.cpp): WQEs form a list the driver links through each WQE's
+  // next_wqe_index; the device takes them from `head` while `consumed` trails the doorbell counter.
+  uint32_t head = 0;
+  uint32_t consumed = 0;
 };
 
 enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqError = 4, kSqDrained = 5, kError = 6 };

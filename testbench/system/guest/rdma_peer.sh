@@ -105,6 +105,8 @@ for t in $RDMA_TESTS; do
   pingpong)
     run "ibv_rc_pingpong 4 KiB x 10" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c
     run "ibv_rc_pingpong -e 4 KiB x 10" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c -e
+    # Four RC QPs receiving through one shared receive queue.
+    run "ibv_srq_pingpong 4 QPs x 10" 60 "$PP_RESULT" ibv_srq_pingpong -d $DEV -g $GIDX -n 10 -q 4
     ;;
   verbs)
     # The client sleeps on completion events, the server busy-polls: both ways get tested.
