@@ -42,6 +42,8 @@ constexpr Field kRwe{0x90, 14, 14};
 constexpr Field kRae{0x90, 13, 13};
 constexpr Field kMinRnrNak{0x94, 28, 24};
 constexpr Field kState{0x00, 31, 28};
+constexpr Field kRetryCount{0x70, 18, 16};
+constexpr Field kRnrRetry{0x70, 15, 13};
 }  // namespace qpc
 
 // Error CQE syndromes (mlx5-device-bringup.md section 7.5).
@@ -129,6 +131,27 @@ void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage
   if (stage_hook_)
     stage_hook_({.time_ps = time_ps, .qpn = qpn, .message = message.id, .opcode = message.wqe.opcode,
                  .bytes = uint32_t(message.length), .stage = stage});
+}
+
+void RdmaEngine::stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
+                                       uint8_t opcode, uint32_t bytes) {
+  if (!stage_hook_ || !peer_lookup_) return;
+  const int32_t requester = peer_lookup_(requester_mac);
+  if (requester < 0) return;
+  // The requester's trace id for the message: its QPN (our remote QPN) and the message's last PSN.
+  const uint32_t remote_qpn = get(qp.context, qpc::kRemoteQpn);
+  stage_hook_({.function = requester, .qpn = remote_qpn, .message = (uint64_t(remote_qpn) << 24) | last_psn,
+               .opcode = opcode, .bytes = bytes, .stage = RdmaStage::kRemoteDelivery});
+}
+
+void RdmaEngine::send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original) {
+  RocePacket ack;
+  if (!address(qp, ack)) return;
+  ack.opcode = op::kRcAtomicAcknowledge;
+  ack.psn = psn;
+  ack.aeth = {.syndrome = transport::aeth_ack(transport::kAethCreditsInvalid), .msn = qp.rc.resp.msn & transport::kPsnMask};
+  ack.atomic_ack = original;
+  send_frame(ack);
 }
 
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
@@ -424,7 +447,7 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
     progressed = true;
   }
   if (progressed) {
-    req.retries_left = get(qp.context, Field{0x70, 18, 16});
+    req.retries_left = get(qp.context, qpc::kRetryCount);
     if (req.fence_blocked) process_sq(qpn, qp);
   }
 }
@@ -507,7 +530,7 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
       case transport::AethType::kAck:
         ++counters_.acks_received;
         if (psn_diff(packet.psn, req.acked_psn) > 0) req.acked_psn = packet.psn;
-        req.rnr_retries_left = get(qp.context, Field{0x70, 15, 13});
+        req.rnr_retries_left = get(qp.context, qpc::kRnrRetry);
         break;
       case transport::AethType::kRnrNak: {
         ++counters_.rnr_naks_received;
@@ -751,15 +774,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     if (opcode == op::kRcRdmaReadRequest) {
       send_read_responses(qpn, qp, packet.psn, packet.reth.va, packet.reth.rkey, packet.reth.dma_length);
     } else if (opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
-      if (resp.atomic_valid && resp.atomic_psn == packet.psn) {
-        RocePacket ack;
-        if (!address(qp, ack)) return;
-        ack.opcode = op::kRcAtomicAcknowledge;
-        ack.psn = packet.psn;
-        ack.aeth = {.syndrome = transport::aeth_ack(transport::kAethCreditsInvalid), .msn = resp.msn};
-        ack.atomic_ack = resp.atomic_original;
-        send_frame(ack);
-      }
+      if (resp.atomic_valid && resp.atomic_psn == packet.psn) send_atomic_ack(qp, packet.psn, resp.atomic_original);
     } else {
       send_ack(qpn, qp, psn_add(resp.epsn, transport::kPsnMask), transport::aeth_ack(transport::kAethCreditsInvalid));
     }
@@ -810,15 +825,9 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
-    if (stage_hook_ && peer_lookup_) {
-      const int32_t requester = peer_lookup_(packet.src_mac);
-      const uint32_t last_psn = psn_add(packet.psn, read ? packets_for(length, pmtu_of(qp)) - 1 : 0);
-      if (requester >= 0)
-        stage_hook_({.function = requester, .qpn = get(qp.context, qpc::kRemoteQpn),
-                     .message = (uint64_t(get(qp.context, qpc::kRemoteQpn)) << 24) | last_psn,
-                     .opcode = read ? wqe_op::kRdmaRead : opcode == op::kRcFetchAdd ? wqe_op::kAtomicFa : wqe_op::kAtomicCs,
-                     .bytes = uint32_t(length), .stage = RdmaStage::kRemoteDelivery});
-    }
+    stamp_remote_delivery(qp, packet.src_mac, psn_add(packet.psn, read ? packets_for(length, pmtu_of(qp)) - 1 : 0),
+                          read ? wqe_op::kRdmaRead : opcode == op::kRcFetchAdd ? wqe_op::kAtomicFa : wqe_op::kAtomicCs,
+                          uint32_t(length));
     if (read) {
       const uint32_t count = packets_for(length, pmtu_of(qp));
       resp.epsn = psn_add(resp.epsn, count);
@@ -846,13 +855,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     resp.atomic_original = original;
     resp.epsn = psn_add(resp.epsn, 1);
     ++resp.msn;
-    RocePacket ack;
-    if (!address(qp, ack)) return;
-    ack.opcode = op::kRcAtomicAcknowledge;
-    ack.psn = packet.psn;
-    ack.aeth = {.syndrome = ack_ok, .msn = resp.msn & transport::kPsnMask};
-    ack.atomic_ack = original;
-    send_frame(ack);
+    send_atomic_ack(qp, packet.psn, original);
     return;
   }
   if (!is_send && !is_write) {
@@ -935,18 +938,12 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   resp.incoming = last ? RcResponder::Incoming::kNone : kind;
   if (last) {
     ++resp.msn;
-    if (stage_hook_ && peer_lookup_) {
-      const int32_t requester = peer_lookup_(packet.src_mac);
-      if (requester >= 0)
-        stage_hook_({.function = requester, .qpn = get(qp.context, qpc::kRemoteQpn),
-                     .message = (uint64_t(get(qp.context, qpc::kRemoteQpn)) << 24) | packet.psn,
-                     .opcode = uint8_t(is_write ? (with_imm ? wqe_op::kRdmaWriteImm : wqe_op::kRdmaWrite)
-                                               : with_imm ? wqe_op::kSendImm
-                                               : (headers & transport::hdr::kIeth) ? wqe_op::kSendInval
-                                                                                   : wqe_op::kSend),
-                     .bytes = uint32_t(is_write ? resp.write_length : resp.offset),
-                     .stage = RdmaStage::kRemoteDelivery});
-    }
+    stamp_remote_delivery(qp, packet.src_mac, packet.psn,
+                          is_write                              ? (with_imm ? wqe_op::kRdmaWriteImm : wqe_op::kRdmaWrite)
+                          : with_imm                            ? wqe_op::kSendImm
+                          : (headers & transport::hdr::kIeth) ? wqe_op::kSendInval
+                                                                : wqe_op::kSend,
+                          uint32_t(is_write ? resp.write_length : resp.offset));
     if (needs_wqe) {
       ++counters_.responder_cqes;
       const uint8_t cqe_opcode = is_write                                    ? cqe::kRespWriteImm

@@ -109,6 +109,10 @@ class RdmaEngine {
   bool send_frame(transport::RocePacket& packet);
   bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
   void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
+  // Responder side: stamps a message's remote delivery on the requester's trace record.
+  void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
+                             uint8_t opcode, uint32_t bytes);
+  void send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;
