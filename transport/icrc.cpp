@@ -1,7 +1,8 @@
 #include "transport/icrc.h"
 
 #include <array>
-#include <boost/crc.hpp>
+#include <zlib.h>
+
 #include <cstring>
 
 #include "common/endian.h"
@@ -61,11 +62,13 @@ uint32_t icrc_of_ip_packet(std::span<const uint8_t> ip) {
 
   static constexpr std::array<uint8_t, 8> kLrhPlaceholder = {0xff, 0xff, 0xff, 0xff,
                                                              0xff, 0xff, 0xff, 0xff};
-  boost::crc_32_type crc;
-  crc.process_bytes(kLrhPlaceholder.data(), kLrhPlaceholder.size());
-  crc.process_bytes(masked.data(), masked_size);
-  crc.process_bytes(ip.data() + masked_size, ip.size() - masked_size - kIcrcSize);
-  return crc.checksum();
+  // zlib's crc32 is the same CRC-32 (reflected 0x04C11DB7, inverted in and out) as the ICRC, and
+  // several times faster than a byte table: the ICRC is the emulator's hottest loop at line rate.
+  auto crc = crc32_z(0, nullptr, 0);
+  crc = crc32_z(crc, kLrhPlaceholder.data(), kLrhPlaceholder.size());
+  crc = crc32_z(crc, masked.data(), masked_size);
+  crc = crc32_z(crc, ip.data() + masked_size, ip.size() - masked_size - kIcrcSize);
+  return uint32_t(crc);
 }
 
 uint32_t compute_icrc(std::span<const uint8_t> frame) {
