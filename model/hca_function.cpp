@@ -1,5 +1,6 @@
 #include "model/hca_function.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "common/log.h"
@@ -24,6 +25,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
     if (!eth_.doorbell(data) && !rdma_.doorbell(data)) ++unclaimed_sq_doorbells_;
   });
   rdma_.set_timer_hook([this](WallClock::time_point when) { wall_timer_.arm(when); });
+  rdma_.set_yield_hook([this] { return take_arrived_frames(); });
   SC_THREAD(engine);
   SC_METHOD(timer_fired);
   sensitive << wall_timer_.fired();
@@ -79,6 +81,28 @@ void HcaFunction::receive(std::span<const uint8_t> frame) {
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
            .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation});
+}
+
+bool HcaFunction::take_arrived_frames() {
+  // Frames that have arrived may overtake queued doorbells and timers, never a command or a reset,
+  // and never each other. The queue is searched afresh each time: handling a frame spends model
+  // time, and a reset may clear the queue meanwhile.
+  bool handled = false;
+  for (;;) {
+    auto it = std::find_if(work_.begin(), work_.end(), [](const WorkItem& item) {
+      return item.kind != WorkKind::kDoorbell && item.kind != WorkKind::kTimer;
+    });
+    if (it == work_.end() || it->kind != WorkKind::kFrame || it->not_before > sc_core::sc_time_stamp()) return handled;
+    WorkItem item = std::move(*it);
+    work_.erase(it);
+    ++counters_.frames_taken_between_messages;
+    deliver_frame(item);
+    handled = true;
+  }
+}
+
+void HcaFunction::deliver_frame(const WorkItem& item) {
+  if (active_ && !rdma_.receive(item.data, uint64_t(item.not_before.to_seconds() * 1e12))) eth_.receive(item.data);
 }
 
 void HcaFunction::timer_fired() {
@@ -152,7 +176,7 @@ void HcaFunction::engine() {
         break;
       case WorkKind::kFrame:
         if (item.not_before > sc_core::sc_time_stamp()) wait(item.not_before - sc_core::sc_time_stamp());
-        if (active_ && !rdma_.receive(item.data)) eth_.receive(item.data);
+        deliver_frame(item);
         break;
       case WorkKind::kTimer:
         rdma_.on_timer();

@@ -40,6 +40,7 @@ struct HcaFunctionCounters {
   uint64_t commands_while_detached = 0;
   uint64_t rx_frames_dropped_inactive = 0;
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
+  uint64_t frames_taken_between_messages = 0;  // handled inside an SQ batch (take_arrived_frames)
 };
 
 class HcaFunction : public sc_core::sc_module {
@@ -104,6 +105,8 @@ class HcaFunction : public sc_core::sc_module {
   void run_commands();
   void enqueue(WorkItem item);
   void timer_fired();  // SC_METHOD on the wall timer
+  bool take_arrived_frames();  // RdmaEngine's yield hook
+  void deliver_frame(const WorkItem& item);
   uint64_t now_ticks() const;
 
   uint64_t bar0_size_;

@@ -39,6 +39,8 @@ struct RcRequester {
   uint32_t rnr_psn = 0;
   WallClock::time_point deadline{};
   bool fence_blocked = false;   // a fenced WQE waits for READ/atomic responses
+  bool yielding = false;        // the SQ loop handed over to arrived frames (RdmaEngine::process_sq)
+  bool sq_again = false;        // ... and one of them asked for the SQ to be processed
 };
 
 struct RcResponder {

@@ -125,6 +125,11 @@ uint32_t SendMessage::last_psn() const { return psn_add(first_psn, npsn - 1); }
 
 namespace {
 uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+// Spends model time until time_ps (nothing when it has passed).
+void wait_until(uint64_t time_ps) {
+  const uint64_t now = now_ps();
+  if (time_ps > now) pcie::consume_model_time(sc_core::sc_time(double(time_ps - now), sc_core::SC_PS));
+}
 }  // namespace
 
 void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps) {
@@ -179,9 +184,13 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   return true;
 }
 
-bool RdmaEngine::send_frame(RocePacket& packet) {
+bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   std::vector<uint8_t> frame = transport::build_frame(packet);
-  pcie::consume_model_time(sc_core::sc_time(double(timing_.per_packet_tx_ps), sc_core::SC_PS));
+  // The pipeline builds a packet while the one before it is on the wire: it leaves when the wire
+  // is free (this thread's now) or when its inputs are there plus the pipeline's time, the later.
+  const uint64_t now = now_ps();
+  const uint64_t depart = std::max(now, (inputs_ready_ps != 0 ? inputs_ready_ps : now) + timing_.per_packet_tx_ps);
+  pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS));
   // Serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included).
   const double wire_ns = double(frame.size() + 24) * 8.0 / timing_.link_gbps;
   pcie::consume_model_time(sc_core::sc_time(wire_ns, sc_core::SC_NS));
@@ -223,16 +232,17 @@ bool RdmaEngine::doorbell(std::span<const uint8_t> data) {
   return true;
 }
 
-bool RdmaEngine::fetch_wqe(QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds) {
+bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out,
+                           uint8_t& ds) {
   // The SQ is a ring of WQEBBs after the RQ in the QP buffer; a WQE running past its end
   // continues at WQEBB 0.
   const uint64_t ring = qp.sq_bytes();
-  if (ring == 0 || f_.memory == nullptr) return false;
+  if (ring == 0) return false;
   auto read = [&](uint64_t at, std::span<uint8_t> dst) {
     const uint64_t start = at % ring;
     const uint64_t first = std::min<uint64_t>(dst.size(), ring - start);
-    return qp.buffer.read(*f_.memory, qp.sq_offset + start, dst.first(first)) &&
-           (first == dst.size() || qp.buffer.read(*f_.memory, qp.sq_offset, dst.subspan(first)));
+    return qp.buffer.read(memory, qp.sq_offset + start, dst.first(first)) &&
+           (first == dst.size() || qp.buffer.read(memory, qp.sq_offset, dst.subspan(first)));
   };
   // One WQEBB first (one DMA read for the common small WQE), the rest only when ds says so.
   out.resize(wqe_format::kBasicBlock);
@@ -253,6 +263,11 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     return;
   }
   if (qp.state != QpState::kRts && qp.state != QpState::kError) return;  // SQD/RTR: hold the WQEs
+  RcRequester& req = qp.rc.req;
+  if (req.yielding) {  // called again from a frame handled between this QP's messages: the loop goes on
+    req.sq_again = true;
+    return;
+  }
   uint32_t producer = 0;
   if (!read_u32(f_.memory, qp.dbr_addr + kSqDbrOffset, producer)) {
     ++counters_.dma_faults;
@@ -260,7 +275,6 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
   }
   const uint32_t sq_blocks = 1u << qp.log_sq_size;
   const uint64_t doorbell_ps = now_ps();
-  RcRequester& req = qp.rc.req;
   std::vector<uint8_t> bytes;
   while (((producer - qp.sq_consumer) & kCounterMask16) != 0) {
     const uint32_t available = (producer - qp.sq_consumer) & kCounterMask16;
@@ -274,7 +288,13 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     }
     uint8_t ds = 0;
     SendWqe wqe;
-    if (!fetch_wqe(qp, qp.sq_consumer, bytes, ds)) {
+    // The WQE is prefetched: its read leaves at the doorbell, or once the message before it has
+    // started on the wire; the engine waits only if it has not arrived yet.
+    pcie::PipelinedReads prefetch(*f_.memory, std::max(doorbell_ps, prefetch_floor_ps_));
+    const bool fetched = fetch_wqe(prefetch, qp, qp.sq_consumer, bytes, ds);
+    const uint64_t parsed_ps = prefetch.ready_ps() + timing_.wqe_parse_ps;
+    wait_until(parsed_ps);
+    if (!fetched) {
       ++counters_.dma_faults;
       wqe.wqe_index = uint16_t(qp.sq_consumer);
       qp.sq_consumer = producer & kCounterMask16;
@@ -306,13 +326,12 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       return;
     }
     req.fence_blocked = false;
-    pcie::consume_model_time(sc_core::sc_time(double(timing_.wqe_parse_ps), sc_core::SC_PS));
     ++counters_.wqes;
     SendMessage message;
     message.wqe = std::move(wqe);
     message.length = message.wqe.length();
     message.doorbell_ps = doorbell_ps;
-    const uint64_t fetched_ps = now_ps();
+    const uint64_t fetched_ps = parsed_ps;
     // Local keys are checked before anything goes on the wire.
     if (!message.wqe.has_inline && message.wqe.opcode != wqe_op::kNop) {
       const uint8_t need = is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode) ? access::kLocalWrite : access::kLocalRead;
@@ -346,14 +365,30 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     stamp(qpn, message, RdmaStage::kWqeFetch, fetched_ps);
     req.outstanding.push_back(std::move(message));
     SendMessage& queued = req.outstanding.back();
-    if (queued.npsn != 0) transmit(qpn, qp, queued, queued.first_psn);
+    if (queued.npsn != 0) transmit(qpn, qp, queued, queued.first_psn, parsed_ps);
     if (qp.state == QpState::kError) return;
+    // Between messages, frames that have arrived (ACKs above all) are handled, as the completer
+    // and responder of a real HCA run beside its requester. Whatever they did to this QP (an error
+    // and its flush, new WQEs) the loop picks up with a fresh producer index.
+    if (yield_hook_) {
+      req.yielding = true;
+      const bool handled = yield_hook_();
+      req.yielding = false;
+      if (handled && (req.sq_again || qp.state == QpState::kError)) {
+        pcie::PipelinedReads reread(*f_.memory, now_ps());  // the doorbell record, no time spent
+        if (!read_u32(&reread, qp.dbr_addr + kSqDbrOffset, producer)) {
+          ++counters_.dma_faults;
+          return;
+        }
+      }
+      req.sq_again = false;
+    }
   }
   retire(qpn, qp);
   arm_timer(qp);
 }
 
-void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn) {
+void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps) {
   const SendWqe& wqe = message.wqe;
   const uint32_t pmtu = pmtu_of(qp);
   RocePacket packet;
@@ -374,6 +409,7 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
       packet.atomic = {.va = wqe.remote_va, .rkey = wqe.rkey, .swap_add = wqe.swap_add, .compare = wqe.compare};
     }
     send_frame(packet);
+    prefetch_floor_ps_ = now_ps();
     if (skip == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
     return;
   }
@@ -385,21 +421,28 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
     return;
   }
-  std::vector<uint8_t> window;  // payload bytes [window_start, window_start + window.size())
-  uint64_t window_start = 0;
+  // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only for
+  // its own bytes, so the reads overlap the wire.
+  if (f_.memory == nullptr) {  // the host went away
+    ++counters_.dma_faults;
+    return;
+  }
+  pcie::PipelinedReads reads(*f_.memory, issue_ps);
+  std::vector<uint8_t> payload;
   for (uint32_t i = skip; i < message.npsn; ++i) {
     const uint64_t offset = uint64_t(i) * pmtu;
     const uint32_t size = uint32_t(std::min<uint64_t>(pmtu, message.length - std::min(offset, message.length)));
     const bool first = i == 0, last = i + 1 == message.npsn;
-    if (!wqe.has_inline && size != 0 && (window.empty() || offset + size > window_start + window.size())) {
-      window_start = offset;
-      window.resize(size_t(std::min<uint64_t>(std::max<uint32_t>(kPayloadWindow, pmtu), message.length - offset)));
-      if (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, window_start, window)) {
+    uint64_t ready_ps = 0;
+    if (!wqe.has_inline && size != 0) {
+      payload.resize(size);
+      if (!read_chunks(reads, chunks, offset, payload)) {
         ++counters_.dma_faults;
         requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
         return;
       }
-      if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma);
+      ready_ps = reads.ready_ps();
+      if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma, ready_ps);
     }
     packet.opcode = requester_opcode(wqe.opcode, first, last);
     packet.psn = psn_add(message.first_psn, i);
@@ -412,8 +455,9 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     if (wqe.has_inline)
       packet.payload = std::span<const uint8_t>(wqe.inline_data).subspan(size_t(offset), size);
     else
-      packet.payload = std::span<const uint8_t>(window).subspan(size_t(offset - window_start), size);
-    send_frame(packet);
+      packet.payload = std::span<const uint8_t>(payload).first(size);
+    send_frame(packet, ready_ps);
+    if (i == skip) prefetch_floor_ps_ = now_ps();
     if (i == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
     if (qp.state == QpState::kError) return;
   }
@@ -427,7 +471,7 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
     uint32_t from = psn_diff(psn, message.first_psn) > 0 ? psn : message.first_psn;
     if (is_read(message.wqe.opcode) && psn_diff(message.read_next_psn, from) > 0) from = message.read_next_psn;
     ++counters_.retransmits;
-    transmit(qpn, qp, message, from);
+    transmit(qpn, qp, message, from, now_ps());
     if (qp.state == QpState::kError) return;
   }
 }
@@ -736,7 +780,8 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
       translate(f_.resources, rkey, qp.pd, va, length, access::kRemoteRead, chunks) != ProtectionError::kNone)
     return;  // checked by the caller for new requests; a duplicate whose MR went is dropped
   RocePacket packet;
-  if (!address(qp, packet)) return;
+  if (!address(qp, packet) || f_.memory == nullptr) return;
+  pcie::PipelinedReads reads(*f_.memory, now_ps());  // responses stream as their bytes arrive
   std::vector<uint8_t> payload;
   for (uint32_t i = 0; i < count; ++i) {
     const bool first = i == 0, last = i + 1 == count;
@@ -749,12 +794,12 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
                    .msn = qp.rc.resp.msn & transport::kPsnMask};
     const uint64_t offset = uint64_t(i) * pmtu;
     payload.resize(std::min<uint64_t>(pmtu, length - offset));
-    if (!payload.empty() && (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, offset, payload))) {
+    if (!payload.empty() && !read_chunks(reads, chunks, offset, payload)) {
       ++counters_.dma_faults;
       return;
     }
     packet.payload = payload;
-    send_frame(packet);
+    send_frame(packet, payload.empty() ? 0 : reads.ready_ps());
   }
 }
 
@@ -803,7 +848,9 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     invalid_request();
     return;
   }
-  pcie::consume_model_time(sc_core::sc_time(double(timing_.per_packet_rx_ps), sc_core::SC_PS));
+  // The receive pipeline works on a packet from its arrival on: one that waited in the queue
+  // behind others has been through it already.
+  wait_until(rx_arrival_ps_ + timing_.per_packet_rx_ps);
 
   if (opcode == op::kRcRdmaReadRequest || opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
     const bool read = opcode == op::kRcRdmaReadRequest;
@@ -1033,8 +1080,9 @@ void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
 // ---------------------------------------------------------------------------------------------
 // Receive
 
-bool RdmaEngine::receive(std::span<const uint8_t> frame) {
+bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   if (!f_.vport.roce_en || !transport::is_roce_v2(frame)) return false;
+  rx_arrival_ps_ = arrival_ps != 0 ? arrival_ps : now_ps();
   ++counters_.rx_packets;
   counters_.rx_bytes += frame.size();
   const transport::ParseResult parsed = transport::parse_frame(frame);

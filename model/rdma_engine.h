@@ -56,10 +56,6 @@ struct RdmaCounters {
 class RdmaEngine {
  public:
   static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
-  // Payload is fetched from host memory in windows of this size: one DMA read each, so the link
-  // model charges its latency once per window rather than per packet (reads are pipelined in a
-  // real HCA).
-  static constexpr uint32_t kPayloadWindow = 64 * 1024;
 
   explicit RdmaEngine(FunctionContext& function) : f_(function) {}
 
@@ -72,11 +68,15 @@ class RdmaEngine {
   // Called with the earliest wall-clock deadline of a retransmission/RNR timer; the owner calls
   // on_timer() once it has passed.
   void set_timer_hook(std::function<void(WallClock::time_point)> hook) { timer_hook_ = std::move(hook); }
+  // Called between the messages of an SQ batch so the owner can hand over frames that have
+  // arrived meanwhile (through receive()); returns whether it handled any.
+  void set_yield_hook(std::function<bool()> hook) { yield_hook_ = std::move(hook); }
 
   // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
   bool doorbell(std::span<const uint8_t> data);
-  // A frame from the switch. False when it is not RoCEv2 for this function (the Ethernet path takes it).
-  bool receive(std::span<const uint8_t> frame);
+  // A frame from the switch that arrived at arrival_ps (model time; 0 = now). False when it is not
+  // RoCEv2 for this function (the Ethernet path takes it).
+  bool receive(std::span<const uint8_t> frame, uint64_t arrival_ps = 0);
   // Retransmission and RNR timers that have expired.
   void on_timer();
 
@@ -85,8 +85,9 @@ class RdmaEngine {
  private:
   // Requester.
   void process_sq(uint32_t qpn, QueuePair& qp);
-  bool fetch_wqe(QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
-  void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn);
+  bool fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
+  // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
+  void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);
   void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
   void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   void retire(uint32_t qpn, QueuePair& qp);
@@ -106,7 +107,9 @@ class RdmaEngine {
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
   void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder);
 
-  bool send_frame(transport::RocePacket& packet);
+  // Puts a packet on the wire once its inputs (payload bytes) are there at inputs_ready_ps (0 =
+  // now) and the pipeline has built it; the wire serialises it at the port rate.
+  bool send_frame(transport::RocePacket& packet, uint64_t inputs_ready_ps = 0);
   bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
   void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
   // Responder side: stamps a message's remote delivery on the requester's trace record.
@@ -120,7 +123,13 @@ class RdmaEngine {
   StageHook stage_hook_;
   std::function<int32_t(const transport::Mac&)> peer_lookup_;
   std::function<void(WallClock::time_point)> timer_hook_;
+  std::function<bool()> yield_hook_;
   uint64_t next_message_id_ = 1;
+  // The send engine reads one message ahead: the next message's WQE and payload reads are not
+  // issued before the current message's first packet has left (a bounded prefetch that hides the
+  // PCIe read latency behind the wire, as a real HCA's pipeline does).
+  uint64_t prefetch_floor_ps_ = 0;
+  uint64_t rx_arrival_ps_ = 0;  // of the frame being received
   RdmaCounters counters_;
 };
 

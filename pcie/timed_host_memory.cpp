@@ -1,5 +1,7 @@
 #include "pcie/timed_host_memory.h"
 
+#include <algorithm>
+
 #include "pcie/model_time.h"
 
 namespace hcaemu::pcie {
@@ -13,6 +15,18 @@ void TimedHostMemory::charge(Nanos cost) {
 bool TimedHostMemory::read(uint64_t addr, std::span<uint8_t> dst) {
   if (!memory_) return ++refused_, false;
   charge(timing_.dma_read_time(dst.size()));
+  if (!memory_->read(addr, dst)) return ++refused_, false;
+  return true;
+}
+
+bool TimedHostMemory::read_pipelined(uint64_t addr, std::span<uint8_t> dst, uint64_t issue_ps, uint64_t& ready_ps) {
+  if (!memory_) return ++refused_, false;
+  const Nanos stream = timing_.serialize(timing_.completion_wire_bytes(dst.size()));
+  const double alone_ps = double(issue_ps) + timing_.dma_read_time(dst.size()).count() * 1e3;
+  const double queued_ps = completions_free_ps_ + stream.count() * 1e3;
+  completions_free_ps_ = std::max(alone_ps, queued_ps);
+  ready_ps = uint64_t(completions_free_ps_);
+  charged_ += sc_core::sc_time(stream.count(), sc_core::SC_NS);
   if (!memory_->read(addr, dst)) return ++refused_, false;
   return true;
 }

@@ -19,6 +19,9 @@ class TimedHostMemory : public HostMemory {
 
   bool read(uint64_t addr, std::span<uint8_t> dst) override;
   bool write(uint64_t addr, std::span<const uint8_t> src) override;
+  // Pipelined reads share one completion stream: a read arrives after its own round trip, and
+  // never before the completions of the pipelined reads ahead of it have serialised.
+  bool read_pipelined(uint64_t addr, std::span<uint8_t> dst, uint64_t issue_ps, uint64_t& ready_ps) override;
 
   const LinkTiming& timing() const { return timing_; }
   sc_core::sc_time charged() const { return charged_; }  // total link time of all DMA so far
@@ -31,6 +34,7 @@ class TimedHostMemory : public HostMemory {
   HostMemory* memory_ = nullptr;
   sc_core::sc_time charged_ = sc_core::SC_ZERO_TIME;
   uint64_t refused_ = 0;
+  double completions_free_ps_ = 0;  // when the pipelined reads' completion stream is idle
 };
 
 }  // namespace hcaemu::pcie

@@ -89,6 +89,8 @@ void SummaryBuilder::settle(const Key& key) {
   if (has_doorbell && has_cqe) {
     ++g.complete;
     if (t_cqe >= t_doorbell) g.samples[0].push_back(t_cqe - t_doorbell);
+    g.first_doorbell_ps = std::min(g.first_doorbell_ps, t_doorbell);
+    g.last_cqe_ps = std::max(g.last_cqe_ps, t_cqe);
   }
   // The recorded stages in model time (ties in stage order); each one after the first gets the
   // delta from the one before it.
@@ -117,6 +119,7 @@ TraceSummary SummaryBuilder::finish() {
     out.bytes = group_key.second;
     out.messages = g.messages;
     out.complete = g.complete;
+    out.span_ps = g.complete != 0 && g.last_cqe_ps > g.first_doorbell_ps ? g.last_cqe_ps - g.first_doorbell_ps : 0;
     for (size_t i = 0; i < kMetricCount; ++i) {
       std::vector<uint64_t>& v = g.samples[i];
       std::sort(v.begin(), v.end());
@@ -481,9 +484,17 @@ std::string format_summary_table(const TraceSummary& s) {
                          human_time(m.p99_ps), human_time(m.max_ps));
     }
   }
+  out += fmt::format("\n{:<{}}  {:>10}  {:>9} {:>13} {:>14}\n", "opcode", opcode_width, "bytes", "complete", "span",
+                     "model Gb/s");
+  for (const auto& g : s.groups) {
+    if (g.span_ps == 0) continue;
+    out += fmt::format("{:<{}}  {:>10}  {:>9} {:>13} {:>14.2f}\n", wqe_opcode_label(g.opcode), opcode_width, g.bytes,
+                       g.complete, human_time(g.span_ps), g.model_gbps());
+  }
   out +=
       "\nend_to_end: doorbell -> cqe_write of the same message. ->X: from the message's previous recorded stage\n"
-      "to X (model time). Percentiles are nearest-rank.\n";
+      "to X (model time). Percentiles are nearest-rank. span: the group's first doorbell to its last cqe_write;\n"
+      "model Gb/s: the complete messages' payload over that span (model time; idle time does not advance it).\n";
   return out;
 }
 

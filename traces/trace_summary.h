@@ -38,6 +38,11 @@ struct GroupSummary {
   uint64_t messages = 0;
   uint64_t complete = 0;  // with both a doorbell and a cqe_write
   std::array<LatencyStats, kMetricCount> metrics{};
+  // The complete messages' first doorbell to last cqe_write, and their payload over that span: the
+  // model's throughput while the group kept it busy (model time stands still while the kernel is
+  // idle, so gaps where the guest was slow to post do not count).
+  uint64_t span_ps = 0;
+  double model_gbps() const { return span_ps == 0 ? 0 : double(complete) * bytes * 8.0 / (double(span_ps) / 1e3); }
 };
 
 struct TraceSummary {
@@ -78,6 +83,7 @@ class SummaryBuilder {
   };
   struct Group {
     uint64_t messages = 0, complete = 0;
+    uint64_t first_doorbell_ps = UINT64_MAX, last_cqe_ps = 0;
     std::array<std::vector<uint64_t>, kMetricCount> samples;
   };
 

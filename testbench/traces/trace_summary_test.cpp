@@ -64,6 +64,25 @@ TEST(TraceSummary, EndToEndAndStageChain) {
 
 // An RDMA READ writes its payload after the response arrives: deltas follow model time and
 // still add up to the end-to-end latency.
+TEST(TraceSummary, ModelThroughputOverTheGroupsSpan) {
+  SummaryBuilder b;
+  // Four 65536 B WRITEs, doorbells at 0/1/2/3 us, CQEs 10 us after each: 4 x 64 KiB over 13 us.
+  for (uint64_t msg = 0; msg < 4; ++msg) {
+    b.add({msg * 1000000, 0, 7, msg, 0x08, 65536, Stage::kDoorbell});
+    b.add({msg * 1000000 + 10000000, 0, 7, msg, 0x08, 65536, Stage::kCqeWrite});
+  }
+  b.add({0, 0, 7, 99, 0x08, 64, Stage::kDoorbell});  // never completes: no span
+  const TraceSummary s = b.finish();
+  ASSERT_EQ(s.groups.size(), 2u);
+  const GroupSummary& small = s.groups[0].bytes == 64 ? s.groups[0] : s.groups[1];
+  const GroupSummary& large = s.groups[0].bytes == 64 ? s.groups[1] : s.groups[0];
+  EXPECT_EQ(small.span_ps, 0u);
+  EXPECT_EQ(small.model_gbps(), 0.0);
+  EXPECT_EQ(large.span_ps, 13000000u);
+  EXPECT_NEAR(large.model_gbps(), 4 * 65536 * 8 / 13000.0, 1e-9);
+  EXPECT_NE(format_summary_table(s).find("161.32"), std::string::npos) << format_summary_table(s);
+}
+
 TEST(TraceSummary, DeltasFollowModelTimeOrder) {
   SummaryBuilder b;
   b.add({0, 0, 1, 1, 0x10, 64, Stage::kDoorbell});
