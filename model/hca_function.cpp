@@ -87,18 +87,22 @@ bool HcaFunction::take_arrived_frames() {
   // Frames that have arrived may overtake queued doorbells and timers, never a command or a reset,
   // and never each other. The queue is searched afresh each time: handling a frame spends model
   // time, and a reset may clear the queue meanwhile.
+  if (taking_frames_) return false;  // an SQ loop run from a frame taken here does not nest another
+  taking_frames_ = true;
   bool handled = false;
   for (;;) {
     auto it = std::find_if(work_.begin(), work_.end(), [](const WorkItem& item) {
       return item.kind != WorkKind::kDoorbell && item.kind != WorkKind::kTimer;
     });
-    if (it == work_.end() || it->kind != WorkKind::kFrame || it->not_before > sc_core::sc_time_stamp()) return handled;
+    if (it == work_.end() || it->kind != WorkKind::kFrame || it->not_before > sc_core::sc_time_stamp()) break;
     WorkItem item = std::move(*it);
     work_.erase(it);
     ++counters_.frames_taken_between_messages;
     deliver_frame(item);
     handled = true;
   }
+  taking_frames_ = false;
+  return handled;
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {

@@ -124,6 +124,7 @@ class HcaFunction : public sc_core::sc_module {
   uint32_t pending_slots_ = 0;
   bool commands_queued_ = false;         // a kCommands item is in work_
   bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)
+  bool taking_frames_ = false;           // inside take_arrived_frames (no nesting)
   std::deque<WorkItem> work_;
   sc_core::sc_event work_event_;
   HcaFunctionCounters counters_;
