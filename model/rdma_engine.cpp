@@ -54,6 +54,7 @@ constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidReques
 }  // namespace syndrome
 
 constexpr uint32_t kCounterMask16 = 0xffff;
+constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
 constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 constexpr uint32_t kRetryForever = 7;
 // Timers run on the wall clock: model time races ahead whenever the kernel is idle, while the
@@ -255,11 +256,11 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
 }
 
 void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
-  if (qp.st != qp_st::kRc) {
-    // UC/UD/QP1 data paths are not modelled: their WQEs stay unconsumed (logged once).
+  if (qp.st != qp_st::kRc && qp.st != qp_st::kUc) {
+    // UD/QP1/XRC data paths are not modelled: their WQEs stay unconsumed (logged once).
     if (counters_.unsupported_service++ == 0)
-      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC is modelled", f_.identity.vhca_id,
-                 qpn, qp.st);
+      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC and UC are modelled",
+                 f_.identity.vhca_id, qpn, qp.st);
     return;
   }
   if (qp.state != QpState::kRts && qp.state != QpState::kError) return;  // SQD/RTR: hold the WQEs
@@ -397,6 +398,7 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     return;
   }
   const uint32_t skip = uint32_t(psn_diff(from_psn, message.first_psn));
+  const bool unreliable = qp.st == qp_st::kUc;  // UC: same packets, opcodes at 0x20, never an ACK
   if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) {
     // One request; a resent READ asks only for the responses still missing.
     packet.opcode = requester_opcode(wqe.opcode, true, true);
@@ -444,9 +446,9 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
       ready_ps = reads.ready_ps();
       if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma, ready_ps);
     }
-    packet.opcode = requester_opcode(wqe.opcode, first, last);
+    packet.opcode = uint8_t(requester_opcode(wqe.opcode, first, last) | (unreliable ? kUcOpcodeBase : 0));
     packet.psn = psn_add(message.first_psn, i);
-    packet.ack_req = last;
+    packet.ack_req = last && !unreliable;
     packet.solicited = last && wqe.solicited;
     if (first && (wqe.opcode == wqe_op::kRdmaWrite || wqe.opcode == wqe_op::kRdmaWriteImm))
       packet.reth = {.va = wqe.remote_va, .rkey = wqe.rkey, .dma_length = uint32_t(message.length)};
@@ -481,10 +483,12 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
   bool progressed = false;
   while (!req.outstanding.empty()) {
     SendMessage& front = req.outstanding.front();
-    const bool done = front.npsn == 0 || (front.needs_response ? front.responded
-                                                               : psn_diff(front.last_psn(), req.acked_psn) <= 0);
+    // A UC message is complete once it is on the wire (IBA 9.7.7: no acknowledgement).
+    const bool unreliable = qp.st == qp_st::kUc;
+    const bool done = front.npsn == 0 || unreliable ||
+                      (front.needs_response ? front.responded : psn_diff(front.last_psn(), req.acked_psn) <= 0);
     if (!done) break;
-    if (!front.needs_response && front.npsn != 0) stamp(qpn, front, RdmaStage::kAck);
+    if (!front.needs_response && front.npsn != 0 && !unreliable) stamp(qpn, front, RdmaStage::kAck);
     if (front.wqe.signalled) requester_cqe(qpn, qp, front);
     ++counters_.messages_completed;
     req.outstanding.pop_front();
@@ -805,12 +809,32 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
 
 void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
   RcResponder& resp = qp.rc.resp;
-  const uint8_t opcode = packet.opcode;
+  const bool unreliable = qp.st == qp_st::kUc;
+  // UC opcodes are RC's SEND/WRITE ones plus 0x20: the checks below speak RC.
+  const uint8_t opcode = unreliable ? uint8_t(packet.opcode & ~kUcOpcodeBase) : packet.opcode;
+  // UC answers nothing; on an error it drops the message and stays up (IBA 9.7.7 / 9.9.1.1).
+  auto reply = [&](uint32_t psn, uint8_t syn) {
+    if (!unreliable) send_ack(qpn, qp, psn, syn);
+  };
+  auto drop_message = [&]() {
+    ++counters_.uc_packets_dropped;
+    resp.incoming = RcResponder::Incoming::kNone;
+    resp.offset = 0;
+    resp.epsn = psn_add(packet.psn, 1);
+  };
+  if (unreliable && packet.psn != resp.epsn) {
+    // A lost packet loses its message: resynchronise on this PSN; only a first or only packet
+    // starts a new message, and the receive WQE that was being filled is used again.
+    ++counters_.sequence_errors;
+    resp.incoming = RcResponder::Incoming::kNone;
+    resp.offset = 0;
+    resp.epsn = packet.psn;
+  }
   const int32_t distance = psn_diff(packet.psn, resp.epsn);
   if (distance > 0) {  // a gap: one sequence NAK until the missing packet comes
     if (!resp.sequence_nak_sent) {
       resp.sequence_nak_sent = true;
-      send_ack(qpn, qp, resp.epsn, transport::aeth_nak(transport::NakCode::kPsnSequenceError));
+      reply(resp.epsn, transport::aeth_nak(transport::NakCode::kPsnSequenceError));
     }
     return;
   }
@@ -821,7 +845,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     } else if (opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
       if (resp.atomic_valid && resp.atomic_psn == packet.psn) send_atomic_ack(qp, packet.psn, resp.atomic_original);
     } else {
-      send_ack(qpn, qp, psn_add(resp.epsn, transport::kPsnMask), transport::aeth_ack(transport::kAethCreditsInvalid));
+      reply(psn_add(resp.epsn, transport::kPsnMask), transport::aeth_ack(transport::kAethCreditsInvalid));
     }
     return;
   }
@@ -834,6 +858,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   const uint8_t ack_ok = transport::aeth_ack(transport::kAethCreditsInvalid);
 
   auto invalid_request = [&]() {
+    if (unreliable) return drop_message();
     ++counters_.invalid_requests;
     send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
     responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, false);
@@ -852,6 +877,10 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   // behind others has been through it already.
   wait_until(rx_arrival_ps_ + timing_.per_packet_rx_ps);
 
+  if (unreliable && !is_send && !is_write) {
+    invalid_request();
+    return;
+  }
   if (opcode == op::kRcRdmaReadRequest || opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
     const bool read = opcode == op::kRcRdmaReadRequest;
     const uint64_t va = read ? packet.reth.va : packet.atomic.va;
@@ -868,7 +897,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
                 : ProtectionError::kAccess;
     if (error != ProtectionError::kNone) {
       ++counters_.remote_access_errors;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
@@ -886,7 +915,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     std::array<uint8_t, 8> word{};
     if (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, 0, word)) {
       ++counters_.dma_faults;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
       responder_error(qpn, qp, syndrome::kRemoteOperation, false);
       return;
     }
@@ -914,7 +943,8 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   if (is_write && first) {
     if (!get(qp.context, qpc::kRwe)) {
       ++counters_.remote_access_errors;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
+      if (unreliable) return drop_message();
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
@@ -927,10 +957,11 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   // A receive WQE is needed before anything lands for a SEND (and at the end of a WRITE with
   // immediate): none posted means RNR NAK, and the requester sends the same packet again.
   if (needs_wqe && !resp.have_wqe && !take_receive_wqe(qp)) {
+    if (unreliable) return drop_message();  // UC has no RNR: the message is lost
     // The packets behind it are dropped silently until it comes again: a sequence
     // NAK for them would make the requester resend at once and spend its retry count.
     resp.sequence_nak_sent = true;
-    send_ack(qpn, qp, packet.psn, transport::aeth_rnr_nak(uint8_t(get(qp.context, qpc::kMinRnrNak))));
+    reply(packet.psn, transport::aeth_rnr_nak(uint8_t(get(qp.context, qpc::kMinRnrNak))));
     return;
   }
   if (is_write) {
@@ -946,13 +977,14 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
       ++counters_.remote_access_errors;
       log().debug("function {}: QP {:#x}: RDMA WRITE rkey {:#x}: {}", f_.identity.vhca_id, qpn, resp.write_rkey,
                   protection_error_name(error));
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
+      if (unreliable) return drop_message();
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
       responder_error(qpn, qp, syndrome::kRemoteAccess, resp.have_wqe);
       return;
     }
     if (!packet.payload.empty() && (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, 0, packet.payload))) {
       ++counters_.dma_faults;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
       responder_error(qpn, qp, syndrome::kRemoteOperation, resp.have_wqe);
       return;
     }
@@ -962,20 +994,20 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     const ProtectionError error = translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total);
     if (error != ProtectionError::kNone) {
       ++counters_.local_protection_errors;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
       responder_error(qpn, qp, syndrome::kLocalProtection, true);
       return;
     }
     if (resp.offset + packet.payload.size() > total) {
       ++counters_.invalid_requests;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
       responder_error(qpn, qp, syndrome::kLocalLength, true);
       return;
     }
     if (!packet.payload.empty() &&
         (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, resp.offset, packet.payload))) {
       ++counters_.dma_faults;
-      send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
       responder_error(qpn, qp, syndrome::kLocalProtection, true);
       return;
     }
@@ -1015,7 +1047,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     resp.have_wqe = false;
     resp.offset = 0;
   }
-  if (packet.ack_req || last) send_ack(qpn, qp, packet.psn, ack_ok);
+  if (packet.ack_req || last) reply(packet.psn, ack_ok);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1095,8 +1127,13 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   }
   const RocePacket& packet = parsed.packet;
   QueuePair* qp = f_.resources.qps.find(packet.dest_qp);
-  if (qp == nullptr || qp->st != qp_st::kRc) {
+  if (qp == nullptr || (qp->st != qp_st::kRc && qp->st != qp_st::kUc)) {
     ++counters_.rx_unknown_qp;
+    return true;
+  }
+  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f.
+  if ((packet.opcode & 0xe0) != (qp->st == qp_st::kUc ? kUcOpcodeBase : 0)) {
+    ++counters_.rx_wrong_service;
     return true;
   }
   const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);

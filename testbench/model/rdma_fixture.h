@@ -292,7 +292,7 @@ struct RdmaNode : TestFunction {
   }
 
   // ---- QP ----
-  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0) {
+  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc) {
     Qp& qp = qps.emplace_back();
     qp.pd = pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;
@@ -304,7 +304,7 @@ struct RdmaNode : TestFunction {
     for (uint64_t at = 0; at < bytes; at += kPageSize) pages.push_back(qp.buffer + at);
     auto in = input(0x110);
     auto qpc = std::span(in).subspan(0x18, 0xe8);
-    set(qpc, Field{0x00, 23, 16}, 0);  // st RC
+    set(qpc, Field{0x00, 23, 16}, service);  // st
     set(qpc, Field{0x00, 12, 11}, 3);  // pm_state migrated
     set(qpc, Field{0x04, 23, 0}, qp.pd);
     set(qpc, Field{0x08, 22, 19}, qp.log_rq_size);
@@ -550,15 +550,15 @@ struct RdmaPair {
     b.rtr2rts(qb, attr, attr.sq_psn_b);
   }
   // CQs and a QP on each side, RST -> RTS, pointing at each other.
-  Connection connect(const RcAttributes& attr = {}) {
+  Connection connect(const RcAttributes& attr = {}, uint8_t service = qp_st::kRc) {
     Connection c;
     c.attributes = attr;
     Cq& sa = a.make_cq();
     Cq& ra = a.make_cq();
     Cq& sb = b.make_cq();
     Cq& rb = b.make_cq();
-    c.a = &a.create_qp(sa, ra);
-    c.b = &b.create_qp(sb, rb);
+    c.a = &a.create_qp(sa, ra, 0, service);
+    c.b = &b.create_qp(sb, rb, 0, service);
     bring_up(*c.a, *c.b, attr);
     return c;
   }
