@@ -2,6 +2,7 @@
 
 #include "common/endian.h"
 #include "common/log.h"
+#include "model/doorbell_unit.h"
 #include "model/function_context.h"
 
 namespace hcaemu::model {
@@ -22,10 +23,8 @@ void notify(FunctionContext& f, uint32_t cqn, CompletionQueue& cq) {
 
 // Consumer index the driver last published in the doorbell record; the arm CI when unreadable.
 uint32_t consumer_index(FunctionContext& f, CompletionQueue& cq) {
-  std::array<uint8_t, 4> word{};
-  if (cq.dbr_addr != 0 && f.memory != nullptr && f.memory->read(cq.dbr_addr, word))
-    return load_be32(word.data()) & kCounterMask;
-  return cq.arm_ci;
+  uint32_t record = 0;
+  return read_doorbell_record(f.memory, cq.dbr_addr, record) ? record & kCounterMask : cq.arm_ci;
 }
 
 bool solicited_pending(const CompletionQueue& cq, uint32_t ci) {

@@ -1,9 +1,18 @@
 #include "model/doorbell_unit.h"
 
+#include <array>
+
 #include "common/endian.h"
 #include "model/function_context.h"
 
 namespace hcaemu::model {
+
+bool read_doorbell_record(pcie::HostMemory* memory, uint64_t address, uint32_t& value) {
+  std::array<uint8_t, 4> word{};
+  if (memory == nullptr || address == 0 || !memory->read(address, word)) return false;
+  value = load_be32(word.data());
+  return true;
+}
 
 void DoorbellUnit::cq_doorbell(FunctionContext& f, uint32_t high, uint32_t low) {
   // high = arm_sn[29:28] | cmd[27:24] | ci[23:0], low = cqn[23:0]

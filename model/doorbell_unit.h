@@ -9,9 +9,16 @@
 #include <map>
 #include <span>
 
+#include "pcie/host_port.h"
+
 namespace hcaemu::model {
 
 struct FunctionContext;
+
+// A doorbell record counter the driver keeps in host memory (RQ/SQ/SRQ/CQ records are big-endian
+// dwords). False when the record is not configured (address 0), there is no host memory, or the
+// DMA is refused.
+bool read_doorbell_record(pcie::HostMemory* memory, uint64_t address, uint32_t& value);
 
 namespace uar {
 inline constexpr uint32_t kCqDoorbell = 0x20;

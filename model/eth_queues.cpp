@@ -5,6 +5,7 @@
 #include "common/endian.h"
 #include "common/log.h"
 #include "model/completion_queue.h"
+#include "model/doorbell_unit.h"
 #include "model/eth_frame.h"
 #include "model/function_context.h"
 
@@ -18,13 +19,6 @@ constexpr uint32_t kInlineStart = 14;      // inline header bytes begin inside t
 constexpr uint32_t kMaxSteeringHops = 16;
 
 uint32_t round_up16(uint32_t n) { return (n + 15) & ~15u; }
-
-bool read_u32(pcie::HostMemory* memory, uint64_t address, uint32_t& value) {
-  std::array<uint8_t, 4> word{};
-  if (memory == nullptr || !memory->read(address, word)) return false;
-  value = load_be32(word.data());
-  return true;
-}
 
 }  // namespace
 
@@ -99,7 +93,7 @@ void EthQueues::process_sq(uint32_t sqn) {
     return;
   }
   uint32_t producer = 0;
-  if (!read_u32(f_.memory, sq->wq.dbr_addr + kSqDbrOffset, producer)) {
+  if (!read_doorbell_record(f_.memory, sq->wq.dbr_addr + kSqDbrOffset, producer)) {
     ++counters_.dbr_faults;
     return;
   }
@@ -309,7 +303,7 @@ void EthQueues::sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uin
   sq.consumer = (sq.consumer + std::max<uint32_t>(1, (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock)) &
                 kCounterMask;
   uint32_t producer = 0;
-  if (read_u32(f_.memory, sq.wq.dbr_addr + kSqDbrOffset, producer)) flush(sq, sqn, producer & kCounterMask);
+  if (read_doorbell_record(f_.memory, sq.wq.dbr_addr + kSqDbrOffset, producer)) flush(sq, sqn, producer & kCounterMask);
 }
 
 // Completes every WQE up to `producer` with one flush error CQE naming the last of them (a CQE
@@ -455,7 +449,7 @@ bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
   }
 
   uint32_t posted = 0;
-  if (!read_u32(f_.memory, rq->wq.dbr_addr, posted)) return ++counters_.rx_dbr_faults, false;
+  if (!read_doorbell_record(f_.memory, rq->wq.dbr_addr, posted)) return ++counters_.rx_dbr_faults, false;
   const uint32_t available = (posted - rq->consumer) & kCounterMask;
   if (available == 0 || available > rq->wq.entries()) {
     ++rq->no_wqe;

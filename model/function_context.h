@@ -4,6 +4,7 @@
 // reachable through its own context, which is what isolates functions from each other.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -38,22 +39,26 @@ struct FunctionContext {
   bool hca_enabled = false;      // ENABLE_HCA .. DISABLE_HCA
   bool hca_initialized = false;  // INIT_HCA .. TEARDOWN_HCA
   uint16_t issi = 0;             // interface step sequence id chosen by SET_ISSI
-  std::vector<uint64_t> pages;   // MANAGE_PAGES(GIVE) pages we hold (we need none), returned on TAKE
+  std::vector<uint64_t> pages{};   // MANAGE_PAGES(GIVE) pages we hold (we need none), returned on TAKE
 
   // --- capabilities, registers, vport (fw_hca.cpp) ---
-  HcaCapSettings caps;     // the SET_HCA_CAP-settable fields of `cur` (hca_caps.h)
-  PortRegisters port;      // ACCESS_REG register file and the port state it holds (port_registers.h)
-  VportState vport;        // NIC vport context, vport admin state, RoCE address (GID) table
+  HcaCapSettings caps{};     // the SET_HCA_CAP-settable fields of `cur` (hca_caps.h)
+  PortRegisters port{};      // ACCESS_REG register file and the port state it holds (port_registers.h)
+  VportState vport{};        // NIC vport context, vport admin state, RoCE address (GID) table
 
   // --- queues and resources (fw_resources.cpp) ---
   uint64_t bar0_size = 0;  // BAR0 bytes: UAR index * 4 KiB must stay inside it
-  Resources resources;     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
+  Resources resources{};     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
 
   // --- Ethernet objects (fw_eth.cpp, fw_eth_flow.cpp) ---
-  EthObjects eth;          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
+  EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
 
   // --- queue counter sets (fw_counters.cpp) ---
-  std::set<uint32_t> q_counters;
+  std::set<uint32_t> q_counters{};
+
+  // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work
+  // is flushed (the command runs on the same thread as the data path).
+  std::function<void(uint32_t qpn)> qp_moved_to_error{};
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();

@@ -33,6 +33,7 @@ constexpr Field kLocalRead{0x00, 10, 10};
 constexpr Field kAccessMode10{0x00, 9, 8};
 constexpr Field kVariant{0x04, 7, 0};
 constexpr Field kLength64{0x0c, 31, 31};
+constexpr Field kEnRinval{0x0c, 24, 24};
 constexpr Field kPd{0x0c, 23, 0};
 constexpr uint32_t kStartAddr = 0x10;
 constexpr uint32_t kLen = 0x18;
@@ -78,6 +79,7 @@ void create_mkey(CommandCall& call) {
   mkey.variant = uint8_t(get(ctx, mkc::kVariant));
   mkey.free = get(ctx, mkc::kFree);
   mkey.umr_en = get(ctx, mkc::kUmrEn);
+  mkey.remote_invalidate = get(ctx, mkc::kEnRinval);
   mkey.atomic = get(ctx, mkc::kAtomic);
   mkey.remote_write = get(ctx, mkc::kRemoteWrite);
   mkey.remote_read = get(ctx, mkc::kRemoteRead);

@@ -288,8 +288,10 @@ void modify_qp(CommandCall& call, const Transition& t) {
     qp->rc.req.retries_left = get(qp->context, qpc::kRetryCount);
     qp->rc.req.rnr_retries_left = get(qp->context, qpc::kRnrRetry);
   }
+  const bool entered_error = t.to == QpState::kError && qp->state != QpState::kError;
   qp->state = t.to;
   set(qp->context, qpc::kState, uint32_t(t.to));
+  if (entered_error && call.function().qp_moved_to_error) call.function().qp_moved_to_error(get(call.in(), kQpn));
 }
 
 }  // namespace

@@ -146,6 +146,16 @@ ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_
   }
 }
 
+ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd) {
+  Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
+  if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
+  if (m->free) return ProtectionError::kFreeKey;
+  if (m->pd != pd) return ProtectionError::kPdMismatch;
+  if (!m->umr_en && !m->remote_invalidate) return ProtectionError::kAccess;
+  m->free = true;
+  return ProtectionError::kNone;
+}
+
 ProtectionError translate_sges(const Resources& r, std::span<const Sge> sges, uint32_t pd, uint8_t wanted,
                                std::vector<DmaChunk>& out, uint64_t& total) {
   Checkpoint checkpoint(out);

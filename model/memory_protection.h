@@ -53,6 +53,12 @@ ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_
 ProtectionError translate_sges(const Resources& r, std::span<const Sge> sges, uint32_t pd, uint8_t access,
                                std::vector<DmaChunk>& out, uint64_t& total);
 
+// A SEND with Invalidate names `key` for the responder to free (IBA 10.6.7.2.6): only a key of
+// the QP's PD made for registration by UMR (a fast-register MR or a type 2 memory window: umr_en or
+// en_rinval) can be invalidated remotely; a plain MR (ibv_reg_mr) cannot, as in Soft-RoCE. On
+// success the MKEY is in the free state and every later access through it fails.
+ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd);
+
 // Copies between the bytes of a chunk list (starting `offset` bytes into it) and a buffer.
 // False when offset + size runs past the chunks (then nothing is copied) or the host refuses a
 // DMA (then the chunks before it may have been copied).

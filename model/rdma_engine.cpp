@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "model/bits.h"
 #include "model/completion_queue.h"
+#include "model/doorbell_unit.h"
 #include "model/function_context.h"
 #include "model/memory_protection.h"
 #include "model/recv_wqe.h"
@@ -71,13 +72,6 @@ uint32_t packets_for(uint64_t length, uint32_t pmtu) { return length == 0 ? 1 : 
 
 bool is_read(uint8_t opcode) { return opcode == wqe_op::kRdmaRead; }
 bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || opcode == wqe_op::kAtomicFa; }
-
-bool read_u32(pcie::HostMemory* memory, uint64_t address, uint32_t& value) {
-  std::array<uint8_t, 4> word{};
-  if (memory == nullptr || address == 0 || !memory->read(address, word)) return false;
-  value = load_be32(word.data());
-  return true;
-}
 
 // IBA table 45: the RNR NAK timer field in microseconds.
 uint32_t rnr_timer_us(uint32_t code) {
@@ -270,7 +264,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     return;
   }
   uint32_t producer = 0;
-  if (!read_u32(f_.memory, qp.dbr_addr + kSqDbrOffset, producer)) {
+  if (!read_doorbell_record(f_.memory, qp.dbr_addr + kSqDbrOffset, producer)) {
     ++counters_.dma_faults;
     return;
   }
@@ -377,7 +371,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       req.yielding = false;
       if (handled && (req.sq_again || qp.state == QpState::kError)) {
         pcie::PipelinedReads reread(*f_.memory, now_ps());  // the doorbell record, no time spent
-        if (!read_u32(&reread, qp.dbr_addr + kSqDbrOffset, producer)) {
+        if (!read_doorbell_record(&reread, qp.dbr_addr + kSqDbrOffset, producer)) {
           ++counters_.dma_faults;
           return;
         }
@@ -707,23 +701,30 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
 // ---------------------------------------------------------------------------------------------
 // Responder
 
+bool RdmaEngine::read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
+                                     uint32_t slot, std::vector<uint8_t>& bytes) {
+  uint32_t posted = 0;
+  if (!read_doorbell_record(f_.memory, record, posted)) {
+    ++counters_.dma_faults;
+    return false;
+  }
+  if (((posted - consumed) & kCounterMask16) == 0) return false;
+  const uint32_t stride = 16u << log_stride;
+  bytes.resize(stride);
+  if (f_.memory == nullptr || !ring.read(*f_.memory, uint64_t(slot) * stride, bytes)) {
+    ++counters_.dma_faults;
+    return false;
+  }
+  return true;
+}
+
 bool RdmaEngine::take_srq_wqe(QueuePair& qp) {
   RcResponder& resp = qp.rc.resp;
   SharedReceiveQueue* srq = f_.resources.srqs.find(qp.srqn);
   if (srq == nullptr || srq->kind == SrqKind::kXrcSrq) return false;
-  uint32_t posted = 0;
-  if (!read_u32(f_.memory, srq->dbr_addr, posted)) {
-    ++counters_.dma_faults;
-    return false;
-  }
-  if (((posted - srq->consumed) & kCounterMask16) == 0) return false;
-  const uint32_t stride = 16u << srq->log_stride;
   const uint32_t index = srq->head & ((1u << srq->log_size) - 1);
-  std::vector<uint8_t> bytes(stride);
-  if (f_.memory == nullptr || !srq->buffer.read(*f_.memory, uint64_t(index) * stride, bytes)) {
-    ++counters_.dma_faults;
-    return false;
-  }
+  std::vector<uint8_t> bytes;
+  if (!read_posted_receive(srq->dbr_addr, srq->consumed, srq->buffer, srq->log_stride, index, bytes)) return false;
   srq = f_.resources.srqs.find(qp.srqn);  // the read spent model time
   if (srq == nullptr) return false;
   uint16_t next = 0;
@@ -740,19 +741,10 @@ bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
   RcResponder& resp = qp.rc.resp;
   if (qp.rq_type == rq_type::kSrq) return take_srq_wqe(qp);
   if (qp.rq_type != rq_type::kRegular) return false;  // zero-length RQ: nothing to receive into
-  uint32_t producer = 0;
-  if (!read_u32(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
-    ++counters_.dma_faults;
-    return false;
-  }
-  if (((producer - qp.rq_consumer) & kCounterMask16) == 0) return false;
-  const uint32_t stride = 16u << qp.log_rq_stride;
   const uint32_t index = qp.rq_consumer & ((1u << qp.log_rq_size) - 1);
-  std::vector<uint8_t> bytes(stride);
-  if (f_.memory == nullptr || !qp.buffer.read(*f_.memory, uint64_t(index) * stride, bytes)) {
-    ++counters_.dma_faults;
+  std::vector<uint8_t> bytes;
+  if (!read_posted_receive(qp.dbr_addr + kRqDbrOffset, qp.rq_consumer, qp.buffer, qp.log_rq_stride, index, bytes))
     return false;
-  }
   resp.sges.clear();
   if (parse_recv_wqe(bytes, resp.sges) != WqeError::kNone) resp.sges.clear();
   resp.wqe_index = uint16_t(qp.rq_consumer);
@@ -1015,6 +1007,19 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   resp.offset += packet.payload.size();
   resp.epsn = psn_add(resp.epsn, 1);
   resp.incoming = last ? RcResponder::Incoming::kNone : kind;
+  if (last && (headers & transport::hdr::kIeth) != 0) {
+    // The data is placed; the key the requester names is freed before the completion says so.
+    const ProtectionError error = invalidate_remotely(f_.resources, packet.invalidate_rkey, qp.pd);
+    if (error != ProtectionError::kNone) {
+      ++counters_.invalid_requests;
+      log().debug("function {}: QP {:#x}: SEND with Invalidate of key {:#x}: {}", f_.identity.vhca_id, qpn,
+                  packet.invalidate_rkey, protection_error_name(error));
+      reply(packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
+      responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, true);
+      return;
+    }
+    ++counters_.remote_invalidations;
+  }
   if (last) {
     ++resp.msn;
     stamp_remote_delivery(qp, packet.src_mac, packet.psn,
@@ -1086,6 +1091,25 @@ void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
   if (qp.state == QpState::kError) return;
   qp.state = QpState::kError;
   set(qp.context, qpc::kState, uint32_t(QpState::kError));
+  flush(qpn, qp);
+}
+
+void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
+  QueuePair* qp = f_.resources.qps.find(qpn);
+  if (qp == nullptr || qp->state != QpState::kError || (qp->st != qp_st::kRc && qp->st != qp_st::kUc)) return;
+  // A receive WQE the responder was filling completes as flushed too (IBA 10.3.1: every WQE
+  // outstanding when the QP enters ERR).
+  RcResponder& resp = qp->rc.resp;
+  if (resp.have_wqe) {
+    ++counters_.flushed_wqes;
+    error_cqe(qp->cqn_rcv, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true);
+  }
+  resp.have_wqe = false;
+  resp.incoming = RcResponder::Incoming::kNone;
+  flush(qpn, *qp);
+}
+
+void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
   RcRequester& req = qp.rc.req;
   req.timer_armed = false;
   req.rnr_wait = false;
@@ -1098,7 +1122,7 @@ void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
   process_sq(qpn, qp);  // WQEs posted but not fetched yet
   if (qp.rq_type == rq_type::kRegular && qp.rq_bytes() != 0) {
     uint32_t producer = 0;
-    if (read_u32(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
+    if (read_doorbell_record(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
       while (((producer - qp.rq_consumer) & kCounterMask16) != 0 &&
              ((producer - qp.rq_consumer) & kCounterMask16) <= (1u << qp.log_rq_size)) {
         ++counters_.flushed_wqes;

@@ -52,6 +52,7 @@ struct RdmaCounters {
   uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
            rx_wrong_service = 0;
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
+  uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
 };
 
@@ -81,6 +82,9 @@ class RdmaEngine {
   bool receive(std::span<const uint8_t> frame, uint64_t arrival_ps = 0);
   // Retransmission and RNR timers that have expired.
   void on_timer();
+  // The driver moved the QP to ERR by command (2ERR_QP or a modify to ERR): everything outstanding or
+  // posted on its SQ and RQ completes with a flush error, as when the engine itself finds an error.
+  void qp_moved_to_error(uint32_t qpn);
 
   const RdmaCounters& counters() const { return counters_; }
 
@@ -98,7 +102,11 @@ class RdmaEngine {
   // Responder.
   void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   bool take_receive_wqe(QueuePair& qp);
-  bool take_srq_wqe(QueuePair& qp);  // basic SRQ / RMP: the driver-linked list of WQEs
+  bool take_srq_wqe(QueuePair& qp);
+  // The WQE in `slot` of a receive ring (RQ or SRQ) when the driver's doorbell record at `record`
+  // is past `consumed`; false when none is posted or a DMA fails (counted).
+  bool read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
+                           uint32_t slot, std::vector<uint8_t>& bytes);  // basic SRQ / RMP: the driver-linked list of WQEs
   void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
 
@@ -106,6 +114,7 @@ class RdmaEngine {
   void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
   void responder_error(uint32_t qpn, QueuePair& qp, uint8_t syndrome, bool consumed_wqe);
   void enter_error(uint32_t qpn, QueuePair& qp);
+  void flush(uint32_t qpn, QueuePair& qp);  // of a QP in ERR: outstanding and posted WQEs
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
   void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder);
 

@@ -64,6 +64,7 @@ struct Mkey {
   bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
   bool free = false;                    // created in the free state (to be enabled by UMR)
   bool umr_en = false;
+  bool remote_invalidate = false;       // en_rinval: a SEND with Invalidate may free it
   bool length64 = false;                // the whole address space (PA mode)
   uint64_t start = 0;                   // iova
   uint64_t length = 0;

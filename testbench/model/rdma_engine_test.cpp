@@ -124,7 +124,46 @@ TEST_F(RdmaTest, SendWithImmediateAndWithInvalidate) {
   auto c = p.connect();
   send_and_check(c, 40, wqe_op::kSendImm, 0x11223344);
   send_and_check(c, 3000, wqe_op::kSendImm, 0xdeadbeef);
-  send_and_check(c, 2500, wqe_op::kSendInval, 0x00012345);
+  const Mr registered = b.reg_mr(4096, access_bits::kAll | access_bits::kUmrEn);  // as a kernel ULP's fast-reg MR
+  send_and_check(c, 2500, wqe_op::kSendInval, registered.key);
+  EXPECT_EQ(b.engine.counters().remote_invalidations, 1u);
+  // The key is free now: an RDMA WRITE through it is refused with a remote access error.
+  const Mr src = a.reg_mr(64);
+  const uint16_t windex = a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}},
+                                             .remote_va = registered.va(0), .rkey = registered.key});
+  p.pump();
+  auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  expect_error(sent[0], kCqeReqErr, kSynRemoteAccess, windex, c.a->qpn);
+}
+
+// Only a key made for registration by UMR, of the receiving QP's PD, can be invalidated by the
+// remote side; naming any other ends the message as an invalid request on both sides and leaves
+// the key as it was.
+TEST_F(RdmaTest, SendWithInvalidateOfAKeyThatCannotBeInvalidated) {
+  const Mr plain = b.reg_mr(4096);
+  const uint32_t other_pd = b.alloc_pd();
+  const Mr of_other_pd = b.reg_mr(4096, access_bits::kAll | access_bits::kUmrEn, other_pd);
+  for (const uint32_t key : {plain.key, of_other_pd.key, 0x00fedc00u}) {
+    SCOPED_TRACE(key);
+    auto c = p.connect();
+    const Mr src = a.reg_mr(100), dst = b.reg_mr(100);
+    const uint16_t rindex = b.post_recv(*c.b, {{dst.va(0), 100, dst.key}});
+    const uint16_t sindex = a.post_send(*c.a, {.opcode = wqe_op::kSendInval, .sges = {{src.va(0), 100, src.key}}, .imm = key});
+    p.pump();
+    auto sent = a.drain(*c.a->scq);
+    ASSERT_EQ(sent.size(), 1u);
+    expect_error(sent[0], kCqeReqErr, kSynRemoteInvalidRequest, sindex, c.a->qpn);
+    auto recv = b.drain(*c.b->rcq);
+    ASSERT_EQ(recv.size(), 1u);
+    expect_error(recv[0], kCqeRespErr, kSynRemoteInvalidRequest, rindex, c.b->qpn);
+    EXPECT_EQ(b.state(*c.b), QpState::kError);
+  }
+  EXPECT_EQ(b.engine.counters().remote_invalidations, 0u);
+  EXPECT_FALSE(b.f.resources.mkeys.find(plain.key >> 8)->free);
+  EXPECT_FALSE(b.f.resources.mkeys.find(of_other_pd.key >> 8)->free);
+  auto fresh = p.connect();
+  expect_works(fresh);
 }
 
 TEST_F(RdmaTest, ZeroLengthSend) {
@@ -521,6 +560,59 @@ TEST_F(RdmaTest, RnrRetryZeroEndsInRnrRetryExceeded) {
   EXPECT_EQ(b.state(*c.b), QpState::kRts) << "an RNR NAK is no error at the responder";
   EXPECT_EQ(b.engine.counters().rnr_naks_sent, 1u);
   EXPECT_EQ(b.engine.counters().naks_sent, 0u) << "the SEND behind the RNR-NAKed one is not NAKed";
+}
+
+// The driver moves a QP to ERR by command (ibv_modify_qp to ERR, as rdma_disconnect and every
+// test teardown do): what is outstanding, posted or half-received completes as flushed, in order.
+TEST_F(RdmaTest, ModifyToErrorFlushesOutstandingAndPostedWork) {
+  auto c = p.connect();
+  auto other = p.connect();
+  const Mr src = a.reg_mr(100), dst = a.reg_mr(200);
+  const uint16_t r0 = a.post_recv(*c.a, {{dst.va(0), 100, dst.key}});
+  const uint16_t r1 = a.post_recv(*c.a, {{dst.va(100), 100, dst.key}});
+  const uint16_t s0 = a.post_send(*c.a, {.sges = {{src.va(0), 100, src.key}}});  // RNR: no receive at B
+  p.pump();
+  ASSERT_EQ(b.engine.counters().rnr_naks_sent, 1u);
+  const uint16_t s1 = a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 10, src.key}},
+                                         .remote_va = 0x1000, .rkey = 0x99}, /*ring_now=*/false);
+  a.put32(c.a->dbr + 4, c.a->sq_pi & 0xffff);  // posted (doorbell record), its doorbell not yet rung
+  a.to_error(*c.a);
+  EXPECT_EQ(a.state(*c.a), QpState::kError);
+  auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 2u);
+  expect_error(sent[0], kCqeReqErr, kSynFlushed, s0, c.a->qpn);
+  expect_error(sent[1], kCqeReqErr, kSynFlushed, s1, c.a->qpn);
+  auto recv = a.drain(*c.a->rcq);
+  ASSERT_EQ(recv.size(), 2u);
+  expect_error(recv[0], kCqeRespErr, kSynFlushed, r0, c.a->qpn);
+  expect_error(recv[1], kCqeRespErr, kSynFlushed, r1, c.a->qpn);
+  EXPECT_FALSE(p.expire_timers(a)) << "no retransmit or RNR timer left armed";
+  EXPECT_EQ(a.engine.counters().tx_packets, 1u) << "nothing resent after the flush";
+  // A WQE posted to the QP in ERR completes flushed at its doorbell.
+  const uint16_t s2 = a.post_send(*c.a, {.sges = {{src.va(0), 5, src.key}}});
+  sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  expect_error(sent[0], kCqeReqErr, kSynFlushed, s2, c.a->qpn);
+  expect_works(other);
+}
+
+TEST_F(RdmaTest, ModifyToErrorFlushesTheReceiveOfAHalfArrivedMessage) {
+  auto c = p.connect();
+  const Mr src = a.reg_mr(3000), dst = b.reg_mr(4096);
+  const uint16_t rindex = b.post_recv(*c.b, {{dst.va(0), 4096, dst.key}});
+  const uint16_t spare = b.post_recv(*c.b, {{dst.va(0), 4096, dst.key}});
+  a.post_send(*c.a, {.sges = {{src.va(0), 3000, src.key}}});
+  auto frames = p.take();
+  ASSERT_EQ(frames.size(), 3u);
+  p.inject(std::move(frames[0]));  // only the first packet arrives
+  p.pump();
+  EXPECT_TRUE(b.drain(*c.b->rcq).empty());
+  b.to_error(*c.b);
+  auto recv = b.drain(*c.b->rcq);
+  ASSERT_EQ(recv.size(), 2u);
+  expect_error(recv[0], kCqeRespErr, kSynFlushed, rindex, c.b->qpn);
+  expect_error(recv[1], kCqeRespErr, kSynFlushed, spare, c.b->qpn);
+  EXPECT_EQ(b.state(*c.b), QpState::kError);
 }
 
 TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {

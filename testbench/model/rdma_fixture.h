@@ -117,9 +117,9 @@ struct RcAttributes {
   bool rre = true, rwe = true, rae = true;
 };
 
-namespace access_bits {  // mkc a/rw/rr/lw/lr
+namespace access_bits {  // mkc a/rw/rr/lw/lr, and umr_en (a fast-register MR or memory window)
 inline constexpr uint32_t kLocalRead = 1u << 10, kLocalWrite = 1u << 11, kRemoteRead = 1u << 12,
-                          kRemoteWrite = 1u << 13, kAtomic = 1u << 14;
+                          kRemoteWrite = 1u << 13, kAtomic = 1u << 14, kUmrEn = 1u << 15;
 inline constexpr uint32_t kAll = kLocalRead | kLocalWrite | kRemoteRead | kRemoteWrite | kAtomic;
 }  // namespace access_bits
 
@@ -151,6 +151,7 @@ struct RdmaNode : TestFunction {
     port.wire = &wire;
     port.to = 1 - index;
     engine.set_port(&port);
+    f.qp_moved_to_error = [this](uint32_t qpn) { engine.qp_moved_to_error(qpn); };
     engine.set_timer_hook([this](WallClock::time_point when) {
       if (!deadline || when < *deadline) deadline = when;
     });
@@ -375,6 +376,8 @@ struct RdmaNode : TestFunction {
     set(qpc, Field{0x78, 23, 0}, sq_psn);
     ASSERT_EQ(run(0x504, in), 0);
   }
+  // 2ERR_QP, as ibv_modify_qp(IBV_QPS_ERR) sends it.
+  void to_error(const Qp& qp) { ASSERT_EQ(run(0x507, modify_input(qp)), 0); }
   // 2RST: the driver starts its rings again from 0 (libmlx5 mlx5_modify_qp -> mlx5_init_qp_indices).
   void to_reset(Qp& qp) {
     ASSERT_EQ(run(0x50a, modify_input(qp)), 0);
