@@ -126,7 +126,7 @@ for t in $RDMA_TESTS; do
     run "ib_atomic_lat (8 B)" 60 "$PERF_RESULT" ib_atomic_lat $PERF -n 50
     ;;
   bench)  # the figures of bench/rdma_compare.sh
-    run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-200} --report_gbits
+    run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-2000} --report_gbits
     run "ib_write_lat -s 64" 120 "$PERF_RESULT" ib_write_lat $PERF -s 64 -n ${BENCH_LAT_ITERS:-500}
     ;;
   *) echo "CHECK FAILED: unknown test set '$t' in RDMA_TESTS"; status=1 ;;
