@@ -10,6 +10,7 @@
 #include "model/doorbell_unit.h"
 #include "model/function_context.h"
 #include "model/memory_protection.h"
+#include "model/rdma_internal.h"
 #include "model/recv_wqe.h"
 #include "pcie/model_time.h"
 #include "transport/ib_opcodes.h"
@@ -20,43 +21,10 @@ namespace op = transport::opcode;
 using transport::psn_add;
 using transport::psn_diff;
 using transport::RocePacket;
+using namespace rdma_internal;
 
 namespace {
 
-// qpc fields the data path reads (mlx5-device-bringup.md section 6.4; ads at qpc + 0x18).
-namespace qpc {
-constexpr Field kPd{0x04, 23, 0};
-constexpr Field kMtu{0x08, 31, 29};
-constexpr Field kRemoteQpn{0x14, 23, 0};
-constexpr Field kAckTimeout{0x20, 31, 27};
-constexpr Field kSrcAddrIndex{0x20, 23, 16};
-constexpr Field kHopLimit{0x20, 7, 0};
-constexpr Field kTclass{0x24, 27, 20};
-constexpr Field kFlowLabel{0x24, 19, 0};
-constexpr uint32_t kRgid = 0x28;
-constexpr Field kDscp{0x38, 21, 16};
-constexpr Field kUdpSport{0x38, 15, 0};
-constexpr Field kRmacHigh{0x3c, 15, 0};
-constexpr Field kRmacLow{0x40, 31, 0};
-constexpr Field kRre{0x90, 15, 15};
-constexpr Field kRwe{0x90, 14, 14};
-constexpr Field kRae{0x90, 13, 13};
-constexpr Field kMinRnrNak{0x94, 28, 24};
-constexpr Field kState{0x00, 31, 28};
-constexpr Field kRetryCount{0x70, 18, 16};
-constexpr Field kRnrRetry{0x70, 15, 13};
-}  // namespace qpc
-
-// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
-namespace syndrome {
-constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
-constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12, kRemoteAccess = 0x13,
-                  kRemoteOperation = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
-}  // namespace syndrome
-
-constexpr uint32_t kCounterMask16 = 0xffff;
-constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
-constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 constexpr uint32_t kRetryForever = 7;
 // Timers run on the wall clock: model time races ahead whenever the kernel is idle, while the
 // peer that has to post a receive or answer is a guest running at emulation speed.
@@ -118,15 +86,6 @@ uint32_t SendMessage::last_psn() const { return psn_add(first_psn, npsn - 1); }
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 
-namespace {
-uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
-// Spends model time until time_ps (nothing when it has passed).
-void wait_until(uint64_t time_ps) {
-  const uint64_t now = now_ps();
-  if (time_ps > now) pcie::consume_model_time(sc_core::sc_time(double(time_ps - now), sc_core::SC_PS));
-}
-}  // namespace
-
 void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps) {
   if (stage_hook_)
     stage_hook_({.time_ps = time_ps, .qpn = qpn, .message = message.id, .opcode = message.wqe.opcode,
@@ -154,8 +113,7 @@ void RdmaEngine::send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original)
   send_frame(ack);
 }
 
-bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
-  const uint32_t index = get(qp.context, qpc::kSrcAddrIndex);
+bool RdmaEngine::source_address(uint32_t index, RocePacket& packet) {
   if (index >= f_.vport.roce_addresses.size()) return false;
   const RoceAddress& source = f_.vport.roce_addresses[index];
   if (!source.in_use() || source.roce_version != 2) {
@@ -165,6 +123,11 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   packet.src_mac = source.mac;
   if (source.vlan_valid) packet.vlan_tci = source.vlan_id;
   packet.src_gid = source.gid;
+  return true;
+}
+
+bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
+  if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
   std::copy_n(qp.context.begin() + qpc::kRgid, 16, packet.dst_gid.begin());
   const uint64_t rmac = (uint64_t(get(qp.context, qpc::kRmacHigh)) << 32) | get(qp.context, qpc::kRmacLow);
   for (int i = 0; i < 6; ++i) packet.dst_mac[i] = uint8_t(rmac >> (40 - 8 * i));
@@ -250,10 +213,10 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
 }
 
 void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
-  if (qp.st != qp_st::kRc && qp.st != qp_st::kUc) {
-    // UD/QP1/XRC data paths are not modelled: their WQEs stay unconsumed (logged once).
+  if (qp.st != qp_st::kRc && qp.st != qp_st::kUc && !is_datagram(qp)) {
+    // The XRC data path is not modelled: its WQEs stay unconsumed (logged once).
     if (counters_.unsupported_service++ == 0)
-      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC and UC are modelled",
+      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC, UC, UD and QP1 are modelled",
                  f_.identity.vhca_id, qpn, qp.st);
     return;
   }
@@ -344,12 +307,18 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     }
     qp.sq_consumer = (qp.sq_consumer + message.wqe.wqebbs()) & kCounterMask16;
     const uint32_t pmtu = pmtu_of(qp);
+    // A datagram is one packet: at most the path MTU (mlx5_ib gives UD QPs 4096 in their qpc).
+    if (is_datagram(qp) && message.length > (get(qp.context, qpc::kMtu) != 0 ? pmtu : kMaxDatagram)) {
+      ++counters_.bad_wqes;
+      requester_error(qpn, qp, message.wqe, syndrome::kLocalLength);
+      return;
+    }
     if (message.wqe.opcode == wqe_op::kNop) {
       message.npsn = 0;
       message.first_psn = req.next_psn;
     } else {
       message.needs_response = is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode);
-      message.npsn = is_atomic(message.wqe.opcode) ? 1 : packets_for(message.length, pmtu);
+      message.npsn = is_atomic(message.wqe.opcode) || is_datagram(qp) ? 1 : packets_for(message.length, pmtu);
       message.first_psn = req.next_psn;
       message.read_next_psn = message.first_psn;
       req.next_psn = psn_add(req.next_psn, message.npsn);
@@ -384,6 +353,10 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
 }
 
 void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps) {
+  if (is_datagram(qp)) {
+    transmit_datagram(qpn, qp, message, issue_ps);
+    return;
+  }
   const SendWqe& wqe = message.wqe;
   const uint32_t pmtu = pmtu_of(qp);
   RocePacket packet;
@@ -477,8 +450,8 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
   bool progressed = false;
   while (!req.outstanding.empty()) {
     SendMessage& front = req.outstanding.front();
-    // A UC message is complete once it is on the wire (IBA 9.7.7: no acknowledgement).
-    const bool unreliable = qp.st == qp_st::kUc;
+    // A UC message or a datagram is complete once it is on the wire (IBA 9.7.7: no acknowledgement).
+    const bool unreliable = qp.st == qp_st::kUc || is_datagram(qp);
     const bool done = front.npsn == 0 || unreliable ||
                       (front.needs_response ? front.responded : psn_diff(front.last_psn(), req.acked_psn) <= 0);
     if (!done) break;
@@ -1096,7 +1069,8 @@ void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
 
 void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
   QueuePair* qp = f_.resources.qps.find(qpn);
-  if (qp == nullptr || qp->state != QpState::kError || (qp->st != qp_st::kRc && qp->st != qp_st::kUc)) return;
+  if (qp == nullptr || qp->state != QpState::kError || (qp->st != qp_st::kRc && qp->st != qp_st::kUc && !is_datagram(*qp)))
+    return;
   // A receive WQE the responder was filling completes as flushed too (IBA 10.3.1: every WQE
   // outstanding when the QP enters ERR).
   RcResponder& resp = qp->rc.resp;
@@ -1150,9 +1124,20 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     return true;
   }
   const RocePacket& packet = parsed.packet;
-  QueuePair* qp = f_.resources.qps.find(packet.dest_qp);
-  if (qp == nullptr || (qp->st != qp_st::kRc && qp->st != qp_st::kUc)) {
+  const bool to_gsi = packet.dest_qp == kGsiQpn;
+  uint32_t qpn = packet.dest_qp;
+  QueuePair* qp = to_gsi ? gsi_qp(qpn) : f_.resources.qps.find(qpn);
+  if (qp == nullptr || (qp->st != qp_st::kRc && qp->st != qp_st::kUc && !is_datagram(*qp)) ||
+      (qp->st == qp_st::kQp1 && !to_gsi)) {
     ++counters_.rx_unknown_qp;
+    return true;
+  }
+  if (is_datagram(*qp)) {
+    if (qp->state != QpState::kRtr && qp->state != QpState::kRts) {
+      ++counters_.rx_qp_not_ready;
+      return true;
+    }
+    receive_datagram(qpn, *qp, packet, frame);
     return true;
   }
   // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f.

@@ -54,6 +54,10 @@ struct RdmaCounters {
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
   uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
+  uint64_t datagrams_sent = 0, datagrams_received = 0;
+  uint64_t datagrams_dropped_no_receive = 0;  // UD/QP1: no receive WQE posted (IBA: silently dropped)
+  uint64_t datagrams_too_long = 0;            // UD/QP1: the receive WQE completed with a length error
+  uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
 };
 
 class RdmaEngine {
@@ -99,14 +103,22 @@ class RdmaEngine {
   void retire(uint32_t qpn, QueuePair& qp);
   void arm_timer(QueuePair& qp);
 
+  // Datagram services, UD and QP1 (rdma_datagram.cpp).
+  static bool is_datagram(const QueuePair& qp);
+  QueuePair* gsi_qp(uint32_t& qpn);  // the function's QP1 (answers to QPN 1 on the wire) and its QPN
+  bool datagram_address(const UdAddress& av, transport::RocePacket& packet);
+  void transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& message, uint64_t issue_ps);
+  void receive_datagram(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet,
+                        std::span<const uint8_t> frame);
+
   // Responder.
   void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   bool take_receive_wqe(QueuePair& qp);
-  bool take_srq_wqe(QueuePair& qp);
+  bool take_srq_wqe(QueuePair& qp);  // basic SRQ / RMP: the driver-linked list of WQEs
   // The WQE in `slot` of a receive ring (RQ or SRQ) when the driver's doorbell record at `record`
   // is past `consumed`; false when none is posted or a DMA fails (counted).
   bool read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
-                           uint32_t slot, std::vector<uint8_t>& bytes);  // basic SRQ / RMP: the driver-linked list of WQEs
+                           uint32_t slot, std::vector<uint8_t>& bytes);
   void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
 
@@ -122,6 +134,7 @@ class RdmaEngine {
   // now) and the pipeline has built it; the wire serialises it at the port rate.
   bool send_frame(transport::RocePacket& packet, uint64_t inputs_ready_ps = 0);
   bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
+  bool source_address(uint32_t gid_index, transport::RocePacket& packet);  // ours, from the GID table
   void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
   // Responder side: stamps a message's remote delivery on the requester's trace record.
   void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,

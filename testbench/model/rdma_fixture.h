@@ -63,6 +63,8 @@ struct Cqe {
   uint32_t byte_cnt = 0;
   uint32_t imm = 0;                    // imm_inval_pkey as a BE32
   uint16_t wqe_counter = 0;
+  uint32_t flags_rqpn = 0;             // datagrams: [29:28] GRH, [23:0] source QP
+  uint8_t l3_hdr_type = 0;             // datagrams: l4_hdr_type_etc [3:2]
 };
 
 // A memory region: an MTT MKEY over host pages allocated in reverse order, so consecutive virtual
@@ -105,6 +107,7 @@ struct Wr {
   uint32_t imm = 0;                  // ctrl imm as a BE32 (immediate, or the rkey to invalidate)
   bool signalled = true, solicited = false;
   uint8_t fence = 0;
+  std::optional<std::array<uint8_t, 48>> av;  // UD/QP1: the datagram segment (RdmaNode::address_vector)
 };
 
 // RC connection attributes (what ibv_modify_qp would carry).
@@ -216,6 +219,8 @@ struct RdmaNode : TestFunction {
     c.byte_cnt = load_be32(&e[0x2c]);
     c.imm = load_be32(&e[0x24]);
     c.wqe_counter = load_be16(&e[0x3c]);
+    c.flags_rqpn = load_be32(&e[0x18]);
+    c.l3_hdr_type = uint8_t((e[0x1d] >> 2) & 3);
     ++cq.ci;
     put32(cq.dbr, cq.ci & 0xffffff);
     return c;
@@ -376,6 +381,30 @@ struct RdmaNode : TestFunction {
     set(qpc, Field{0x78, 23, 0}, sq_psn);
     ASSERT_EQ(run(0x504, in), 0);
   }
+  // A UD QP up to RTS as ibv_ud_pingpong brings it: Q_Key at INIT, nothing at RTR, the PSN at RTS.
+  void bring_up_ud(const Qp& qp, uint32_t qkey, uint32_t sq_psn = 0) {
+    auto in = modify_input(qp);
+    set(qpc_of(in), Field{0xa8, 31, 0}, qkey);
+    set(qpc_of(in), Field{0x3c, 23, 16}, 1);  // ads.vhca_port_num
+    ASSERT_EQ(run(0x502, in), 0);
+    ASSERT_EQ(run(0x503, modify_input(qp)), 0);
+    in = modify_input(qp);
+    set(qpc_of(in), Field{0x78, 23, 0}, sq_psn);
+    ASSERT_EQ(run(0x504, in), 0);
+  }
+  // The 48-byte address vector libmlx5 copies from an AH into a UD WQE (struct mlx5_wqe_av).
+  std::array<uint8_t, 48> address_vector(const RdmaNode& remote, uint32_t remote_qpn, uint32_t qkey) const {
+    std::array<uint8_t, 48> av{};
+    store_be32(&av[0x00], qkey);
+    store_be32(&av[0x08], 0x80000000u | remote_qpn);  // MLX5_EXTENDED_UD_AV
+    store_be16(&av[0x0e], 0xc123);                    // rlid: the UDP source port on RoCE v2
+    std::copy(remote.mac.begin(), remote.mac.end(), &av[0x14]);
+    av[0x1b] = 64;                                     // hop limit
+    store_be32(&av[0x1c], (1u << 30) | (uint32_t(kGidIndex) << 20));  // GRH, sgid index
+    std::copy(remote.gid.begin(), remote.gid.end(), &av[0x20]);
+    return av;
+  }
+
   // 2ERR_QP, as ibv_modify_qp(IBV_QPS_ERR) sends it.
   void to_error(const Qp& qp) { ASSERT_EQ(run(0x507, modify_input(qp)), 0); }
   // 2RST: the driver starts its rings again from 0 (libmlx5 mlx5_modify_qp -> mlx5_init_qp_indices).
@@ -398,6 +427,7 @@ struct RdmaNode : TestFunction {
       w.resize(w.size() + 16, 0);
       return &w[w.size() - 16];
     };
+    if (wr.av) std::copy(wr.av->begin(), wr.av->end(), w.insert(w.end(), 48, 0));
     const bool raddr = wr.opcode == wqe_op::kRdmaWrite || wr.opcode == wqe_op::kRdmaWriteImm ||
                        wr.opcode == wqe_op::kRdmaRead || wr.opcode == wqe_op::kAtomicCs || wr.opcode == wqe_op::kAtomicFa;
     if (raddr) {

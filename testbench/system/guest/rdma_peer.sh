@@ -109,6 +109,8 @@ for t in $RDMA_TESTS; do
     run "ibv_srq_pingpong 4 QPs x 10" 60 "$PP_RESULT" ibv_srq_pingpong -d $DEV -g $GIDX -n 10 -q 4
     # UC: the same exchange without ACKs (4 KiB = four packets at the 1024 B path MTU).
     run "ibv_uc_pingpong 4 KiB x 10" 60 "$PP_RESULT" ibv_uc_pingpong -d $DEV -g $GIDX -n 10 -c
+    # UD: datagrams through address handles; each receive holds the 40-byte GRH in front of the data.
+    run "ibv_ud_pingpong 1 KiB x 10" 60 "$PP_RESULT" ibv_ud_pingpong -d $DEV -g $GIDX -n 10 -s 1024 -c
     ;;
   verbs)
     # The client sleeps on completion events, the server busy-polls: both ways get tested.

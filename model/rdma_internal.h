@@ -1,0 +1,58 @@
+#pragma once
+// What the RDMA engine's translation units share (rdma_engine.cpp: RC/UC, rdma_datagram.cpp:
+// UD/QP1): the qpc fields the data path reads, CQE error syndromes, ring constants and model time.
+#include <systemc>
+
+#include <cstdint>
+
+#include "model/bits.h"
+#include "pcie/model_time.h"
+
+namespace hcaemu::model::rdma_internal {
+
+// qpc fields the data path reads (mlx5-device-bringup.md section 6.4; ads at qpc + 0x18).
+namespace qpc {
+inline constexpr Field kPd{0x04, 23, 0};
+inline constexpr Field kMtu{0x08, 31, 29};
+inline constexpr Field kRemoteQpn{0x14, 23, 0};
+inline constexpr Field kAckTimeout{0x20, 31, 27};
+inline constexpr Field kSrcAddrIndex{0x20, 23, 16};
+inline constexpr Field kHopLimit{0x20, 7, 0};
+inline constexpr Field kTclass{0x24, 27, 20};
+inline constexpr Field kFlowLabel{0x24, 19, 0};
+inline constexpr uint32_t kRgid = 0x28;
+inline constexpr Field kDscp{0x38, 21, 16};
+inline constexpr Field kUdpSport{0x38, 15, 0};
+inline constexpr Field kRmacHigh{0x3c, 15, 0};
+inline constexpr Field kRmacLow{0x40, 31, 0};
+inline constexpr Field kRre{0x90, 15, 15};
+inline constexpr Field kRwe{0x90, 14, 14};
+inline constexpr Field kRae{0x90, 13, 13};
+inline constexpr Field kMinRnrNak{0x94, 28, 24};
+inline constexpr Field kState{0x00, 31, 28};
+inline constexpr Field kRetryCount{0x70, 18, 16};
+inline constexpr Field kRnrRetry{0x70, 15, 13};
+inline constexpr Field kQkey{0xa8, 31, 0};
+}  // namespace qpc
+
+// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
+namespace syndrome {
+inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
+inline constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12, kRemoteAccess = 0x13,
+                  kRemoteOperation = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
+}  // namespace syndrome
+
+inline constexpr uint32_t kCounterMask16 = 0xffff;
+inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
+inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
+inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
+inline constexpr uint32_t kMaxDatagram = 4096;  // the largest RoCE path MTU
+
+inline uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+// Spends model time until time_ps (nothing when it has passed).
+inline void wait_until(uint64_t time_ps) {
+  const uint64_t now = now_ps();
+  if (time_ps > now) pcie::consume_model_time(sc_core::sc_time(double(time_ps - now), sc_core::SC_PS));
+}
+
+}  // namespace hcaemu::model::rdma_internal
