@@ -25,10 +25,12 @@ namespace {
 constexpr uint32_t kGrhBytes = 40;
 constexpr uint32_t kQkeyUseQp = 0x80000000u;  // a WR Q_Key with its top bit set means "the QP's own"
 // CQE fields only datagram completions carry (struct mlx5_cqe64).
-constexpr uint32_t kCqeFlagsRqpn = 0x18;       // [29:28] GRH present, [23:0] source QP
-constexpr uint32_t kCqeL4L3HdrType = 0x1d;     // [3:2] L3 header: 1 IPv6, 2 IPv4
+// flags_rqpn: [29:28] GRH present, [25:24] on RoCE the L3 header (0 RoCE v1 GRH, 1 IPv6, 2 IPv4:
+// mlx5_ib turns it into wc->network_hdr_type, which tells the MAD layer how to read the GRH
+// buffer), [23:0] source QP.
+constexpr uint32_t kCqeFlagsRqpn = 0x18;
 constexpr uint32_t kCqeGrhPresent = 1u << 28;
-constexpr uint8_t kCqeL3Ipv6 = 1 << 2, kCqeL3Ipv4 = 2 << 2;
+constexpr uint32_t kCqeRoceIpv6 = 1u << 24, kCqeRoceIpv4 = 2u << 24;
 constexpr uint16_t kEtherTypeVlan = 0x8100, kEtherTypeIpv6 = 0x86dd;
 constexpr uint32_t kIpv4HeaderBytes = 20;  // transport::build_frame sends IHL 5 and parse_frame insists on it
 
@@ -172,8 +174,8 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
   write_cqe(
       f_, qp.cqn_rcv,
       [&](std::span<uint8_t> cqe) {
-        store_be32(&cqe[kCqeFlagsRqpn], kCqeGrhPresent | (packet.deth.src_qp & 0xffffff));
-        cqe[kCqeL4L3HdrType] = ipv6 ? kCqeL3Ipv6 : kCqeL3Ipv4;
+        store_be32(&cqe[kCqeFlagsRqpn],
+                   kCqeGrhPresent | (ipv6 ? kCqeRoceIpv6 : kCqeRoceIpv4) | (packet.deth.src_qp & 0xffffff));
         if (with_imm) store_be32(&cqe[cqe::kImmediate], packet.immediate);
         store_be32(&cqe[cqe::kByteCount], uint32_t(bytes));
         if (qp.rq_type == rq_type::kSrq) store_be32(&cqe[cqe::kSrqnUserIndex], qp.srqn & 0xffffff);

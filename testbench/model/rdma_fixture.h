@@ -63,8 +63,7 @@ struct Cqe {
   uint32_t byte_cnt = 0;
   uint32_t imm = 0;                    // imm_inval_pkey as a BE32
   uint16_t wqe_counter = 0;
-  uint32_t flags_rqpn = 0;             // datagrams: [29:28] GRH, [23:0] source QP
-  uint8_t l3_hdr_type = 0;             // datagrams: l4_hdr_type_etc [3:2]
+  uint32_t flags_rqpn = 0;             // datagrams: [29:28] GRH, [25:24] RoCE L3 header type, [23:0] source QP
 };
 
 // A memory region: an MTT MKEY over host pages allocated in reverse order, so consecutive virtual
@@ -220,7 +219,6 @@ struct RdmaNode : TestFunction {
     c.imm = load_be32(&e[0x24]);
     c.wqe_counter = load_be16(&e[0x3c]);
     c.flags_rqpn = load_be32(&e[0x18]);
-    c.l3_hdr_type = uint8_t((e[0x1d] >> 2) & 3);
     ++cq.ci;
     put32(cq.dbr, cq.ci & 0xffffff);
     return c;

@@ -73,7 +73,7 @@ TEST_F(UdTest, DatagramArrivesBehindItsGrhWithTheSourceQp) {
   EXPECT_EQ(recv[0].qpn, qb.qpn);
   EXPECT_EQ(recv[0].flags_rqpn & 0xffffff, qa.qpn);
   EXPECT_NE(recv[0].flags_rqpn & (3u << 28), 0u) << "GRH present";
-  EXPECT_EQ(recv[0].l3_hdr_type, kL3Ipv4);
+  EXPECT_EQ((recv[0].flags_rqpn >> 24) & 3, kL3Ipv4) << "network header type IPv4";
   const auto grh = b.get(dst, 0, kGrh);
   EXPECT_EQ(std::vector<uint8_t>(grh.begin(), grh.begin() + 20), std::vector<uint8_t>(20, 0));
   EXPECT_EQ(grh[20], 0x45) << "the IPv4 header in the second half";

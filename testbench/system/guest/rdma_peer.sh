@@ -3,7 +3,7 @@
 #   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
 #   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
 #   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
-#   RDMA_TESTS (words from: pingpong verbs perftest bench)
+#   RDMA_TESTS (words from: pingpong cm verbs perftest bench)
 #   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
 # hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
 # its connection until the server listens. Each tool pair gets its own TCP port, so a pair that fails
@@ -79,8 +79,8 @@ run() {
     while :; do
       timeout "$secs" "$@" -p $PORT 10.9.0.$PEER > /tmp/out 2>&1
       rc=$?
-      # Not listening yet: try again for a while.
-      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
+      # Not listening yet: try again for a while (rdma_cm tools see a CM reject, "invalid service ID").
+      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused|REJECTED" /tmp/out || break
       tries=$((tries + 1))
       sleep 1
     done
@@ -111,6 +111,25 @@ for t in $RDMA_TESTS; do
     run "ibv_uc_pingpong 4 KiB x 10" 60 "$PP_RESULT" ibv_uc_pingpong -d $DEV -g $GIDX -n 10 -c
     # UD: datagrams through address handles; each receive holds the 40-byte GRH in front of the data.
     run "ibv_ud_pingpong 1 KiB x 10" 60 "$PP_RESULT" ibv_ud_pingpong -d $DEV -g $GIDX -n 10 -s 1024 -c
+    ;;
+  cm)
+    # rdma_cm: connection setup through CM MADs on QP1 (UD), then RC; addresses are IPv4.
+    modprobe rdma_ucm 2>/dev/null
+    # run() ends a client's command line with "-p PORT PEER"; these tools want the peer as an option.
+    cat > /tmp/cm_tool <<'SH'
+#!/bin/sh
+tool=$1 port=$3 peer=$4
+case $tool in
+  rping) if [ -n "$peer" ]; then rping -c -a "$peer" -p "$port" -C 10 -S 4096 -V
+         else rping -s -a 0.0.0.0 -p "$port" -C 10 -S 4096 -V; fi || exit
+         echo "rping: 10 pings of 4096 B, data validated" ;;
+  ucmatose) if [ -n "$peer" ]; then exec ucmatose -s "$peer" -p "$port" -c 2 -C 10
+            else exec ucmatose -p "$port" -c 2 -C 10; fi ;;
+esac
+SH
+    chmod +x /tmp/cm_tool
+    run "rping 4 KiB x 10 (rdma_cm)" 60 'rping:' /tmp/cm_tool rping
+    run "ucmatose 2 connections (rdma_cm)" 60 'test complete|return status' /tmp/cm_tool ucmatose
     ;;
   verbs)
     # The client sleeps on completion events, the server busy-polls: both ways get tested.
