@@ -145,6 +145,11 @@ SH
     done
     run "ib_atomic_bw (8 B)" 60 "$PERF_RESULT" ib_atomic_bw $PERF -n 20 --report_gbits
     run "ib_atomic_lat (8 B)" 60 "$PERF_RESULT" ib_atomic_lat $PERF -n 50
+    # The other connection types perftest offers: UD SENDs (one MTU-sized datagram each) and UC.
+    run "ib_send_bw -c UD -s 1024" 60 "$PERF_RESULT" ib_send_bw $PERF -c UD -s 1024 -n 20 --report_gbits
+    run "ib_send_lat -c UD -s 1024" 60 "$PERF_RESULT" ib_send_lat $PERF -c UD -s 1024 -n 50
+    run "ib_write_bw -c UC -s 65536" 60 "$PERF_RESULT" ib_write_bw $PERF -c UC -s 65536 -n 20 --report_gbits
+    run "ib_send_lat -c UC -s 64" 60 "$PERF_RESULT" ib_send_lat $PERF -c UC -s 64 -n 50
     ;;
   bench)  # the figures of bench/rdma_compare.sh
     run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-2000} --report_gbits
