@@ -166,6 +166,49 @@ TEST_F(RdmaTest, SendWithInvalidateOfAKeyThatCannotBeInvalidated) {
   expect_works(fresh);
 }
 
+// Two QPs at B receive through one SRQ (what ibv_srq_pingpong does): each message takes the next
+// WQE of the shared list whichever QP it arrives on, the CQE names the QP and the SRQ; with the SRQ
+// empty the responder sends an RNR NAK and the message lands once a WQE is posted.
+TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
+  Srq& srq = b.make_srq();
+  Cq& sa = a.make_cq();
+  Cq& ra = a.make_cq();
+  Cq& sb = b.make_cq();
+  Cq& rb = b.make_cq();
+  Connection c1{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
+  Connection c2{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
+  p.bring_up(*c1.a, *c1.b, {});
+  p.bring_up(*c2.a, *c2.b, {});
+  const Mr src = a.reg_mr(4096), dst = b.reg_mr(3 * 4096);
+  a.put(src, 0, pattern(4096, 61));
+  const uint16_t w0 = b.post_srq_recv(srq, {{dst.va(0), 4096, dst.key}});
+  const uint16_t w1 = b.post_srq_recv(srq, {{dst.va(4096), 100, dst.key}, {dst.va(8192), 4000, dst.key}});
+  a.post_send(*c2.a, {.sges = {{src.va(0), 3000, src.key}}});  // c2 first: it takes the head, w0
+  a.post_send(*c1.a, {.sges = {{src.va(100), 2000, src.key}}});
+  p.pump();
+  auto recv = b.drain(rb);
+  ASSERT_EQ(recv.size(), 2u);
+  expect_responder(recv[0], kCqeRespSend, w0, c2.b->qpn, 3000);
+  expect_responder(recv[1], kCqeRespSend, w1, c1.b->qpn, 2000);
+  EXPECT_EQ(recv[0].srqn, srq.srqn);
+  EXPECT_EQ(recv[1].srqn, srq.srqn);
+  EXPECT_EQ(b.get(dst, 0, 3000), a.get(src, 0, 3000));
+  EXPECT_EQ(b.get(dst, 4096, 100), a.get(src, 100, 100)) << "first SGE of w1";
+  EXPECT_EQ(b.get(dst, 8192, 1900), a.get(src, 200, 1900)) << "second SGE of w1";
+  EXPECT_EQ(a.drain(sa).size(), 2u);
+  // The SRQ is empty now: RNR, then a WQE is posted and the retry lands in it.
+  a.post_send(*c1.a, {.sges = {{src.va(0), 64, src.key}}});
+  p.pump();
+  EXPECT_EQ(b.engine.counters().rnr_naks_sent, 1u);
+  const uint16_t w2 = b.post_srq_recv(srq, {{dst.va(0), 64, dst.key}});
+  ASSERT_TRUE(p.fire_timers(a));
+  p.pump();
+  recv = b.drain(rb);
+  ASSERT_EQ(recv.size(), 1u);
+  expect_responder(recv[0], kCqeRespSend, w2, c1.b->qpn, 64);
+  EXPECT_EQ(b.f.resources.srqs.find(srq.srqn)->consumed, 3u);
+}
+
 TEST_F(RdmaTest, ZeroLengthSend) {
   auto c = p.connect();
   const Mr dst = b.reg_mr(64);

@@ -63,6 +63,7 @@ struct Cqe {
   uint32_t byte_cnt = 0;
   uint32_t imm = 0;                    // imm_inval_pkey as a BE32
   uint16_t wqe_counter = 0;
+  uint32_t srqn = 0;                   // srqn_uidx [23:0] (receives through an SRQ)
   uint32_t flags_rqpn = 0;             // datagrams: [29:28] GRH, [25:24] RoCE L3 header type, [23:0] source QP
 };
 
@@ -86,6 +87,15 @@ struct Qp {
   uint64_t rq_bytes() const { return (uint64_t(1) << log_rq_size) << (4 + log_rq_stride); }
   uint64_t sq_bytes() const { return (uint64_t(1) << log_sq_size) * 64; }
   uint32_t rq_max_sges() const { return (16u << log_rq_stride) / 16; }
+};
+
+// A shared receive queue as libmlx5 lays it out: WQEs linked through their next segment, initially
+// slot i -> i + 1; the device takes them from the head and follows the links.
+struct Srq {
+  uint32_t srqn = 0, log_size = 4, log_stride = 3;  // 16 x 128-byte WQEs: next segment + 7 SGEs
+  uint64_t buffer = 0, dbr = 0;
+  uint32_t posted = 0;  // WQEs posted (the doorbell record counter)
+  uint32_t stride() const { return 16u << log_stride; }
 };
 
 // A scatter/gather entry as the application gives it.
@@ -146,6 +156,7 @@ struct RdmaNode : TestFunction {
   std::optional<WallClock::time_point> deadline;  // earliest timer the engine announced
   std::deque<Cq> cqs;
   std::deque<Qp> qps;
+  std::deque<Srq> srqs;
   uint64_t next_iova = 0;
   uint8_t next_variant = 0;
 
@@ -219,6 +230,7 @@ struct RdmaNode : TestFunction {
     c.imm = load_be32(&e[0x24]);
     c.wqe_counter = load_be16(&e[0x3c]);
     c.flags_rqpn = load_be32(&e[0x18]);
+    c.srqn = load_be32(&e[0x20]) & 0xffffff;
     ++cq.ci;
     put32(cq.dbr, cq.ci & 0xffffff);
     return c;
@@ -296,7 +308,7 @@ struct RdmaNode : TestFunction {
   }
 
   // ---- QP ----
-  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc) {
+  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr) {
     Qp& qp = qps.emplace_back();
     qp.pd = pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;
@@ -318,6 +330,10 @@ struct RdmaNode : TestFunction {
     set(qpc, Field{0x7c, 23, 0}, scq.cqn);
     set(qpc, Field{0x9c, 23, 0}, rcq.cqn);
     set64(qpc, 0xa0, qp.dbr);
+    if (srq != nullptr) {
+      set(qpc, Field{0xac, 26, 24}, rq_type::kSrq);
+      set(qpc, Field{0xac, 23, 0}, srq->srqn);
+    }
     put_pas(in, 0x110, pages);
     EXPECT_EQ(run(0x500, in), 0);
     qp.qpn = object();
@@ -482,6 +498,46 @@ struct RdmaNode : TestFunction {
       EXPECT_TRUE(ring(qp));
     }
     return index;
+  }
+
+  // ---- Shared receive queue ----
+  // CREATE_SRQ as mlx5_ib sends it for ibv_create_srq (srqc at 0x10, one page of WQEs).
+  Srq& make_srq() {
+    Srq& srq = srqs.emplace_back();
+    srq.buffer = page(uint64_t(srq.stride()) << srq.log_size);
+    srq.dbr = page();
+    for (uint32_t i = 0; i < (1u << srq.log_size); ++i) {  // the free list, as mlx5_alloc_srq_buf links it
+      std::array<uint8_t, 4> next{};
+      store_be16(&next[2], uint16_t((i + 1) & ((1u << srq.log_size) - 1)));
+      EXPECT_TRUE(memory.write(srq.buffer + uint64_t(i) * srq.stride(), next));
+    }
+    auto in = input(0x110);
+    store_be32(&in[0x10], srq.log_size << 24);
+    store_be32(&in[0x14], srq.log_stride << 24);
+    store_be32(&in[0x28], pd);
+    store_be64(&in[0x38], srq.dbr);
+    put_pas(in, 0x110, {srq.buffer});
+    EXPECT_EQ(run(0x700, in), 0);
+    srq.srqn = object();
+    return srq;
+  }
+  // Fills the WQE at the producer (keeping its link) and moves the doorbell record. Returns its index.
+  uint16_t post_srq_recv(Srq& srq, const std::vector<Sg>& sges) {
+    const uint32_t slot = srq.posted & ((1u << srq.log_size) - 1);
+    const uint64_t at = srq.buffer + uint64_t(slot) * srq.stride();
+    std::vector<uint8_t> w = read(at, srq.stride());
+    std::fill(w.begin() + 16, w.end(), 0);
+    EXPECT_LE(sges.size(), srq.stride() / 16 - 1);
+    for (size_t i = 0; i < sges.size(); ++i) {
+      store_be32(&w[16 + 16 * i], sges[i].length);
+      store_be32(&w[16 + 16 * i + 4], sges[i].lkey);
+      store_be64(&w[16 + 16 * i + 8], sges[i].addr);
+    }
+    if (16 * (sges.size() + 1) < srq.stride()) store_be32(&w[16 + 16 * sges.size() + 4], wqe_format::kInvalidLkey);
+    EXPECT_TRUE(memory.write(at, w));
+    ++srq.posted;
+    put32(srq.dbr, srq.posted & 0xffff);
+    return uint16_t(slot);
   }
 
   // ---- Receive queue ----
