@@ -20,6 +20,12 @@ constexpr uint8_t kSynLocalLength = 0x01;
 constexpr uint32_t kQkey = 0x11111111, kGrh = 40;
 constexpr uint8_t kL3Ipv4 = 2;
 
+// The opcode and WQE index of a CQE (what tells which receive or send completed, and how).
+void expect_cqe(const Cqe& c, uint8_t opcode, uint16_t index) {
+  EXPECT_EQ(c.opcode, opcode);
+  EXPECT_EQ(c.wqe_counter, index);
+}
+
 struct UdTest : ::testing::Test {
   RdmaPair p;
   RdmaNode& a = p.a;
@@ -54,8 +60,7 @@ TEST_F(UdTest, DatagramArrivesBehindItsGrhWithTheSourceQp) {
   const uint16_t sindex = a.post_send(qa, datagram(1500));
   auto sent = a.drain(a_scq);
   ASSERT_EQ(sent.size(), 1u) << "complete once on the wire, before any answer";
-  EXPECT_EQ(sent[0].opcode, kCqeReq);
-  EXPECT_EQ(sent[0].wqe_counter, sindex);
+  expect_cqe(sent[0], kCqeReq, sindex);
   EXPECT_EQ(sent[0].send_opcode, wqe_op::kSend);
   p.pump();
   ASSERT_EQ(seen.size(), 1u) << "one packet, no ACK";
@@ -67,8 +72,7 @@ TEST_F(UdTest, DatagramArrivesBehindItsGrhWithTheSourceQp) {
   EXPECT_EQ(parsed.packet.udp_sport, 0xc123);
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 1u);
-  EXPECT_EQ(recv[0].opcode, kCqeRespSend);
-  EXPECT_EQ(recv[0].wqe_counter, rindex);
+  expect_cqe(recv[0], kCqeRespSend, rindex);
   EXPECT_EQ(recv[0].byte_cnt, 1500 + kGrh);
   EXPECT_EQ(recv[0].qpn, qb.qpn);
   EXPECT_EQ(recv[0].flags_rqpn & 0xffffff, qa.qpn);
@@ -106,8 +110,7 @@ TEST_F(UdTest, WrongQkeyOrNoReceiveIsDroppedAndTheQpStaysUp) {
   p.pump();
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 1u);
-  EXPECT_EQ(recv[0].opcode, kCqeRespSend);
-  EXPECT_EQ(recv[0].wqe_counter, rindex);
+  expect_cqe(recv[0], kCqeRespSend, rindex);
   EXPECT_EQ(a.drain(a_scq).size(), 3u) << "every send completed: nobody answers a datagram";
   EXPECT_EQ(b.state(qb), QpState::kRts);
 }
@@ -120,11 +123,9 @@ TEST_F(UdTest, DatagramLongerThanTheReceiveCompletesThatReceiveInError) {
   p.pump();
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 2u);
-  EXPECT_EQ(recv[0].opcode, kCqeRespErr);
+  expect_cqe(recv[0], kCqeRespErr, small);
   EXPECT_EQ(recv[0].syndrome, kSynLocalLength);
-  EXPECT_EQ(recv[0].wqe_counter, small);
-  EXPECT_EQ(recv[1].opcode, kCqeRespSend);
-  EXPECT_EQ(recv[1].wqe_counter, next);
+  expect_cqe(recv[1], kCqeRespSend, next);
   EXPECT_EQ(b.state(qb), QpState::kRts);
   EXPECT_EQ(b.get(dst, 4096 + kGrh, 100), a.get(src, 0, 100));
 }
@@ -162,8 +163,7 @@ TEST_F(UdTest, TheGsiQpIsQpOneOnTheWire) {
   EXPECT_EQ(parse(seen[0]).packet.deth.src_qp, 1u);
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 1u);
-  EXPECT_EQ(recv[0].opcode, kCqeRespSend);
-  EXPECT_EQ(recv[0].wqe_counter, rindex);
+  expect_cqe(recv[0], kCqeRespSend, rindex);
   EXPECT_EQ(recv[0].qpn, gb.qpn);
   EXPECT_EQ(recv[0].flags_rqpn & 0xffffff, 1u);
   EXPECT_EQ(b.get(dst, kGrh, 256), a.get(src, 0, 256));
@@ -174,8 +174,7 @@ TEST_F(UdTest, ModifyToErrorFlushesPostedReceives) {
   b.to_error(qb);
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 1u);
-  EXPECT_EQ(recv[0].opcode, kCqeRespErr);
-  EXPECT_EQ(recv[0].wqe_counter, r0);
+  expect_cqe(recv[0], kCqeRespErr, r0);
 }
 
 }  // namespace
