@@ -20,6 +20,7 @@
 #include "common/endian.h"
 #include "common/log.h"
 #include "model/command_queue.h"
+#include "model/firmware.h"
 #include "model/init_segment.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "sriov/hca_device.h"
@@ -38,10 +39,7 @@ constexpr uint64_t kEqRing = kRamBase + 0x40000;
 constexpr uint64_t kCqRing = kRamBase + 0x50000;
 constexpr uint64_t kCqDoorbellRecord = kRamBase + 0x60000;
 
-// model::command_name() knows the opcodes the model logs; DEALLOC_PD is not among them.
-std::string name(uint16_t opcode) {
-  return opcode == 0x801 ? "DEALLOC_PD" : std::string(model::command_name(opcode));
-}
+std::string name(uint16_t opcode) { return std::string(model::Firmware::command_name(opcode)); }
 
 // Host RAM that tells the host thread when the device hands a command entry back: the engine's
 // last DMA for a command is the one byte holding the ownership bit.

@@ -25,47 +25,6 @@ constexpr uint8_t kOwnedByHardware = 0x1;
 
 }  // namespace
 
-std::string_view command_name(uint16_t opcode) {
-  switch (opcode) {
-    case 0x100: return "QUERY_HCA_CAP";
-    case 0x101: return "QUERY_ADAPTER";
-    case 0x102: return "INIT_HCA";
-    case 0x103: return "TEARDOWN_HCA";
-    case 0x104: return "ENABLE_HCA";
-    case 0x105: return "DISABLE_HCA";
-    case 0x107: return "QUERY_PAGES";
-    case 0x108: return "MANAGE_PAGES";
-    case 0x109: return "SET_HCA_CAP";
-    case 0x10a: return "QUERY_ISSI";
-    case 0x10b: return "SET_ISSI";
-    case 0x10d: return "SET_DRIVER_VERSION";
-    case 0x200: return "CREATE_MKEY";
-    case 0x201: return "QUERY_MKEY";
-    case 0x202: return "DESTROY_MKEY";
-    case 0x301: return "CREATE_EQ";
-    case 0x302: return "DESTROY_EQ";
-    case 0x400: return "CREATE_CQ";
-    case 0x401: return "DESTROY_CQ";
-    case 0x500: return "CREATE_QP";
-    case 0x501: return "DESTROY_QP";
-    case 0x700: return "CREATE_SRQ";
-    case 0x705: return "CREATE_XRC_SRQ";
-    case 0x750: return "QUERY_VPORT_STATE";
-    case 0x754: return "QUERY_NIC_VPORT_CONTEXT";
-    case 0x755: return "MODIFY_NIC_VPORT_CONTEXT";
-    case 0x761: return "SET_ROCE_ADDRESS";
-    case 0x771: return "ALLOC_Q_COUNTER";
-    case 0x800: return "ALLOC_PD";
-    case 0x802: return "ALLOC_UAR";
-    case 0x805: return "ACCESS_REG";
-    case 0x80e: return "ALLOC_XRCD";
-    case 0x816: return "ALLOC_TRANSPORT_DOMAIN";
-    case 0x90c: return "CREATE_RMP";
-    case 0x930: return "CREATE_FLOW_TABLE";
-    default: return "UNKNOWN";
-  }
-}
-
 bool CommandQueue::gather_input(pcie::HostMemory& memory, uint64_t block_address, uint32_t length, uint8_t token,
                                 std::vector<uint8_t>& input, Delivery& error) {
   std::array<uint8_t, kMailboxSize> block{};

@@ -57,7 +57,6 @@ enum class CommandStatus : uint8_t {
   kBadOutputLength = 0x51,
 };
 
-std::string_view command_name(uint16_t opcode);  // "ENABLE_HCA", or "UNKNOWN" when we do not know it
 
 struct CommandRequest {
   uint16_t opcode = 0;

@@ -35,7 +35,7 @@ const CommandHandler2* CommandTable::find(uint16_t opcode) const {
 
 std::string_view CommandTable::name(uint16_t opcode) const {
   auto it = handlers_.find(opcode);
-  return it == handlers_.end() ? command_name(opcode) : it->second.name;
+  return it == handlers_.end() ? std::string_view("UNKNOWN") : it->second.name;
 }
 
 void FunctionContext::reset_objects() {
@@ -51,13 +51,26 @@ void FunctionContext::reset_objects() {
   q_counters.clear();
 }
 
-Firmware::Firmware(FunctionContext& function) : function_(function) {
-  register_lifecycle_commands(table_);
-  register_hca_commands(table_);
-  register_resource_commands(table_);
-  register_eth_commands(table_);
-  register_counter_commands(table_);
-  register_mad_commands(table_);
+namespace {
+void register_all_commands(CommandTable& table) {
+  register_lifecycle_commands(table);
+  register_hca_commands(table);
+  register_resource_commands(table);
+  register_eth_commands(table);
+  register_counter_commands(table);
+  register_mad_commands(table);
+}
+}  // namespace
+
+Firmware::Firmware(FunctionContext& function) : function_(function) { register_all_commands(table_); }
+
+std::string_view Firmware::command_name(uint16_t opcode) {
+  static const CommandTable names = [] {
+    CommandTable table;
+    register_all_commands(table);
+    return table;
+  }();
+  return names.name(opcode);
 }
 
 void Firmware::reset() { function_.reset_objects(); }
@@ -68,8 +81,8 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
   if (handler == nullptr) {
     ++unsupported_;
     if (reported_.insert(request.opcode).second)
-      log().warn("firmware: command {} ({:#06x}) op_mod {:#x} is not supported; answering BAD_OPCODE",
-                 command_name(request.opcode), request.opcode, request.op_mod);
+      log().warn("firmware: command {:#06x} op_mod {:#x} is not supported; answering BAD_OPCODE", request.opcode,
+                 request.op_mod);
     set(output, mbox::kStatus, uint32_t(CommandStatus::kBadOpcode));
     set(output, mbox::kSyndrome, unsupported_syndrome(request.opcode));
     return;

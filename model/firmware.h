@@ -34,6 +34,8 @@ class Firmware {
   uint64_t unsupported_commands() const { return unsupported_; }
   uint64_t failed_commands() const { return failed_; }
   const CommandTable& table() const { return table_; }
+  // The name the firmware knows a command by ("ENABLE_HCA"), "UNKNOWN" for one it does not implement.
+  static std::string_view command_name(uint16_t opcode);
 
  private:
   FunctionContext& function_;

@@ -26,9 +26,11 @@ bool Eswitch::set_admin_up(uint16_t vport, bool up) {
   return true;
 }
 
-bool Eswitch::set_unicast_list(uint16_t vport, std::vector<Mac> macs) {
+bool Eswitch::set_unicast_list(uint16_t vport, std::span<const Mac> macs) {
   if (vport >= vports_.size()) return false;
-  vports_[vport].unicast = std::move(macs);
+  // Called for every frame sent: an unchanged list costs a compare, not an allocation.
+  std::vector<Mac>& unicast = vports_[vport].unicast;
+  if (!std::equal(unicast.begin(), unicast.end(), macs.begin(), macs.end())) unicast.assign(macs.begin(), macs.end());
   return true;
 }
 

@@ -32,7 +32,7 @@ class Eswitch {
   // Adds a vport (PF first, then VF n = vport n + 1 by convention); returns its number.
   uint16_t add_vport(const Mac& permanent_mac, Deliver deliver);
   bool set_admin_up(uint16_t vport, bool up);
-  bool set_unicast_list(uint16_t vport, std::vector<Mac> macs);  // in addition to the permanent MAC
+  bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
 
   // A frame sent by `vport` (its SQ engine's EthernetPort::transmit).
   void transmit(uint16_t vport, std::span<const uint8_t> frame);

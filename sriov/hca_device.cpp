@@ -68,7 +68,7 @@ void HcaDevice::sync_vports() {
   auto sync = [this](uint16_t vport, FunctionPort& port) {
     const model::FunctionContext& f = port.hca().context();
     eswitch_.set_admin_up(vport, port.present() && f.vport.up(f.port.state()));
-    eswitch_.set_unicast_list(vport, std::vector<Mac>(f.vport.uc_addresses.begin(), f.vport.uc_addresses.end()));
+    eswitch_.set_unicast_list(vport, f.vport.uc_addresses);
   };
   sync(0, *pf_port_);
   for (size_t i = 0; i < vf_ports_.size(); ++i) sync(uint16_t(i + 1), *vf_ports_[i]);

@@ -150,8 +150,9 @@ TEST(Firmware, UnknownCommandsGetBadOpcodeAndNamedSyndrome) {
   EXPECT_EQ(out[0], uint8_t(CommandStatus::kBadOpcode));
   EXPECT_EQ(load_be32(&out[4]), Firmware::unsupported_syndrome(0x7ff));
   EXPECT_EQ(fw.unsupported_commands(), 1u);
-  EXPECT_EQ(command_name(0x104), "ENABLE_HCA");
-  EXPECT_EQ(command_name(0xfff), "UNKNOWN");
+  EXPECT_EQ(Firmware::command_name(0x104), "ENABLE_HCA");
+  EXPECT_EQ(Firmware::command_name(0x801), "DEALLOC_PD");
+  EXPECT_EQ(Firmware::command_name(0xfff), "UNKNOWN");
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TEST(Eswitch, ForwardsUnicastToTheOwnerOnly) {
   ThreeVports t;
   t.sw.transmit(0, frame_to(t.mac[2]));
   EXPECT_EQ(t.got, (std::vector<int>{0, 0, 1}));
-  t.sw.set_unicast_list(1, {{2, 0, 0, 0, 0, 0x77}});
+  const std::vector<Mac> extra{{2, 0, 0, 0, 0, 0x77}};
+  t.sw.set_unicast_list(1, extra);
   t.sw.transmit(2, frame_to({2, 0, 0, 0, 0, 0x77}));
   EXPECT_EQ(t.got, (std::vector<int>{0, 1, 1}));
   EXPECT_EQ(t.sw.counters().forwarded, 2u);
