@@ -1,11 +1,13 @@
 #pragma once
-// What the RDMA engine's translation units share (rdma_engine.cpp: RC/UC, rdma_datagram.cpp:
-// UD/QP1): the qpc fields the data path reads, CQE error syndromes, ring constants and model time.
+// What the RDMA engine's translation units share (rdma_engine.cpp: frames, errors, receive dispatch;
+// rdma_requester.cpp and rdma_responder.cpp: RC/UC; rdma_datagram.cpp: UD/QP1): the qpc fields the data path reads, CQE error syndromes, ring constants and model time.
 #include <systemc>
 
 #include <cstdint>
 
 #include "model/bits.h"
+#include "model/resources.h"
+#include "model/send_wqe.h"
 #include "pcie/model_time.h"
 
 namespace hcaemu::model::rdma_internal {
@@ -47,6 +49,16 @@ inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WR
 inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
 inline constexpr uint32_t kMaxDatagram = 4096;  // the largest RoCE path MTU
+
+inline uint32_t pmtu_of(const QueuePair& qp) {
+  const uint32_t mtu = get(qp.context, qpc::kMtu);
+  return mtu >= 1 && mtu <= 5 ? 256u << (mtu - 1) : 1024u;
+}
+
+inline uint32_t packets_for(uint64_t length, uint32_t pmtu) { return length == 0 ? 1 : uint32_t((length + pmtu - 1) / pmtu); }
+
+inline bool is_read(uint8_t opcode) { return opcode == wqe_op::kRdmaRead; }
+inline bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || opcode == wqe_op::kAtomicFa; }
 
 inline uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
 // Spends model time until time_ps (nothing when it has passed).
