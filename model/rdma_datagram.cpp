@@ -17,7 +17,6 @@
 
 namespace hcaemu::model {
 
-using transport::RocePacket;
 using namespace rdma_internal;
 
 namespace {

@@ -9,8 +9,15 @@
 #include "model/resources.h"
 #include "model/send_wqe.h"
 #include "pcie/model_time.h"
+#include "transport/ib_opcodes.h"
+#include "transport/roce_packet.h"
 
 namespace hcaemu::model::rdma_internal {
+
+namespace op = transport::opcode;
+using transport::psn_add;
+using transport::psn_diff;
+using transport::RocePacket;
 
 // qpc fields the data path reads (mlx5-device-bringup.md section 6.4; ads at qpc + 0x18).
 namespace qpc {

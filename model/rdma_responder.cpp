@@ -3,26 +3,18 @@
 #include "model/rdma_engine.h"
 
 #include <algorithm>
-#include <array>
 
 #include "common/endian.h"
 #include "common/log.h"
-#include "model/bits.h"
 #include "model/completion_queue.h"
 #include "model/doorbell_unit.h"
 #include "model/function_context.h"
 #include "model/memory_protection.h"
 #include "model/rdma_internal.h"
 #include "model/recv_wqe.h"
-#include "pcie/model_time.h"
-#include "transport/ib_opcodes.h"
 
 namespace hcaemu::model {
 
-namespace op = transport::opcode;
-using transport::psn_add;
-using transport::psn_diff;
-using transport::RocePacket;
 using namespace rdma_internal;
 
 // ---------------------------------------------------------------------------------------------
