@@ -6,6 +6,8 @@
 // in error, and the QP stays up. QP1 answers to QPN 1 on the wire and sends from source QP 1.
 #include <systemc>
 
+#include <random>
+
 #include "testbench/model/rdma_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -175,6 +177,51 @@ TEST_F(UdTest, ModifyToErrorFlushesPostedReceives) {
   auto recv = b.drain(b_rcq);
   ASSERT_EQ(recv.size(), 1u);
   expect_cqe(recv[0], kCqeRespErr, r0);
+}
+
+// Hostile datagram WQEs: random opcodes, lengths, keys, inline data and address vectors (GID index,
+// destination QP, Q_Key, MAC bytes). The engines answer each with a completion or an error CQE, the
+// wire drains, QPs end in RTS or ERR (and come back through RESET), and nothing crashes.
+TEST_F(UdTest, RandomDatagramWqesAndAddressVectors) {
+  std::mt19937_64 rng(0xd1a6);
+  auto pick = [&](uint64_t n) { return rng() % n; };
+  const uint8_t opcodes[] = {wqe_op::kSend, wqe_op::kSendImm, wqe_op::kNop, wqe_op::kRdmaWrite, wqe_op::kSendInval, 0x0e};
+  uint64_t good = 0, errors = 0;
+  for (int iteration = 0; iteration < 1500; ++iteration) {
+    SCOPED_TRACE(iteration);
+    while (b.state(qb) == QpState::kRts && ((qb.rq_head - b.state_of(qb).rq_consumer) & 0xffff) < 4) {
+      const uint32_t size = 1 + uint32_t(pick(5000));
+      b.post_recv(qb, {{dst.va(pick(8192 - std::min<uint32_t>(size, 8192))), std::min<uint32_t>(size, 8192), dst.key}});
+    }
+    Wr wr{.opcode = opcodes[pick(std::size(opcodes))], .imm = uint32_t(rng()), .signalled = pick(3) != 0,
+          .av = a.address_vector(b, pick(8) ? qb.qpn : uint32_t(rng()) & 0xffffff, pick(6) ? kQkey : uint32_t(rng()))};
+    for (uint32_t i = pick(3); i > 0; --i) {
+      const uint32_t length = uint32_t(pick(5000));
+      wr.sges.push_back({src.va(pick(8192)), length, pick(8) ? src.key : dst.key});
+    }
+    if (pick(5) == 0) wr.inline_data = pattern(pick(200), uint32_t(iteration));
+    for (int flips = int(pick(3)); flips > 0; --flips) (*wr.av)[pick(48)] = uint8_t(rng());  // a damaged address
+    a.post_send(qa, wr);
+    ASSERT_LT(p.pump(), 16u) << "a datagram is one packet and is never answered";
+    for (Cq* cq : {&a_scq, &a_rcq, &b_scq, &b_rcq}) {
+      for (const Cqe& e : (cq == &a_scq || cq == &a_rcq ? a : b).drain(*cq)) {
+        EXPECT_TRUE(e.opcode == kCqeReq || e.opcode == kCqeRespSend || e.opcode == kCqeRespSendImm ||
+                    e.opcode == kCqeReqErr || e.opcode == kCqeRespErr)
+            << int(e.opcode);
+        (e.opcode >= kCqeReqErr ? errors : good)++;
+      }
+    }
+    for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&a, &qa}, {&b, &qb}}) {
+      const QpState state = node->state(*qp);
+      ASSERT_TRUE(state == QpState::kRts || state == QpState::kError) << qp_state_name(state);
+      if (state == QpState::kError) {  // what an application does: back to RESET and up again
+        node->to_reset(*qp);
+        node->bring_up_ud(*qp, kQkey);
+      }
+    }
+  }
+  EXPECT_GT(good, 100u);
+  EXPECT_GT(errors, 100u);
 }
 
 }  // namespace
