@@ -2,7 +2,7 @@
 # Full-system test: RDMA (RoCE v2, RC) between two VMs through the emulated HCA. One VM on the PF
 # (server), one on VF0 (client) of the same hcaemu; each brings up the unmodified mlx5_core and
 # mlx5_ib, and they run guest/rdma_peer.sh: ibv_rc_pingpong (polling and events), ibv_srq/uc/ud_pingpong,
-# rping over rdma_cm (ucmatose with RDMA_TESTS=cm-multi), hca_verbs_check,
+# rping and ucmatose (two connections) over rdma_cm, hca_verbs_check,
 # and perftest's write/read/send/atomic bw and lat tests.
 # hcaemu writes a pcap and a latency trace of the run: tshark must dissect every RoCE frame without
 # a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it.

@@ -3,11 +3,12 @@
 #   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
 #   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
 #   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
-#   RDMA_TESTS (words from: pingpong cm cm-multi verbs perftest bench)
+#   RDMA_TESTS (words from: pingpong cm verbs perftest bench)
 #   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
 # hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
-# its connection until the server listens. Each tool pair gets its own TCP port, so a pair that fails
-# cannot disturb the next one, and every run has a timeout, so both sides stay in step.
+# its connection until the server listens (rdma_cm tools: waits until it does, see CM_START). Each
+# tool pair gets its own TCP port, so a pair that fails cannot disturb the next one, and every run
+# has a timeout, so both sides stay in step.
 status=0
 check() {
   what=$1; shift
@@ -57,10 +58,33 @@ check "IPv4 ping to the peer" ping -c 3 -W 2 10.9.0.$PEER
 # --- one tool on both sides ------------------------------------------------------------------
 PORT=18600
 TIMEOUTS=0
+# rdma_cm tools start in step: the client cannot simply retry a refused start, as a tool with two
+# connections whose first REQ came before the server listened and whose second was accepted leaves
+# the server half-connected (it sees the client's consumer reject, 28, and gives up). The server
+# opens TCP port PORT+1000 once the kernel lists the tool's listening cm_id; the client waits for it.
+CM_START=
+announce_listening() {  # PORT SECONDS (server, in the background)
+  seen=
+  for _ in $(seq 100); do
+    rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:$1 " && seen=1 && break
+    sleep 0.2
+  done
+  [ -n "$seen" ] || echo "NOTE: no listening cm_id on port $1 after 20 s; telling the client to start anyway"
+  timeout "$2" nc -l -p $(($1 + 1000)) </dev/null >/dev/null 2>&1
+}
+wait_for_listener() {  # PORT SECONDS (client)
+  for _ in $(seq "$2"); do
+    timeout 5 nc 10.9.0.$PEER $(($1 + 1000)) </dev/null >/dev/null 2>&1 && return
+    sleep 1
+  done
+  echo "no listening rdma_cm server on port $1 after $2 s"
+}
+
 # run NAME SECONDS RESULT_PATTERN TOOL ARGS...: runs the tool as server or client (with -p PORT and,
 # on the client, the server's address), then reports its exit status and the last line of its
 # output that matches RESULT_PATTERN. After 3 runs that timed out, the others are skipped (failed):
-# the data path is broken and the whole test must stay bounded.
+# the data path is broken and the whole test must stay bounded. With CM_START=1 the two sides
+# start as described above instead of the client retrying.
 run() {
   name=$1 secs=$2 pattern=$3
   shift 3
@@ -71,16 +95,26 @@ run() {
     return
   fi
   echo "RUN: $* -p $PORT$([ "$ROLE" = client ] && echo " 10.9.0.$PEER")"
-  if [ "$ROLE" = server ]; then
+  if [ "$ROLE" = server ] && [ -n "$CM_START" ]; then
+    timeout "$secs" "$@" -p $PORT > /tmp/out 2>&1 &
+    tool=$!
+    announce_listening $PORT "$secs" &
+    wait $tool
+    rc=$?
+  elif [ "$ROLE" = server ]; then
     timeout "$secs" "$@" -p $PORT > /tmp/out 2>&1
+    rc=$?
+  elif [ -n "$CM_START" ]; then
+    wait_for_listener $PORT "$secs" > /tmp/out
+    timeout "$secs" "$@" -p $PORT 10.9.0.$PEER >> /tmp/out 2>&1
     rc=$?
   else
     tries=0
     while :; do
       timeout "$secs" "$@" -p $PORT 10.9.0.$PEER > /tmp/out 2>&1
       rc=$?
-      # Not listening yet: try again for a while (rdma_cm tools see a CM reject, "invalid service ID").
-      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused|REJECTED" /tmp/out || break
+      # The server's TCP exchange port is not open yet: try again for a while.
+      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
       tries=$((tries + 1))
       sleep 1
     done
@@ -111,7 +145,7 @@ for t in $RDMA_TESTS; do
     # UD: datagrams through address handles; each receive holds the 40-byte GRH in front of the data.
     run "ibv_ud_pingpong 1 KiB x 10" 60 "$PP_RESULT" ibv_ud_pingpong -d $DEV -g $GIDX -n 10 -s 1024 -c
     ;;
-  cm|cm-multi)
+  cm)
     # rdma_cm: connection setup through CM MADs on QP1 (UD), then RC; addresses are IPv4.
     modprobe rdma_ucm 2>/dev/null
     # run() ends a client's command line with "-p PORT PEER"; these tools want the peer as an option.
@@ -127,13 +161,10 @@ case $tool in
 esac
 SH
     chmod +x /tmp/cm_tool
-    if [ "$t" = cm ]; then
-      run "rping 4 KiB x 10 (rdma_cm)" 60 'rping:' /tmp/cm_tool rping
-    else
-      # Two connections at once. Not in the default set: about one run in eight on a loaded host the
-      # client's rdma_cm rejects the server's REP (consumer reject, 28) and hangs; cause not found yet.
-      run "ucmatose 2 connections (rdma_cm)" 60 'test complete|return status' /tmp/cm_tool ucmatose
-    fi
+    CM_START=1
+    run "rping 4 KiB x 10 (rdma_cm)" 60 'rping:' /tmp/cm_tool rping
+    run "ucmatose 2 connections (rdma_cm)" 60 'test complete|return status' /tmp/cm_tool ucmatose
+    CM_START=
     ;;
   verbs)
     # The client sleeps on completion events, the server busy-polls: both ways get tested.
