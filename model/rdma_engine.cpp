@@ -133,7 +133,10 @@ void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe
   }
   req.outstanding.erase(req.outstanding.begin(), failing == req.outstanding.end() ? failing : std::next(failing));
   error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false);
-  enter_error(qpn, qp);
+  if (qp.st == qp_st::kRc)
+    enter_error(qpn, qp);
+  else
+    enter_send_queue_error(qpn, qp);
 }
 
 void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool consumed_wqe) {
@@ -149,6 +152,17 @@ void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
   qp.state = QpState::kError;
   set(qp.context, qpc::kState, uint32_t(QpState::kError));
   flush(qpn, qp);
+}
+
+void RdmaEngine::enter_send_queue_error(uint32_t qpn, QueuePair& qp) {
+  if (send_queue_stopped(qp)) return;
+  qp.state = QpState::kSqError;
+  set(qp.context, qpc::kState, uint32_t(QpState::kSqError));
+  flush_send_queue(qpn, qp);
+}
+
+bool RdmaEngine::send_queue_stopped(const QueuePair& qp) {
+  return qp.state == QpState::kError || qp.state == QpState::kSqError;
 }
 
 void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
@@ -167,7 +181,7 @@ void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
   flush(qpn, *qp);
 }
 
-void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
+void RdmaEngine::flush_send_queue(uint32_t qpn, QueuePair& qp) {
   RcRequester& req = qp.rc.req;
   req.timer_armed = false;
   req.rnr_wait = false;
@@ -178,6 +192,10 @@ void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
   }
   req.outstanding.clear();
   process_sq(qpn, qp);  // WQEs posted but not fetched yet
+}
+
+void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
+  flush_send_queue(qpn, qp);
   if (qp.rq_type == rq_type::kRegular && qp.rq_bytes() != 0) {
     uint32_t producer = 0;
     if (read_doorbell_record(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
@@ -216,8 +234,10 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     ++counters_.rx_unknown_qp;
     return true;
   }
+  // In SQE only the send queue has stopped (UC and UD/QP1 QPs).
+  const bool receiving = qp->state == QpState::kRtr || qp->state == QpState::kRts || qp->state == QpState::kSqError;
   if (is_datagram(*qp)) {
-    if (qp->state != QpState::kRtr && qp->state != QpState::kRts) {
+    if (!receiving) {
       ++counters_.rx_qp_not_ready;
       return true;
     }
@@ -230,7 +250,7 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     return true;
   }
   const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);
-  if (response ? qp->state != QpState::kRts : (qp->state != QpState::kRtr && qp->state != QpState::kRts)) {
+  if (response ? qp->state != QpState::kRts : !receiving) {
     ++counters_.rx_qp_not_ready;
     return true;
   }

@@ -126,7 +126,12 @@ class RdmaEngine {
   void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
   void responder_error(uint32_t qpn, QueuePair& qp, uint8_t syndrome, bool consumed_wqe);
   void enter_error(uint32_t qpn, QueuePair& qp);
-  void flush(uint32_t qpn, QueuePair& qp);  // of a QP in ERR: outstanding and posted WQEs
+  // UC and UD/QP1: a send error stops only the send queue (SQE, IBA 10.3.1); receives go on and
+  // SQERR2RTS restarts it.
+  void enter_send_queue_error(uint32_t qpn, QueuePair& qp);
+  static bool send_queue_stopped(const QueuePair& qp);  // ERR or SQE: posted sends are flushed
+  void flush(uint32_t qpn, QueuePair& qp);             // of a QP in ERR: outstanding and posted WQEs
+  void flush_send_queue(uint32_t qpn, QueuePair& qp);
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
   void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder);
 

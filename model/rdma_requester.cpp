@@ -110,7 +110,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
                  f_.identity.vhca_id, qpn, qp.st);
     return;
   }
-  if (qp.state != QpState::kRts && qp.state != QpState::kError) return;  // SQD/RTR: hold the WQEs
+  if (qp.state != QpState::kRts && !send_queue_stopped(qp)) return;  // SQD/RTR: hold the WQEs
   RcRequester& req = qp.rc.req;
   if (req.yielding) {  // called again from a frame handled between this QP's messages: the loop goes on
     req.sq_again = true;
@@ -131,7 +131,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       SendWqe none;
       none.wqe_index = uint16_t(qp.sq_consumer);
       qp.sq_consumer = producer & kCounterMask16;  // nothing up to it can be trusted: one error CQE, no flushes
-      if (qp.state != QpState::kError) requester_error(qpn, qp, none, syndrome::kLocalQpOperation);
+      if (!send_queue_stopped(qp)) requester_error(qpn, qp, none, syndrome::kLocalQpOperation);
       return;
     }
     uint8_t ds = 0;
@@ -146,13 +146,13 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       ++counters_.dma_faults;
       wqe.wqe_index = uint16_t(qp.sq_consumer);
       qp.sq_consumer = producer & kCounterMask16;
-      if (qp.state != QpState::kError) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
+      if (!send_queue_stopped(qp)) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
       return;
     }
     const WqeError parsed = parse_send_wqe(bytes, qp.st, qpn, wqe);
     // A WQE takes its WQEBBs: at least one (ds 0), at most what the producer covers.
     const uint32_t blocks = std::clamp<uint32_t>(wqe.wqebbs(), 1, available);
-    if (qp.state == QpState::kError) {  // WQEs posted after the error are flushed one by one
+    if (send_queue_stopped(qp)) {  // WQEs posted after the error are flushed one by one
       qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
       ++counters_.flushed_wqes;
       error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
@@ -220,7 +220,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     req.outstanding.push_back(std::move(message));
     SendMessage& queued = req.outstanding.back();
     if (queued.npsn != 0) transmit(qpn, qp, queued, queued.first_psn, parsed_ps);
-    if (qp.state == QpState::kError) return;
+    if (send_queue_stopped(qp)) return;
     // Between messages, frames that have arrived (ACKs above all) are handled, as the completer
     // and responder of a real HCA run beside its requester. Whatever they did to this QP (an error
     // and its flush, new WQEs) the loop picks up with a fresh producer index.
@@ -228,7 +228,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
       req.yielding = true;
       const bool handled = yield_hook_();
       req.yielding = false;
-      if (handled && (req.sq_again || qp.state == QpState::kError)) {
+      if (handled && (req.sq_again || send_queue_stopped(qp))) {
         pcie::PipelinedReads reread(*f_.memory, now_ps());  // the doorbell record, no time spent
         if (!read_doorbell_record(&reread, qp.dbr_addr + kSqDbrOffset, producer)) {
           ++counters_.dma_faults;
@@ -318,7 +318,7 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
     send_frame(packet, ready_ps);
     if (i == skip) prefetch_floor_ps_ = now_ps();
     if (i == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
-    if (qp.state == QpState::kError) return;
+    if (send_queue_stopped(qp)) return;
   }
 }
 
@@ -331,7 +331,7 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
     if (is_read(message.wqe.opcode) && psn_diff(message.read_next_psn, from) > 0) from = message.read_next_psn;
     ++counters_.retransmits;
     transmit(qpn, qp, message, from, now_ps());
-    if (qp.state == QpState::kError) return;
+    if (send_queue_stopped(qp)) return;
   }
 }
 

@@ -419,6 +419,8 @@ struct RdmaNode : TestFunction {
     return av;
   }
 
+  // SQERR2RTS_QP: ibv_modify_qp(IBV_QPS_RTS, cur_qp_state IBV_QPS_SQE), as the MAD layer and IPoIB do.
+  void sqe_to_rts(const Qp& qp) { ASSERT_EQ(run(0x506, modify_input(qp)), 0); }
   // 2ERR_QP, as ibv_modify_qp(IBV_QPS_ERR) sends it.
   void to_error(const Qp& qp) { ASSERT_EQ(run(0x507, modify_input(qp)), 0); }
   // 2RST: the driver starts its rings again from 0 (libmlx5 mlx5_modify_qp -> mlx5_init_qp_indices).

@@ -2,7 +2,8 @@
 // immediate, RDMA WRITE and WRITE with immediate with UC opcodes (0x20-0x2b) and no ACKs; the
 // requester completes a message once it is on the wire; the responder drops a message that lost a
 // packet, found no receive WQE or named a bad rkey, and stays up; READ and atomics are refused at
-// the requester; a frame of the wrong service is dropped.
+// the requester; a send error stops only the send queue (SQE) until SQERR2RTS; a frame of the
+// wrong service is dropped.
 #include <systemc>
 
 #include "testbench/model/rdma_fixture.h"
@@ -16,7 +17,7 @@ namespace op = transport::opcode;
 
 constexpr uint8_t kCqeReq = 0x0, kCqeRespWriteImm = 0x1, kCqeRespSend = 0x2, kCqeRespSendImm = 0x3,
                   kCqeReqErr = 0xd;
-constexpr uint8_t kSynLocalQpOperation = 0x02;
+constexpr uint8_t kSynLocalQpOperation = 0x02, kSynLocalProtection = 0x04, kSynWrFlushed = 0x05;
 
 struct UcTest : ::testing::Test {
   RdmaPair p;
@@ -148,7 +149,47 @@ TEST_F(UcTest, ReadAndAtomicsAreRefusedAtTheRequester) {
   EXPECT_EQ(sent[0].opcode, kCqeReqErr);
   EXPECT_EQ(sent[0].syndrome, kSynLocalQpOperation);
   EXPECT_TRUE(opcodes_to_b.empty());
-  EXPECT_EQ(a.state(*c.a), QpState::kError);
+  EXPECT_EQ(a.state(*c.a), QpState::kSqError);
+}
+
+// IBA 10.3.1: a UC send that completes in error moves the QP to SQE. Sends posted then are flushed,
+// the receive side keeps working, and SQERR2RTS brings the send queue back.
+TEST_F(UcTest, SendErrorStopsOnlyTheSendQueueUntilSqErrToRts) {
+  a.post_send(*c.a, {.sges = {{src.va(0), 64, src.key ^ 0x100}}});  // no such lkey
+  a.post_send(*c.a, send(0, 64));
+  auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].opcode, kCqeReqErr);
+  EXPECT_EQ(sent[0].syndrome, kSynLocalProtection);
+  EXPECT_EQ(sent[1].opcode, kCqeReqErr);
+  EXPECT_EQ(sent[1].syndrome, kSynWrFlushed);
+  EXPECT_EQ(a.state(*c.a), QpState::kSqError);
+  EXPECT_TRUE(opcodes_to_b.empty());
+  // B sends to A in the meantime: A's receive queue still takes it.
+  Mr back = b.reg_mr(4096);
+  b.put(back, 0, pattern(4096, 3));
+  Mr landing = a.reg_mr(4096);
+  const uint16_t r0 = a.post_recv(*c.a, {{landing.va(0), 4096, landing.key}});
+  b.post_send(*c.b, {.sges = {{back.va(0), 2000, back.key}}});
+  p.pump();
+  auto recv = a.drain(*c.a->rcq);
+  ASSERT_EQ(recv.size(), 1u);
+  EXPECT_EQ(recv[0].opcode, kCqeRespSend);
+  EXPECT_EQ(recv[0].wqe_counter, r0);
+  EXPECT_EQ(a.get(landing, 0, 2000), b.get(back, 0, 2000));
+  // Back to RTS: the next send goes out.
+  a.sqe_to_rts(*c.a);
+  EXPECT_EQ(a.state(*c.a), QpState::kRts);
+  const uint16_t r1 = b.post_recv(*c.b, {{dst.va(0), 4096, dst.key}});
+  a.post_send(*c.a, send(100, 500));
+  p.pump();
+  sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  recv = b.drain(*c.b->rcq);
+  ASSERT_EQ(recv.size(), 1u);
+  EXPECT_EQ(recv[0].wqe_counter, r1);
+  EXPECT_EQ(b.get(dst, 0, 500), expected(100, 500));
 }
 
 TEST_F(UcTest, FramesOfAnotherServiceAreDropped) {

@@ -3,7 +3,8 @@
 // completes it once it is on the wire; the receiver finds the 40-byte GRH (here 20 zero bytes and
 // the IPv4 header) before the payload and the source QP in the CQE. A datagram with a wrong Q_Key,
 // no receive posted or too long for the receive completes nothing or completes that one receive
-// in error, and the QP stays up. QP1 answers to QPN 1 on the wire and sends from source QP 1.
+// in error, and the QP stays up. A send error stops only the send queue (SQE) until SQERR2RTS.
+// QP1 answers to QPN 1 on the wire and sends from source QP 1.
 #include <systemc>
 
 #include <random>
@@ -18,7 +19,7 @@ namespace {
 namespace op = transport::opcode;
 
 constexpr uint8_t kCqeReq = 0x0, kCqeRespSend = 0x2, kCqeRespSendImm = 0x3, kCqeReqErr = 0xd, kCqeRespErr = 0xe;
-constexpr uint8_t kSynLocalLength = 0x01;
+constexpr uint8_t kSynLocalLength = 0x01, kSynLocalProtection = 0x04, kSynWrFlushed = 0x05;
 constexpr uint32_t kQkey = 0x11111111, kGrh = 40;
 constexpr uint8_t kL3Ipv4 = 2;
 
@@ -171,6 +172,45 @@ TEST_F(UdTest, TheGsiQpIsQpOneOnTheWire) {
   EXPECT_EQ(b.get(dst, kGrh, 256), a.get(src, 0, 256));
 }
 
+// A send error (here a bad lkey) moves a UD QP to SQE, not ERR (IBA 10.3.1): sends posted then
+// are flushed, datagrams still arrive, and SQERR2RTS brings the send queue back. The kernel's MAD
+// layer relies on this for QP1: it moves the QP back with SQERR2RTS and reposts.
+TEST_F(UdTest, SendErrorStopsOnlyTheSendQueueUntilSqErrToRts) {
+  Wr bad = datagram(64);
+  bad.sges[0].lkey ^= 0x100;
+  a.post_send(qa, bad);
+  a.post_send(qa, datagram(64));
+  auto sent = a.drain(a_scq);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].opcode, kCqeReqErr);
+  EXPECT_EQ(sent[0].syndrome, kSynLocalProtection);
+  EXPECT_EQ(sent[1].opcode, kCqeReqErr);
+  EXPECT_EQ(sent[1].syndrome, kSynWrFlushed);
+  EXPECT_EQ(a.state(qa), QpState::kSqError);
+  EXPECT_TRUE(p.wire.frames.empty());
+  // A datagram from B still lands on A.
+  Mr landing = a.reg_mr(4096);
+  const uint16_t r0 = a.post_recv(qa, {{landing.va(0), 256 + kGrh, landing.key}});
+  b.post_send(qb, {.sges = {{dst.va(0), 256, dst.key}}, .av = b.address_vector(a, qa.qpn, kQkey)});
+  p.pump();
+  auto recv = a.drain(a_rcq);
+  ASSERT_EQ(recv.size(), 1u);
+  expect_cqe(recv[0], kCqeRespSend, r0);
+  // Back to RTS: the next datagram goes out and arrives.
+  a.sqe_to_rts(qa);
+  EXPECT_EQ(a.state(qa), QpState::kRts);
+  const uint16_t r1 = b.post_recv(qb, {{dst.va(4096), 100 + kGrh, dst.key}});
+  a.post_send(qa, datagram(100));
+  p.pump();
+  sent = a.drain(a_scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  recv = b.drain(b_rcq);
+  ASSERT_EQ(recv.size(), 1u);
+  expect_cqe(recv[0], kCqeRespSend, r1);
+  EXPECT_EQ(b.get(dst, 4096 + kGrh, 100), a.get(src, 0, 100));
+}
+
 TEST_F(UdTest, ModifyToErrorFlushesPostedReceives) {
   const uint16_t r0 = b.post_recv(qb, {{dst.va(0), 256, dst.key}});
   b.to_error(qb);
@@ -213,7 +253,9 @@ TEST_F(UdTest, RandomDatagramWqesAndAddressVectors) {
     }
     for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&a, &qa}, {&b, &qb}}) {
       const QpState state = node->state(*qp);
-      ASSERT_TRUE(state == QpState::kRts || state == QpState::kError) << qp_state_name(state);
+      ASSERT_TRUE(state == QpState::kRts || state == QpState::kSqError || state == QpState::kError)
+          << qp_state_name(state);
+      if (state == QpState::kSqError) node->sqe_to_rts(*qp);  // as the MAD layer and IPoIB recover
       if (state == QpState::kError) {  // what an application does: back to RESET and up again
         node->to_reset(*qp);
         node->bring_up_ud(*qp, kQkey);
