@@ -1,4 +1,4 @@
-/* hca_verbs_check - a scripted RC verbs check between two hosts (runs in the test guests).
+/* hca_verbs_check - a scripted verbs check between two hosts (runs in the test guests): RC, and UD.
  *
  * Like ibv_rc_pingpong: the server waits for a TCP connection, both sides swap what the other needs
  * (QP number, PSN, GID, buffer address and rkey, MTU) and connect one RC QP each. Then both walk the
@@ -65,7 +65,7 @@ struct ctx {
     /* options */
     const char *devname, *server;
     int ib_port, gid_index, tcp_port, timeout_s;
-    bool events;
+    bool events, skip_sqe;
     /* verbs */
     struct ibv_context *dev;
     struct ibv_pd *pd;
@@ -638,6 +638,124 @@ static bool step_bad_rkey(struct ctx *c)
     return sync_peer(c, what) && ok;
 }
 
+/* A UD QP on the shared CQs, up to RTS as ibv_ud_pingpong brings one; NULL (errno set) on failure. */
+static struct ibv_qp *make_ud_qp(struct ctx *c, uint32_t qkey)
+{
+    struct ibv_qp_init_attr qa = {
+        .send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_UD,
+        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+    };
+    struct ibv_qp *qp = ibv_create_qp(c->pd, &qa);
+    if (!qp)
+        return NULL;
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)c->ib_port,
+                               .qkey = qkey};
+    struct ibv_qp_attr rtr = {.qp_state = IBV_QPS_RTR};
+    struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .sq_psn = 0};
+    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ||
+        ibv_modify_qp(qp, &rtr, IBV_QP_STATE) || ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
+        int err = errno;
+        ibv_destroy_qp(qp);
+        errno = err;
+        return NULL;
+    }
+    return qp;
+}
+
+static int qp_state(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr ia;
+    return ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0 ? (int)a.qp_state : -1;
+}
+
+/* A UD QP on each side. The client's first datagram names a wrong lkey: it must fail with a local
+ * protection error and leave the QP in SQE, where only the send queue has stopped (IBA 10.3.1); the
+ * modify from SQE back to RTS (as the MAD layer and IPoIB do it) must work, and the next datagram
+ * must reach the server's UD QP behind its 40-byte GRH, from the client's QPN. */
+static bool step_ud_send_queue_error(struct ctx *c)
+{
+    const char *what = "UD send error, SQE and back to RTS";
+    enum { QKEY = 0x11111111, GRH = 40, LEN = 600, SEED = 700 };
+    struct ibv_qp *ud = make_ud_qp(c, QKEY);
+    if (!ud)
+        check(c, false, "%s: a UD QP up to RTS: %s", what, strerror(errno));
+    /* Both sides send their QPN (0: none), so a failure on either side stops both here. */
+    char line[256];
+    unsigned peer_qpn = 0;
+    bool ok = ctl_write(c, "UDQPN %x", ud ? ud->qp_num : 0) && ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) &&
+              sscanf(line, "UDQPN %x", &peer_qpn) == 1 && peer_qpn != 0 && ud;
+    struct ibv_wc wc;
+    struct ibv_ah *ah = NULL;
+    if (ok && c->is_server) {
+        memset(c->buf + RECV_OFF, FILL, GRH + LEN + GUARD);
+        struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + RECV_OFF), .length = GRH + LEN, .lkey = c->mr->lkey};
+        struct ibv_recv_wr wr = {.wr_id = 30, .sg_list = &sge, .num_sge = 1}, *bad;
+        int err = ibv_post_recv(ud, &wr, &bad);
+        if (err)
+            check(c, false, "%s: ibv_post_recv: %s", what, strerror(err));
+        ok = err == 0 && sync_peer(c, what) && expect_wc(c, true, what, IBV_WC_RECV, IBV_WC_SUCCESS, &wc);
+        if (ok) {
+            char why[160];
+            struct seg s = {0, LEN};
+            bool data = verify_segs(c, RECV_OFF + GRH, &s, 1, LEN, SEED, why, sizeof why);
+            /* The GRH names the sender: an IPv6 header (source at 8), or an IPv4 one in its last 20 bytes
+             * (source at 12 of it) for a GID that maps an IPv4 address. */
+            const uint8_t *g = c->buf + RECV_OFF;
+            bool from_peer = (g[0] >> 4) == 6 ? memcmp(g + 8, c->peer.gid.raw, 16) == 0
+                                              : g[20] == 0x45 && memcmp(g + 32, c->peer.gid.raw + 12, 4) == 0;
+            check(c, data && wc.byte_len == GRH + LEN && wc.src_qp == peer_qpn && (wc.wc_flags & IBV_WC_GRH) && from_peer,
+                  "%s: datagram of %u bytes (want %d) from QPN 0x%06x (want 0x%06x), GRH %s%s, data %s%s", what,
+                  wc.byte_len, GRH + LEN, wc.src_qp, peer_qpn, (wc.wc_flags & IBV_WC_GRH) ? "present" : "missing",
+                  from_peer ? " naming the client" : " not naming the client", data ? "intact" : "wrong", why);
+        }
+        ok = sync_peer(c, what) && ok;
+    } else if (ok) {
+        struct ibv_ah_attr aa = {.is_global = 1, .port_num = (uint8_t)c->ib_port,
+                                 .grh = {.dgid = c->peer.gid, .sgid_index = (uint8_t)c->gid_index, .hop_limit = 64}};
+        ah = ibv_create_ah(c->pd, &aa);
+        if (!ah)
+            check(c, false, "%s: ibv_create_ah: %s", what, strerror(errno));
+        ok = sync_peer(c, what) && ah;
+        struct seg s = {0, LEN};
+        fill_segs(c, SEND_OFF, &s, 1, SEED);
+        struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + SEND_OFF), .length = LEN, .lkey = c->mr->lkey ^ 0x80};
+        struct ibv_send_wr wr = {.wr_id = 31, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                                 .send_flags = IBV_SEND_SIGNALED,
+                                 .wr.ud = {.ah = ah, .remote_qpn = peer_qpn, .remote_qkey = QKEY}}, *bad;
+        int err = 0;
+        if (ok && !c->skip_sqe) {
+            err = ibv_post_send(ud, &wr, &bad);
+            if (err)
+                check(c, false, "%s: ibv_post_send: %s", what, strerror(err));
+            ok = err == 0 && expect_wc(c, false, what, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR, &wc);
+        }
+        if (ok && !c->skip_sqe) {
+            int state = qp_state(ud);
+            check(c, state == IBV_QPS_SQE, "%s: a wrong lkey gave IBV_WC_LOC_PROT_ERR; the QP is in state %d (want SQE, %d)",
+                  what, state, IBV_QPS_SQE);
+            struct ibv_qp_attr back = {.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
+            err = ibv_modify_qp(ud, &back, IBV_QP_STATE | IBV_QP_CUR_STATE);
+            state = qp_state(ud);
+            ok = err == 0 && state == IBV_QPS_RTS;
+            check(c, ok, "%s: modify SQE -> RTS %s (state now %d)", what, err ? strerror(err) : "done", state);
+        }
+        if (ok) {
+            sge.lkey = c->mr->lkey;
+            err = ibv_post_send(ud, &wr, &bad);
+            if (err)
+                check(c, false, "%s: ibv_post_send: %s", what, strerror(err));
+            ok = err == 0 && expect_wc(c, false, what, IBV_WC_SEND, IBV_WC_SUCCESS, &wc);
+        }
+        ok = sync_peer(c, what) && ok;
+    }
+    if (ah)
+        ibv_destroy_ah(ah);
+    if (ud)
+        ibv_destroy_qp(ud);
+    return ok;
+}
+
 /* ---- set-up ------------------------------------------------------------------------------------ */
 
 static int connect_tcp(struct ctx *c)
@@ -835,11 +953,12 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: hca_verbs_check [options] [SERVER_HOST]\n"
-            "Scripted RC verbs checks between two hosts. Start it without SERVER_HOST on one host (server),\n"
+            "Scripted verbs checks (RC, one UD step) between two hosts. Start it without SERVER_HOST on one host (server),\n"
             "then with the server's address on the other (client; it retries the connection for a while).\n"
             "Checks: SEND/RECV of many sizes both ways, SEND with immediate, inline SEND, multi-SGE SEND,\n"
             "RDMA WRITE (and with immediate), multi-SGE RDMA READ, CMP_AND_SWP and FETCH_AND_ADD,\n"
-            "unsignalled SENDs, and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
+            "unsignalled SENDs, a UD datagram after a send error (the QP must go to SQE and back to\n"
+            "RTS), and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
             "Each check prints 'CHECK ok: ...' or 'CHECK FAILED: ...'. Exit status 0 only if no check\n"
             "failed on either side; 1 otherwise; 2 on a usage error.\n\n"
             "Options:\n"
@@ -848,6 +967,8 @@ static void usage(FILE *f)
             "  -g INDEX   GID index (default: the RoCE v2 GID with an IPv4 address, on Ethernet ports)\n"
             "  -p PORT    TCP port of the connection set-up (default 18517)\n"
             "  -e         sleep on completion events instead of busy polling the CQs\n"
+            "  -U         skip the UD step's send error and SQE part (for Soft-RoCE: it fails that send\n"
+            "             with a local QP operation error and has no SQE state)\n"
             "  -t SEC     timeout of each wait for a completion (default 20)\n"
             "  -h, --help this text\n");
 }
@@ -857,13 +978,14 @@ int main(int argc, char **argv)
     struct ctx c = {.ib_port = 1, .gid_index = -1, .tcp_port = 18517, .timeout_s = 20, .sock = -1};
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "d:i:g:p:et:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "d:i:g:p:eUt:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'd': c.devname = optarg; break;
         case 'i': c.ib_port = atoi(optarg); break;
         case 'g': c.gid_index = atoi(optarg); break;
         case 'p': c.tcp_port = atoi(optarg); break;
         case 'e': c.events = true; break;
+        case 'U': c.skip_sqe = true; break;
         case 't': c.timeout_s = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -890,7 +1012,7 @@ int main(int argc, char **argv)
         {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
         {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
         {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
-        {"bad rkey", step_bad_rkey},
+        {"UD send error", step_ud_send_queue_error}, {"bad rkey", step_bad_rkey},
     };
     bool completed = true;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && completed; i++) {
