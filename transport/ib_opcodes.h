@@ -50,6 +50,9 @@ inline constexpr uint8_t kUcRdmaWriteOnlyImm = 0x2b;
 
 inline constexpr uint8_t kUdSendOnly = 0x64;
 inline constexpr uint8_t kUdSendOnlyImm = 0x65;
+
+// XRC (IBA Annex A14): every RC opcode again at 0xa0 + the RC value; requests carry an XRCETH.
+inline constexpr uint8_t kXrcBase = 0xa0;
 }  // namespace opcode
 
 // ---- Extension header sizes (IBA 9.3) ----
@@ -61,6 +64,7 @@ inline constexpr uint32_t kAtomicAckEthSize = 8;
 inline constexpr uint32_t kImmDtSize = 4;
 inline constexpr uint32_t kIethSize = 4;
 inline constexpr uint32_t kDethSize = 8;
+inline constexpr uint32_t kXrcethSize = 4;
 inline constexpr uint32_t kIcrcSize = 4;
 
 // ---- What an opcode carries: headers_of() bits ----
@@ -77,6 +81,7 @@ inline constexpr uint16_t kFirst = 1u << 8;     // first packet of a message (On
 inline constexpr uint16_t kMiddle = 1u << 9;
 inline constexpr uint16_t kLast = 1u << 10;
 inline constexpr uint16_t kResponse = 1u << 11; // responder -> requester (ACK, read response, atomic ACK)
+inline constexpr uint16_t kXrceth = 1u << 12;   // XRC requests: the target's XRC SRQ number
 inline constexpr uint16_t kKnown = 1u << 15;    // the opcode is one this model speaks
 }  // namespace hdr
 
@@ -113,6 +118,10 @@ constexpr std::array<uint16_t, 256> make_opcode_table() {
   t[0x14] = kOnly | kAtomicEth;                            // FetchAdd
   t[0x16] = kPayload | kLast | kIeth;                      // SEND last with invalidate
   t[0x17] = kPayload | kOnly | kIeth;                      // SEND only with invalidate
+  // XRC: RC's rows at 0xa0; requests add the XRCETH, responses are RC's.
+  for (uint8_t op = 0x00; op <= 0x17; ++op) {
+    if (t[op] != 0) t[opcode::kXrcBase + op] = uint16_t(t[op] | ((t[op] & kResponse) ? 0 : kXrceth));
+  }
   // UD.
   t[0x64] = kPayload | kOnly | kDeth;
   t[0x65] = kPayload | kOnly | kDeth | kImmDt;
@@ -134,6 +143,7 @@ constexpr uint32_t extension_headers_size(uint8_t op) {
   const uint16_t h = headers_of(op);
   uint32_t n = 0;
   if (h & hdr::kDeth) n += kDethSize;
+  if (h & hdr::kXrceth) n += kXrcethSize;
   if (h & hdr::kReth) n += kRethSize;
   if (h & hdr::kAtomicEth) n += kAtomicEthSize;
   if (h & hdr::kAeth) n += kAethSize;
@@ -141,6 +151,18 @@ constexpr uint32_t extension_headers_size(uint8_t op) {
   if (h & hdr::kImmDt) n += kImmDtSize;
   if (h & hdr::kIeth) n += kIethSize;
   return n;
+}
+
+// An XRC opcode's name (0xa0-0xb7).
+constexpr const char* xrc_opcode_name(uint8_t op) {
+  constexpr const char* kNames[0x18] = {
+      "XRC_SEND_FIRST", "XRC_SEND_MIDDLE", "XRC_SEND_LAST", "XRC_SEND_LAST_IMM", "XRC_SEND_ONLY",
+      "XRC_SEND_ONLY_IMM", "XRC_RDMA_WRITE_FIRST", "XRC_RDMA_WRITE_MIDDLE", "XRC_RDMA_WRITE_LAST",
+      "XRC_RDMA_WRITE_LAST_IMM", "XRC_RDMA_WRITE_ONLY", "XRC_RDMA_WRITE_ONLY_IMM", "XRC_RDMA_READ_REQUEST",
+      "XRC_RDMA_READ_RESPONSE_FIRST", "XRC_RDMA_READ_RESPONSE_MIDDLE", "XRC_RDMA_READ_RESPONSE_LAST",
+      "XRC_RDMA_READ_RESPONSE_ONLY", "XRC_ACKNOWLEDGE", "XRC_ATOMIC_ACKNOWLEDGE", "XRC_COMPARE_SWAP",
+      "XRC_FETCH_ADD", "UNKNOWN", "XRC_SEND_LAST_INV", "XRC_SEND_ONLY_INV"};
+  return op >= opcode::kXrcBase && op < opcode::kXrcBase + 0x18 ? kNames[op - opcode::kXrcBase] : "UNKNOWN";
 }
 
 // Short name for logs ("RC_SEND_ONLY"); "UNKNOWN" for an opcode this model does not know.
@@ -183,7 +205,9 @@ constexpr const char* opcode_name(uint8_t op) {
     case opcode::kUcRdmaWriteOnlyImm: return "UC_RDMA_WRITE_ONLY_IMM";
     case opcode::kUdSendOnly: return "UD_SEND_ONLY";
     case opcode::kUdSendOnlyImm: return "UD_SEND_ONLY_IMM";
-    default: return "UNKNOWN";
+    default:
+      // XRC opcodes are named by their RC twin ("XRC" in place of "RC").
+      return is_known_opcode(op) ? xrc_opcode_name(op) : "UNKNOWN";
   }
 }
 

@@ -73,6 +73,8 @@ void read_deth(const uint8_t* p, RocePacket& k) {
   k.deth.qkey = load_be32(p);
   k.deth.src_qp = load_be24(p + 5);
 }
+void write_xrceth(uint8_t* p, const RocePacket& k) { store_be32(p, k.xrc_srqn & kPsnMask); }
+void read_xrceth(const uint8_t* p, RocePacket& k) { k.xrc_srqn = load_be32(p) & kPsnMask; }
 void write_reth(uint8_t* p, const RocePacket& k) {
   store_be64(p, k.reth.va);
   store_be32(p + 8, k.reth.rkey);
@@ -118,6 +120,7 @@ struct ExtHeader {
 };
 constexpr ExtHeader kExtHeaders[] = {
     {hdr::kDeth, kDethSize, write_deth, read_deth},
+    {hdr::kXrceth, kXrcethSize, write_xrceth, read_xrceth},
     {hdr::kReth, kRethSize, write_reth, read_reth},
     {hdr::kAtomicEth, kAtomicEthSize, write_atomic_eth, read_atomic_eth},
     {hdr::kAeth, kAethSize, write_aeth, read_aeth},

@@ -71,6 +71,7 @@ struct RocePacket {
   uint32_t immediate = 0;   // ImmDt (as the 32 bits on the wire, big-endian)
   uint32_t invalidate_rkey = 0;  // IETH
   Deth deth;
+  uint32_t xrc_srqn = 0;    // XRCETH: the XRC SRQ at the target (24 bits)
   // Payload: builder input / parser output (a view into the parsed frame)
   std::span<const uint8_t> payload;
 };

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace hcaemu::transport {
 namespace {
 
@@ -50,6 +52,17 @@ TEST(IbOpcodes, TableMatchesIbaTable38) {
   for (uint8_t op = 0; op <= 0x0b; ++op) {
     EXPECT_EQ(headers_of(uint8_t(0x20 | op)), headers_of(op)) << int(op);
   }
+  // XRC (Annex A14) mirrors every RC row at 0xa0; its requests carry an XRCETH, its responses not.
+  for (uint8_t op = 0; op <= 0x17; ++op) {
+    const uint8_t xrc = uint8_t(opcode::kXrcBase + op);
+    EXPECT_EQ(is_known_opcode(xrc), is_known_opcode(op)) << int(op);
+    if (!is_known_opcode(op)) continue;
+    const bool response = carries(op, kResponse);
+    EXPECT_EQ(headers_of(xrc), uint16_t(headers_of(op) | (response ? 0 : kXrceth))) << int(op);
+    EXPECT_EQ(extension_headers_size(xrc), extension_headers_size(op) + (response ? 0 : kXrcethSize)) << int(op);
+    EXPECT_EQ(std::string(opcode_name(xrc)), "X" + std::string(opcode_name(op))) << int(op);
+  }
+  EXPECT_FALSE(is_known_opcode(0xb5));  // RC's reserved 0x15
   EXPECT_FALSE(is_known_opcode(0x15));  // reserved for RC
   EXPECT_FALSE(is_known_opcode(0x18));
   EXPECT_FALSE(is_known_opcode(0x2c));  // UC has no READ

@@ -57,6 +57,7 @@ inline std::string packet_diff(const RocePacket& sent, const RocePacket& got) {
   const Deth deth = (h & hdr::kDeth) ? sent.deth : Deth{};
   check("deth.qkey", deth.qkey, got.deth.qkey);
   check("deth.src_qp", deth.src_qp & 0xffffff, got.deth.src_qp);
+  check("xrc_srqn", (h & hdr::kXrceth) ? sent.xrc_srqn & 0xffffff : 0u, got.xrc_srqn);
   if (!std::equal(sent.payload.begin(), sent.payload.end(), got.payload.begin(), got.payload.end())) {
     d << "payload ";
   }

@@ -54,6 +54,7 @@ RocePacket sample(uint8_t op, bool v4, bool vlan, std::span<const uint8_t> paylo
   k.immediate = 0xdeadbeef;
   k.invalidate_rkey = 0x00abcdef;
   k.deth = {0x80010000, 0x000123};
+  k.xrc_srqn = 0x5e0042;
   if (headers_of(op) & hdr::kPayload) k.payload = payload;
   return k;
 }
