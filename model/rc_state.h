@@ -56,6 +56,8 @@ struct RcResponder {
   uint64_t write_va = 0;
   uint32_t write_rkey = 0;
   uint64_t write_length = 0;
+  // XRC target QPs: the XRC SRQ the current request named (its WQEs, PD and CQ serve it).
+  uint32_t xrc_srqn = 0;
   // Duplicate atomics are answered from here, never executed twice.
   bool atomic_valid = false;
   uint32_t atomic_psn = 0;

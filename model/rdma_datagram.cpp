@@ -148,7 +148,7 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
   uint64_t total = 0;
   if (translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
     ++counters_.local_protection_errors;
-    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalProtection, true);
+    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalProtection, true, receive_target(qp).srqn);
     enter_error(qpn, qp);  // a bad receive WQE is the local side's fault: the QP stops (IBA 10.7.3.1)
     return;
   }
@@ -157,13 +157,13 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
     // Too long for the buffer: this WQE completes in error; the QP stays up, as another sender's
     // datagram must not take it down (IBA class D, as Soft-RoCE does).
     ++counters_.datagrams_too_long;
-    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalLength, true);
+    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalLength, true, receive_target(qp).srqn);
     return;
   }
   if (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, 0, grh) ||
       (!packet.payload.empty() && !write_chunks(*f_.memory, chunks, kGrhBytes, packet.payload))) {
     ++counters_.dma_faults;
-    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalProtection, true);
+    error_cqe(qp.cqn_rcv, qpn, 0, index, syndrome::kLocalProtection, true, receive_target(qp).srqn);
     enter_error(qpn, qp);
     return;
   }

@@ -41,7 +41,7 @@ void RdmaEngine::stamp_remote_delivery(const QueuePair& qp, const transport::Mac
 void RdmaEngine::send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original) {
   RocePacket ack;
   if (!address(qp, ack)) return;
-  ack.opcode = op::kRcAtomicAcknowledge;
+  ack.opcode = uint8_t(op::kRcAtomicAcknowledge | opcode_base(qp.st));
   ack.psn = psn;
   ack.aeth = {.syndrome = transport::aeth_ack(transport::kAethCreditsInvalid), .msn = qp.rc.resp.msn & transport::kPsnMask};
   ack.atomic_ack = original;
@@ -98,7 +98,7 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
 }
 
 void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syn,
-                           bool responder) {
+                           bool responder, uint32_t srqn) {
   ++counters_.error_cqes;
   write_cqe(
       f_, cqn,
@@ -106,10 +106,32 @@ void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t 
         cqe[cqe::kErrSyndrome] = syn;
         cqe[cqe::kVendorErrSyndrome] = syn == syndrome::kWrFlushed ? 0xf9 : 0x00;
         store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(opcode) << 24) | (qpn & 0xffffff));
+        // libmlx5 frees a receive WQE in the SRQ this names, or else in the QP's own RQ.
+        if (srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], srqn & 0xffffff);
         store_be16(&cqe[cqe::kWqeCounter], wqe_index);
         cqe[cqe::kOpOwn] = uint8_t((responder ? cqe::kResponderError : cqe::kRequesterError) << 4);
       },
       true);
+}
+
+RdmaEngine::ReceiveTarget RdmaEngine::receive_target(const QueuePair& qp) {
+  if (qp.st == qp_st::kXrc) {
+    const SharedReceiveQueue* srq = f_.resources.srqs.find(qp.rc.resp.xrc_srqn);
+    return {srq != nullptr ? srq->cqn : qp.cqn_rcv, qp.rc.resp.xrc_srqn};
+  }
+  return {qp.cqn_rcv, qp.rq_type == rq_type::kSrq ? qp.srqn : 0};
+}
+
+uint32_t RdmaEngine::responder_pd(const QueuePair& qp) {
+  if (qp.st != qp_st::kXrc) return qp.pd;
+  const SharedReceiveQueue* srq = f_.resources.srqs.find(qp.rc.resp.xrc_srqn);
+  return srq != nullptr ? srq->pd : 0;  // no PD 0 exists: every check fails
+}
+
+SharedReceiveQueue* RdmaEngine::xrc_srq_for(const QueuePair& qp, uint32_t xrc_srqn) {
+  SharedReceiveQueue* srq = f_.resources.srqs.find(xrc_srqn);
+  if (srq == nullptr || srq->kind != SrqKind::kXrcSrq || srq->xrcd != qp.xrcd) return nullptr;
+  return srq;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -133,7 +155,7 @@ void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe
   }
   req.outstanding.erase(req.outstanding.begin(), failing == req.outstanding.end() ? failing : std::next(failing));
   error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false);
-  if (qp.st == qp_st::kRc)
+  if (reliable_connected(qp.st))
     enter_error(qpn, qp);
   else
     enter_send_queue_error(qpn, qp);
@@ -141,7 +163,10 @@ void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe
 
 void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool consumed_wqe) {
   RcResponder& resp = qp.rc.resp;
-  if (consumed_wqe && resp.have_wqe) error_cqe(qp.cqn_rcv, qpn, 0, resp.wqe_index, syn, true);
+  if (consumed_wqe && resp.have_wqe) {
+    const ReceiveTarget target = receive_target(qp);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syn, true, target.srqn);
+  }
   resp.have_wqe = false;
   resp.incoming = RcResponder::Incoming::kNone;
   enter_error(qpn, qp);
@@ -167,14 +192,16 @@ bool RdmaEngine::send_queue_stopped(const QueuePair& qp) {
 
 void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
   QueuePair* qp = f_.resources.qps.find(qpn);
-  if (qp == nullptr || qp->state != QpState::kError || (qp->st != qp_st::kRc && qp->st != qp_st::kUc && !is_datagram(*qp)))
+  if (qp == nullptr || qp->state != QpState::kError ||
+      (!reliable_connected(qp->st) && qp->st != qp_st::kUc && !is_datagram(*qp)))
     return;
   // A receive WQE the responder was filling completes as flushed too (IBA 10.3.1: every WQE
   // outstanding when the QP enters ERR).
   RcResponder& resp = qp->rc.resp;
   if (resp.have_wqe) {
     ++counters_.flushed_wqes;
-    error_cqe(qp->cqn_rcv, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true);
+    const ReceiveTarget target = receive_target(*qp);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true, target.srqn);
   }
   resp.have_wqe = false;
   resp.incoming = RcResponder::Incoming::kNone;
@@ -229,7 +256,7 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   const bool to_gsi = packet.dest_qp == kGsiQpn;
   uint32_t qpn = packet.dest_qp;
   QueuePair* qp = to_gsi ? gsi_qp(qpn) : f_.resources.qps.find(qpn);
-  if (qp == nullptr || (qp->st != qp_st::kRc && qp->st != qp_st::kUc && !is_datagram(*qp)) ||
+  if (qp == nullptr || (!reliable_connected(qp->st) && qp->st != qp_st::kUc && !is_datagram(*qp)) ||
       (qp->st == qp_st::kQp1 && !to_gsi)) {
     ++counters_.rx_unknown_qp;
     return true;
@@ -244,8 +271,8 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     receive_datagram(qpn, *qp, packet, frame);
     return true;
   }
-  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f.
-  if ((packet.opcode & 0xe0) != (qp->st == qp_st::kUc ? kUcOpcodeBase : 0)) {
+  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f, XRC 0xa0-0xbf.
+  if ((packet.opcode & 0xe0) != opcode_base(qp->st)) {
     ++counters_.rx_wrong_service;
     return true;
   }

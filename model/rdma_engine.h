@@ -114,7 +114,7 @@ class RdmaEngine {
   // Responder.
   void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   bool take_receive_wqe(QueuePair& qp);
-  bool take_srq_wqe(QueuePair& qp);  // basic SRQ / RMP: the driver-linked list of WQEs
+  bool take_srq_wqe(QueuePair& qp, uint32_t srqn);  // basic SRQ / RMP / XRC SRQ: the driver-linked list of WQEs
   // The WQE in `slot` of a receive ring (RQ or SRQ) when the driver's doorbell record at `record`
   // is past `consumed`; false when none is posted or a DMA fails (counted).
   bool read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
@@ -133,7 +133,19 @@ class RdmaEngine {
   void flush(uint32_t qpn, QueuePair& qp);             // of a QP in ERR: outstanding and posted WQEs
   void flush_send_queue(uint32_t qpn, QueuePair& qp);
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
-  void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder);
+  void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder,
+                 uint32_t srqn = 0);
+  // Where a QP's receive completions go and the SRQ they name (0: none). An XRC target QP takes
+  // both from the XRC SRQ its current request named.
+  struct ReceiveTarget {
+    uint32_t cqn = 0, srqn = 0;
+  };
+  ReceiveTarget receive_target(const QueuePair& qp);
+  // XRC: the XRC SRQ a request's XRCETH names, when it is one of this QP's XRC domain.
+  SharedReceiveQueue* xrc_srq_for(const QueuePair& qp, uint32_t xrc_srqn);
+  // The PD remote keys and receive buffers are checked against: the QP's, or for an XRC target QP
+  // the PD of the XRC SRQ its current request named (IBA A14).
+  uint32_t responder_pd(const QueuePair& qp);
 
   // Puts a packet on the wire once its inputs (payload bytes) are there at inputs_ready_ps (0 =
   // now) and the pipeline has built it; the wire serialises it at the port rate.

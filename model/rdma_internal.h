@@ -53,6 +53,14 @@ inline constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvali
 
 inline constexpr uint32_t kCounterMask16 = 0xffff;
 inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
+
+// The engine speaks RC's opcodes; on the wire a UC or XRC QP's are RC's plus its service's base
+// (UC 0x20, XRC 0xa0), which is also what a received opcode's top three bits must be.
+inline uint8_t opcode_base(uint8_t st) {
+  return st == qp_st::kUc ? kUcOpcodeBase : st == qp_st::kXrc ? transport::opcode::kXrcBase : 0;
+}
+// RC and XRC: acknowledged, and a send error takes the whole QP to ERR.
+inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc; }
 inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
 inline constexpr uint32_t kMaxDatagram = 4096;  // the largest RoCE path MTU

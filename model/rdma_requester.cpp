@@ -103,10 +103,10 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
 }
 
 void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
-  if (qp.st != qp_st::kRc && qp.st != qp_st::kUc && !is_datagram(qp)) {
-    // The XRC data path is not modelled: its WQEs stay unconsumed (logged once).
+  if (!reliable_connected(qp.st) && qp.st != qp_st::kUc && !is_datagram(qp)) {
+    // A UMR QP's WQEs (memory registration by the driver) are not modelled: they stay unconsumed.
     if (counters_.unsupported_service++ == 0)
-      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC, UC, UD and QP1 are modelled",
+      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC, UC, UD, XRC and QP1 are modelled",
                  f_.identity.vhca_id, qpn, qp.st);
     return;
   }
@@ -256,9 +256,11 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
   }
   const uint32_t skip = uint32_t(psn_diff(from_psn, message.first_psn));
   const bool unreliable = qp.st == qp_st::kUc;  // UC: same packets, opcodes at 0x20, never an ACK
+  const uint8_t base = opcode_base(qp.st);
+  packet.xrc_srqn = wqe.xrc_srqn;  // XRC: every request names the SRQ at the target
   if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) {
     // One request; a resent READ asks only for the responses still missing.
-    packet.opcode = requester_opcode(wqe.opcode, true, true);
+    packet.opcode = uint8_t(requester_opcode(wqe.opcode, true, true) | base);
     packet.psn = from_psn;
     packet.ack_req = true;
     if (is_read(wqe.opcode)) {
@@ -303,7 +305,7 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uin
       ready_ps = reads.ready_ps();
       if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma, ready_ps);
     }
-    packet.opcode = uint8_t(requester_opcode(wqe.opcode, first, last) | (unreliable ? kUcOpcodeBase : 0));
+    packet.opcode = uint8_t(requester_opcode(wqe.opcode, first, last) | base);
     packet.psn = psn_add(message.first_psn, i);
     packet.ack_req = last && !unreliable;
     packet.solicited = last && wqe.solicited;
@@ -422,7 +424,7 @@ void RdmaEngine::on_timer() {
 
 void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
   RcRequester& req = qp.rc.req;
-  const uint8_t opcode = packet.opcode;
+  const uint8_t opcode = uint8_t(packet.opcode & ~opcode_base(qp.st));  // XRC responses are RC's at 0xa0
   const bool has_aeth = transport::carries(opcode, transport::hdr::kAeth);
   // A response for a PSN we never sent (or long retired) is dropped.
   if (psn_diff(packet.psn, req.next_psn) >= 0) {

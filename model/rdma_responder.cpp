@@ -1,5 +1,5 @@
-// The RC/UC responder: receive WQEs (RQ and SRQ), PSN checks, SEND/WRITE placement, READ
-// responses, atomics, ACK/NAK/RNR NAK generation.
+// The RC/UC/XRC responder: receive WQEs (RQ, SRQ, XRC SRQ), PSN checks, SEND/WRITE placement,
+// READ responses, atomics, ACK/NAK/RNR NAK generation.
 #include "model/rdma_engine.h"
 
 #include <algorithm>
@@ -37,14 +37,15 @@ bool RdmaEngine::read_posted_receive(uint64_t record, uint32_t consumed, const P
   return true;
 }
 
-bool RdmaEngine::take_srq_wqe(QueuePair& qp) {
+bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
   RcResponder& resp = qp.rc.resp;
-  SharedReceiveQueue* srq = f_.resources.srqs.find(qp.srqn);
-  if (srq == nullptr || srq->kind == SrqKind::kXrcSrq) return false;
+  SharedReceiveQueue* srq = f_.resources.srqs.find(srqn);
+  // XRC SRQs serve XRC target QPs only (the caller checked the domain); others never.
+  if (srq == nullptr || (srq->kind == SrqKind::kXrcSrq) != (qp.st == qp_st::kXrc)) return false;
   const uint32_t index = srq->head & ((1u << srq->log_size) - 1);
   std::vector<uint8_t> bytes;
   if (!read_posted_receive(srq->dbr_addr, srq->consumed, srq->buffer, srq->log_stride, index, bytes)) return false;
-  srq = f_.resources.srqs.find(qp.srqn);  // the read spent model time
+  srq = f_.resources.srqs.find(srqn);  // the read spent model time
   if (srq == nullptr) return false;
   uint16_t next = 0;
   resp.sges.clear();
@@ -58,7 +59,8 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp) {
 
 bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
   RcResponder& resp = qp.rc.resp;
-  if (qp.rq_type == rq_type::kSrq) return take_srq_wqe(qp);
+  if (qp.st == qp_st::kXrc) return take_srq_wqe(qp, resp.xrc_srqn);
+  if (qp.rq_type == rq_type::kSrq) return take_srq_wqe(qp, qp.srqn);
   if (qp.rq_type != rq_type::kRegular) return false;  // zero-length RQ: nothing to receive into
   const uint32_t index = qp.rq_consumer & ((1u << qp.log_rq_size) - 1);
   std::vector<uint8_t> bytes;
@@ -75,7 +77,7 @@ bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
 void RdmaEngine::send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syn) {
   RocePacket packet;
   if (!address(qp, packet)) return;
-  packet.opcode = op::kRcAcknowledge;
+  packet.opcode = uint8_t(op::kRcAcknowledge | opcode_base(qp.st));
   packet.psn = psn;
   packet.aeth = {.syndrome = syn, .msn = qp.rc.resp.msn & transport::kPsnMask};
   switch (transport::aeth_type(syn)) {
@@ -92,7 +94,7 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
   const uint32_t count = packets_for(length, pmtu);
   std::vector<DmaChunk> chunks;
   if (length != 0 &&
-      translate(f_.resources, rkey, qp.pd, va, length, access::kRemoteRead, chunks) != ProtectionError::kNone)
+      translate(f_.resources, rkey, responder_pd(qp), va, length, access::kRemoteRead, chunks) != ProtectionError::kNone)
     return;  // checked by the caller for new requests; a duplicate whose MR went is dropped
   RocePacket packet;
   if (!address(qp, packet) || f_.memory == nullptr) return;
@@ -100,10 +102,11 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
   std::vector<uint8_t> payload;
   for (uint32_t i = 0; i < count; ++i) {
     const bool first = i == 0, last = i + 1 == count;
-    packet.opcode = first && last ? op::kRcRdmaReadResponseOnly
-                    : first       ? op::kRcRdmaReadResponseFirst
-                    : last        ? op::kRcRdmaReadResponseLast
-                                  : op::kRcRdmaReadResponseMiddle;
+    packet.opcode = uint8_t((first && last ? op::kRcRdmaReadResponseOnly
+                             : first       ? op::kRcRdmaReadResponseFirst
+                             : last        ? op::kRcRdmaReadResponseLast
+                                           : op::kRcRdmaReadResponseMiddle) |
+                            opcode_base(qp.st));
     packet.psn = psn_add(psn, i);
     packet.aeth = {.syndrome = transport::aeth_ack(transport::kAethCreditsInvalid),
                    .msn = qp.rc.resp.msn & transport::kPsnMask};
@@ -121,8 +124,8 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
 void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
   RcResponder& resp = qp.rc.resp;
   const bool unreliable = qp.st == qp_st::kUc;
-  // UC opcodes are RC's SEND/WRITE ones plus 0x20: the checks below speak RC.
-  const uint8_t opcode = unreliable ? uint8_t(packet.opcode & ~kUcOpcodeBase) : packet.opcode;
+  // UC and XRC opcodes are RC's plus their service's base: the checks below speak RC.
+  const uint8_t opcode = uint8_t(packet.opcode & ~opcode_base(qp.st));
   // UC answers nothing; on an error it drops the message and stays up (IBA 9.7.7 / 9.9.1.1).
   auto reply = [&](uint32_t psn, uint8_t syn) {
     if (!unreliable) send_ack(qpn, qp, psn, syn);
@@ -133,6 +136,21 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     resp.offset = 0;
     resp.epsn = psn_add(packet.psn, 1);
   };
+  if (qp.st == qp_st::kXrc) {
+    // Every XRC request names an XRC SRQ of the target QP's domain (IBA A14), the same one for all
+    // packets of a message: its WQEs, PD and CQ serve the message. Anything else is an invalid
+    // request (answered when it is the expected packet, dropped otherwise).
+    const bool switches = resp.incoming != RcResponder::Incoming::kNone && packet.xrc_srqn != resp.xrc_srqn;
+    if (xrc_srq_for(qp, packet.xrc_srqn) == nullptr || switches) {
+      ++counters_.invalid_requests;
+      if (packet.psn == resp.epsn) {
+        send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
+        responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, false);
+      }
+      return;
+    }
+    resp.xrc_srqn = packet.xrc_srqn;
+  }
   if (unreliable && packet.psn != resp.epsn) {
     // A lost packet loses its message: resynchronise on this PSN; only a first or only packet
     // starts a new message, and the receive WQE that was being filled is used again.
@@ -204,7 +222,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     const bool allowed = read ? get(qp.context, qpc::kRre) : get(qp.context, qpc::kRae);
     std::vector<DmaChunk> chunks;
     const ProtectionError error =
-        allowed ? translate(f_.resources, rkey, qp.pd, va, length, read ? access::kRemoteRead : access::kAtomic, chunks)
+        allowed ? translate(f_.resources, rkey, responder_pd(qp), va, length, read ? access::kRemoteRead : access::kAtomic, chunks)
                 : ProtectionError::kAccess;
     if (error != ProtectionError::kNone) {
       ++counters_.remote_access_errors;
@@ -282,7 +300,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     }
     std::vector<DmaChunk> chunks;
     const ProtectionError error =
-        translate(f_.resources, resp.write_rkey, qp.pd, resp.write_va + resp.offset, packet.payload.size(),
+        translate(f_.resources, resp.write_rkey, responder_pd(qp), resp.write_va + resp.offset, packet.payload.size(),
                   access::kRemoteWrite, chunks);
     if (error != ProtectionError::kNone) {
       ++counters_.remote_access_errors;
@@ -302,7 +320,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   } else {
     std::vector<DmaChunk> chunks;
     uint64_t total = 0;
-    const ProtectionError error = translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total);
+    const ProtectionError error = translate_sges(f_.resources, resp.sges, responder_pd(qp), access::kLocalWrite, chunks, total);
     if (error != ProtectionError::kNone) {
       ++counters_.local_protection_errors;
       reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
@@ -328,7 +346,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   resp.incoming = last ? RcResponder::Incoming::kNone : kind;
   if (last && (headers & transport::hdr::kIeth) != 0) {
     // The data is placed; the key the requester names is freed before the completion says so.
-    const ProtectionError error = invalidate_remotely(f_.resources, packet.invalidate_rkey, qp.pd);
+    const ProtectionError error = invalidate_remotely(f_.resources, packet.invalidate_rkey, responder_pd(qp));
     if (error != ProtectionError::kNone) {
       ++counters_.invalid_requests;
       log().debug("function {}: QP {:#x}: SEND with Invalidate of key {:#x}: {}", f_.identity.vhca_id, qpn,
@@ -355,13 +373,14 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
                                                                              : cqe::kRespSend;
       const uint32_t bytes = uint32_t(is_write ? resp.write_length : resp.offset);
       const uint16_t index = resp.wqe_index;
+      const ReceiveTarget target = receive_target(qp);
       write_cqe(
-          f_, qp.cqn_rcv,
+          f_, target.cqn,
           [&](std::span<uint8_t> cqe) {
             if (with_imm) store_be32(&cqe[cqe::kImmediate], packet.immediate);
             if (headers & transport::hdr::kIeth) store_be32(&cqe[cqe::kImmediate], packet.invalidate_rkey);
             store_be32(&cqe[cqe::kByteCount], bytes);
-            if (qp.rq_type == rq_type::kSrq) store_be32(&cqe[cqe::kSrqnUserIndex], qp.srqn & 0xffffff);
+            if (target.srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], target.srqn & 0xffffff);
             store_be32(&cqe[cqe::kSopDropQpn], qpn & 0xffffff);
             store_be16(&cqe[cqe::kWqeCounter], index);
             cqe[cqe::kOpOwn] = uint8_t(cqe_opcode << 4);

@@ -207,6 +207,17 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   ASSERT_EQ(recv.size(), 1u);
   expect_responder(recv[0], kCqeRespSend, w2, c1.b->qpn, 64);
   EXPECT_EQ(b.f.resources.srqs.find(srq.srqn)->consumed, 3u);
+  // An SRQ WQE with a bad lkey: the error CQE names the SRQ, as libmlx5 frees the WQE in the SRQ
+  // a receive CQE names (a QP with an SRQ has no RQ of its own to take it from).
+  const uint16_t w3 = b.post_srq_recv(srq, {{dst.va(0), 64, dst.key ^ 0x100}});
+  a.post_send(*c2.a, {.sges = {{src.va(0), 64, src.key}}});
+  p.pump();
+  recv = b.drain(rb);
+  ASSERT_EQ(recv.size(), 1u);
+  EXPECT_EQ(recv[0].opcode, kCqeRespErr);
+  EXPECT_EQ(recv[0].syndrome, kSynLocalProtection);
+  EXPECT_EQ(recv[0].wqe_counter, w3);
+  EXPECT_EQ(recv[0].srqn, srq.srqn);
 }
 
 TEST_F(RdmaTest, ZeroLengthSend) {

@@ -78,13 +78,15 @@ struct Mr {
 
 struct Qp {
   uint32_t qpn = 0, pd = 0;
+  uint8_t service = qp_st::kRc;
   Cq* scq = nullptr;
   Cq* rcq = nullptr;
   uint64_t buffer = 0, dbr = 0;
   uint32_t log_rq_size = 4, log_rq_stride = 3, log_sq_size = 6;  // 16 x 128-byte RQ WQEs, 64 WQEBBs
   uint32_t sq_pi = 0;    // libmlx5 sq.cur_post: WQEBBs posted
   uint32_t rq_head = 0;  // receive WQEs posted
-  uint64_t rq_bytes() const { return (uint64_t(1) << log_rq_size) << (4 + log_rq_stride); }
+  bool own_rq = true;    // false: receives come from an SRQ, the buffer holds only the SQ
+  uint64_t rq_bytes() const { return own_rq ? (uint64_t(1) << log_rq_size) << (4 + log_rq_stride) : 0; }
   uint64_t sq_bytes() const { return (uint64_t(1) << log_sq_size) * 64; }
   uint32_t rq_max_sges() const { return (16u << log_rq_stride) / 16; }
 };
@@ -117,6 +119,7 @@ struct Wr {
   bool signalled = true, solicited = false;
   uint8_t fence = 0;
   std::optional<std::array<uint8_t, 48>> av;  // UD/QP1: the datagram segment (RdmaNode::address_vector)
+  uint32_t xrc_srqn = 0;                      // XRC initiator QPs: the XRC SRQ at the target
 };
 
 // RC connection attributes (what ibv_modify_qp would carry).
@@ -308,8 +311,13 @@ struct RdmaNode : TestFunction {
   }
 
   // ---- QP ----
-  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr) {
+  // XRC QPs (xrcd != 0) are created as mlx5_ib creates them: rq_type SRQ naming some SRQ (the
+  // driver's own), the XRC domain at 0x98.
+  Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr,
+                uint32_t xrcd = 0) {
     Qp& qp = qps.emplace_back();
+    qp.service = service;
+    qp.own_rq = srq == nullptr;
     qp.pd = pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;
     qp.rcq = &rcq;
@@ -334,6 +342,7 @@ struct RdmaNode : TestFunction {
       set(qpc, Field{0xac, 26, 24}, rq_type::kSrq);
       set(qpc, Field{0xac, 23, 0}, srq->srqn);
     }
+    if (xrcd != 0) set(qpc, Field{0x98, 23, 0}, xrcd);
     put_pas(in, 0x110, pages);
     EXPECT_EQ(run(0x500, in), 0);
     qp.qpn = object();
@@ -443,6 +452,7 @@ struct RdmaNode : TestFunction {
       w.resize(w.size() + 16, 0);
       return &w[w.size() - 16];
     };
+    if (qp.service == qp_st::kXrc) store_be32(segment(), wr.xrc_srqn);  // mlx5_wqe_xrc_seg
     if (wr.av) std::copy(wr.av->begin(), wr.av->end(), w.insert(w.end(), 48, 0));
     const bool raddr = wr.opcode == wqe_op::kRdmaWrite || wr.opcode == wqe_op::kRdmaWriteImm ||
                        wr.opcode == wqe_op::kRdmaRead || wr.opcode == wqe_op::kAtomicCs || wr.opcode == wqe_op::kAtomicFa;
@@ -503,8 +513,9 @@ struct RdmaNode : TestFunction {
   }
 
   // ---- Shared receive queue ----
-  // CREATE_SRQ as mlx5_ib sends it for ibv_create_srq (srqc at 0x10, one page of WQEs).
-  Srq& make_srq() {
+  // CREATE_SRQ as mlx5_ib sends it for ibv_create_srq (srqc at 0x10, one page of WQEs); with an
+  // XRC domain CREATE_XRC_SRQ (xrc_srqc: the domain and the CQ its completions go to).
+  Srq& make_srq(uint32_t xrcd = 0, const Cq* cq = nullptr, uint32_t pd_number = 0) {
     Srq& srq = srqs.emplace_back();
     srq.buffer = page(uint64_t(srq.stride()) << srq.log_size);
     srq.dbr = page();
@@ -515,11 +526,12 @@ struct RdmaNode : TestFunction {
     }
     auto in = input(0x110);
     store_be32(&in[0x10], srq.log_size << 24);
-    store_be32(&in[0x14], srq.log_stride << 24);
-    store_be32(&in[0x28], pd);
+    store_be32(&in[0x14], (srq.log_stride << 24) | xrcd);
+    if (cq != nullptr) store_be32(&in[0x18], cq->cqn);
+    store_be32(&in[0x28], pd_number != 0 ? pd_number : pd);
     store_be64(&in[0x38], srq.dbr);
     put_pas(in, 0x110, {srq.buffer});
-    EXPECT_EQ(run(0x700, in), 0);
+    EXPECT_EQ(run(xrcd != 0 ? 0x705 : 0x700, in), 0);
     srq.srqn = object();
     return srq;
   }

@@ -1,6 +1,7 @@
 // Hostile frames from the wire: well-formed RoCEv2 frames (the ICRC is right, so every transport
 // check is reached) whose headers say whatever a broken or malicious peer could say. Function B
-// has an RC, a UC and a UD QP with receives posted and its own work in flight; the frames name
+// has an RC, a UC, a UD and an XRC target QP with receives posted and its own work in flight; the
+// frames name
 // those QPs or others, with PSNs at or near what B expects, rkeys and addresses inside its region
 // or not, lengths that fit or overflow, responses it never asked for. Whatever arrives, B must
 // answer with a completion, an error CQE, a NAK or a counted drop, never touch memory outside its
@@ -30,6 +31,14 @@ struct WireFuzz : ::testing::Test {
   Connection uc = p.connect({}, qp_st::kUc);
   Cq& b_ud_cq = b.make_cq();
   Qp& ud = b.create_qp(b_ud_cq, b_ud_cq, 0, qp_st::kUd);
+  // XRC: A's initiator QP, B's target QP with an XRC SRQ of its domain.
+  uint32_t a_xrcd = a.alloc(0x80e), b_xrcd = b.alloc(0x80e);
+  Cq& a_xrc_cq = a.make_cq();
+  Cq& b_xrc_cq = b.make_cq();
+  Srq& a_driver_srq = a.make_srq(a_xrcd, &a_xrc_cq);
+  Srq& xsrq = b.make_srq(b_xrcd, &b_xrc_cq);
+  Qp& ini = a.create_qp(a_xrc_cq, a_xrc_cq, 0, qp_st::kXrc, &a_driver_srq, a_xrcd);
+  Qp& tgt = b.create_qp(b_xrc_cq, b_xrc_cq, 0, qp_st::kXrc, &xsrq, b_xrcd);
   uint64_t guard_before = b.page();  // host pages beside B's region that nothing may write
   Mr region = b.reg_mr(kRegion);
   uint64_t guard_after = b.page();
@@ -38,18 +47,24 @@ struct WireFuzz : ::testing::Test {
 
   WireFuzz() {
     b.bring_up_ud(ud, kQkey);
+    p.bring_up(ini, tgt, {});
     for (uint64_t page : {guard_before, guard_after}) std::memset(b.memory.at(page), kGuardByte, 4096);
   }
   uint64_t pick(uint64_t n) { return rng() % n; }
 
-  // Mostly an opcode of the target's service (RC 0x00-0x17, UC 0x20-0x2b, UD 0x64-0x65), else any.
+  // Mostly an opcode of the target's service (RC 0x00-0x17, UC 0x20-0x2b, UD 0x64-0x65, XRC
+  // 0xa0-0xb7), else any.
   uint8_t random_opcode(uint8_t service) {
     static constexpr uint8_t kRc[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
                                       0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17};
     static constexpr uint8_t kUc[] = {0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b};
     static constexpr uint8_t kUd[] = {0x64, 0x65};
-    if (pick(5) == 0) service = uint8_t(pick(3) == 0 ? qp_st::kRc : pick(2) ? qp_st::kUc : qp_st::kUd);
+    if (pick(5) == 0) {
+      const uint8_t services[] = {qp_st::kRc, qp_st::kUc, qp_st::kUd, qp_st::kXrc};
+      service = services[pick(4)];
+    }
     if (service == qp_st::kRc) return kRc[pick(std::size(kRc))];
+    if (service == qp_st::kXrc) return uint8_t(transport::opcode::kXrcBase + kRc[pick(std::size(kRc))]);
     if (service == qp_st::kUc) return kUc[pick(std::size(kUc))];
     return kUd[pick(std::size(kUd))];
   }
@@ -61,8 +76,8 @@ struct WireFuzz : ::testing::Test {
     packet.dst_mac = b.mac;
     packet.src_gid = a.gid;
     packet.dst_gid = b.gid;
-    const Qp* targets[] = {rc.b, uc.b, &ud};
-    const Qp* target = targets[pick(3)];
+    const Qp* targets[] = {rc.b, uc.b, &ud, &tgt};
+    const Qp* target = targets[pick(4)];
     const QueuePair& state = b.state_of(*target);
     packet.opcode = random_opcode(state.st);
     packet.dest_qp = pick(10) == 0 ? uint32_t(pick(2) ? 1 : rng() & 0xffffff) : target->qpn;
@@ -85,6 +100,7 @@ struct WireFuzz : ::testing::Test {
     packet.immediate = uint32_t(rng());
     packet.invalidate_rkey = pick(2) ? region.key : uint32_t(rng());
     packet.deth = {.qkey = pick(4) ? kQkey : uint32_t(rng()), .src_qp = uint32_t(rng())};
+    packet.xrc_srqn = pick(6) ? xsrq.srqn : pick(2) ? a_driver_srq.srqn : uint32_t(rng());
     payload.resize(pick(3) == 0 ? 0 : pick(4) == 0 ? pick(4400) : 4 * pick(300));
     for (auto& byte : payload) byte = uint8_t(rng());
     packet.payload = payload;
@@ -105,6 +121,12 @@ struct WireFuzz : ::testing::Test {
     wr.sges = {{region.va(8 * pick((kRegion - length) / 8)), length, region.key}};
     b.post_send(*rc.b, wr, true);
   }
+  // A's XRC initiator sends to B's XRC SRQ, so the target QP has real messages between the hostile ones.
+  void a_sends_xrc() {
+    if (a.state(ini) != QpState::kRts) return;
+    const uint32_t length = 1 + uint32_t(pick(3000));
+    a.post_send(ini, {.sges = {{a_region.va(pick(kRegion - length)), length, a_region.key}}, .xrc_srqn = xsrq.srqn});
+  }
 
   void keep_receives_posted() {
     for (auto [qp, node] : {std::pair<Qp*, RdmaNode*>{rc.b, &b}, {uc.b, &b}, {&ud, &b}, {rc.a, &a}}) {
@@ -114,6 +136,8 @@ struct WireFuzz : ::testing::Test {
         node->post_recv(*qp, {{mr.va(0), uint32_t(kRegion), mr.key}});
       }
     }
+    while (((xsrq.posted - b.f.resources.srqs.find(xsrq.srqn)->consumed) & 0xffff) < 4)
+      b.post_srq_recv(xsrq, {{region.va(0), uint32_t(kRegion), region.key}});
   }
 
   // What an application does with a QP the wire put in ERR (or a send error in SQE).
@@ -123,6 +147,11 @@ struct WireFuzz : ::testing::Test {
       p.reconnect(rc, {.sq_psn_a = psn, .sq_psn_b = transport::psn_add(psn, 0x400000), .retry_count = 2, .rnr_retry = 1});
     }
     if (a.state(*uc.a) == QpState::kError || b.state(*uc.b) == QpState::kError) p.reconnect(uc, {});
+    if (a.state(ini) == QpState::kError || b.state(tgt) == QpState::kError) {
+      a.to_reset(ini);
+      b.to_reset(tgt);
+      p.bring_up(ini, tgt, {});
+    }
     for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&a, uc.a}, {&b, uc.b}, {&b, &ud}})
       if (node->state(*qp) == QpState::kSqError) node->sqe_to_rts(*qp);
     if (b.state(ud) == QpState::kError) {
@@ -138,6 +167,7 @@ TEST_F(WireFuzz, HostileFramesFromTheWire) {
     SCOPED_TRACE(iteration);
     keep_receives_posted();
     if (pick(8) == 0) b_sends_something();
+    if (pick(8) == 0) a_sends_xrc();
     std::vector<uint8_t> payload;
     const std::vector<uint8_t> frame = hostile_frame(payload);
     ASSERT_FALSE(frame.empty());
@@ -156,10 +186,12 @@ TEST_F(WireFuzz, HostileFramesFromTheWire) {
         }
       }
     }
-    for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&b, rc.b}, {&b, uc.b}, {&b, &ud}, {&a, rc.a}, {&a, uc.a}}) {
+    for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&b, rc.b}, {&b, uc.b}, {&b, &ud}, {&b, &tgt}, {&a, rc.a},
+                            {&a, uc.a}, {&a, &ini}}) {
       const QpState state = node->state(*qp);
       ASSERT_TRUE(state == QpState::kRts || state == QpState::kError ||
-                  (state == QpState::kSqError && node->state_of(*qp).st != qp_st::kRc))
+                  (state == QpState::kSqError && node->state_of(*qp).st != qp_st::kRc &&
+                   node->state_of(*qp).st != qp_st::kXrc))
           << qp_state_name(state);
     }
     recover();
