@@ -140,8 +140,10 @@ for t in $RDMA_TESTS; do
     run "ibv_rc_pingpong -e 4 KiB x 10" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c -e
     # Four RC QPs receiving through one shared receive queue.
     run "ibv_srq_pingpong 4 QPs x 10" 60 "$PP_RESULT" ibv_srq_pingpong -d $DEV -g $GIDX -n 10 -q 4
-    # XRC: each side's send QP reaches the other's XRC SRQ through its XRC target QP.
-    run "ibv_xsrq_pingpong 4 KiB x 10" 60 'success' ibv_xsrq_pingpong -d $DEV -g $GIDX -n 10
+    # XRC: each side's send QP reaches the other's XRC SRQ through its XRC target QP. Soft-RoCE
+    # (Linux 6.1) has no XRC: ibv_open_xrcd fails with EOPNOTSUPP there.
+    [ "$SETUP" = rxe ] ||
+      run "ibv_xsrq_pingpong 4 KiB x 10" 60 'success' ibv_xsrq_pingpong -d $DEV -g $GIDX -n 10
     # UC: the same exchange without ACKs (4 KiB = four packets at the 1024 B path MTU).
     run "ibv_uc_pingpong 4 KiB x 10" 60 "$PP_RESULT" ibv_uc_pingpong -d $DEV -g $GIDX -n 10 -c
     # UD: datagrams through address handles; each receive holds the 40-byte GRH in front of the data.
