@@ -191,6 +191,13 @@ SH
     run "ib_send_lat -c UD -s 1024" 60 "$PERF_RESULT" ib_send_lat $PERF -c UD -s 1024 -n 50
     run "ib_write_bw -c UC -s 65536" 60 "$PERF_RESULT" ib_write_bw $PERF -c UC -s 65536 -n 20 --report_gbits
     run "ib_send_lat -c UC -s 64" 60 "$PERF_RESULT" ib_send_lat $PERF -c UC -s 64 -n 50
+    # Connections set up by rdma_cm (-R) instead of perftest's own TCP exchange: the QP attributes
+    # come from the kernel's CM (RC, and a UD QP with its address handle from the CM's SIDR).
+    modprobe rdma_ucm 2>/dev/null
+    CM_START=1
+    run "ib_write_bw -R -s 65536" 60 "$PERF_RESULT" ib_write_bw $PERF -R -s 65536 -n 20 --report_gbits
+    run "ib_send_lat -R -c UD -s 1024" 60 "$PERF_RESULT" ib_send_lat $PERF -R -c UD -s 1024 -n 50
+    CM_START=
     ;;
   bench)  # the figures of bench/rdma_compare.sh
     run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-2000} --report_gbits
