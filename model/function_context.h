@@ -5,12 +5,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <set>
+#include <map>
 #include <vector>
 
 #include "model/eth_objects.h"
 #include "model/hca_caps.h"
 #include "model/port_registers.h"
+#include "model/queue_counters.h"
 #include "model/resources.h"
 #include "pcie/host_port.h"
 
@@ -53,8 +54,8 @@ struct FunctionContext {
   // --- Ethernet objects (fw_eth.cpp, fw_eth_flow.cpp) ---
   EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
 
-  // --- queue counter sets (fw_counters.cpp) ---
-  std::set<uint32_t> q_counters{};
+  // --- queue counter sets (fw_counters.cpp; the RDMA engine counts into them) ---
+  std::map<uint32_t, QueueCounterSet> q_counters{};
 
   // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work
   // is flushed (the command runs on the same thread as the data path).

@@ -1,6 +1,7 @@
-// Queue counter sets (ALLOC/DEALLOC/QUERY_Q_COUNTER). mlx5e allocates two at probe even when the
-// caps advertise none for QPs (max_qp_cnt = 0 keeps mlx5_ib from binding QPs to them). A set is a
-// real per-function object; its counters read zero until a data path counts into it.
+// Queue counter sets (ALLOC/DEALLOC/QUERY_Q_COUNTER). mlx5e allocates two at probe, mlx5_ib one per
+// port and binds every QP to it at RST2INIT; the RDMA engine counts into the set of a QP
+// (queue_counters.h), QUERY_Q_COUNTER reads them and with `clear` zeroes them.
+#include "common/endian.h"
 #include "model/firmware.h"
 
 namespace hcaemu::model {
@@ -12,8 +13,7 @@ constexpr Field kAllocOutCounterSetId{0x08, 7, 0};    // alloc_q_counter_out.cou
 constexpr Field kDeallocInCounterSetId{0x08, 7, 0};   // dealloc_q_counter_in.counter_set_id
 constexpr Field kQueryInClear{0x18, 31, 31};          // query_q_counter_in.clear
 constexpr Field kQueryInCounterSetId{0x1c, 7, 0};     // query_q_counter_in.counter_set_id
-constexpr uint32_t kQueryQCounterOutSize = 0x100;
-constexpr uint32_t kMaxCounterSets = 255;             // 8-bit IDs, 0 is never handed out
+constexpr uint32_t kQueryQCounterOutSize = q_counter::kOutSize;
 
 enum Check : uint16_t { kUidNotZero = 1, kNoSuchSet = 2, kTableFull = 3 };
 
@@ -26,8 +26,8 @@ bool uid_zero(CommandCall& call) {
 void alloc_q_counter(CommandCall& call) {
   if (!call.need_input(0x10) || !call.need_output(0x10) || !uid_zero(call)) return;
   auto& sets = call.function().q_counters;
-  for (uint32_t id = 1; id <= kMaxCounterSets; ++id) {
-    if (sets.insert(id).second) {
+  for (uint32_t id = 1; id <= kMaxQueueCounterSets; ++id) {  // 0 is never handed out
+    if (sets.try_emplace(id).second) {
       set(call.out(), kAllocOutCounterSetId, id);
       return;
     }
@@ -43,11 +43,15 @@ void dealloc_q_counter(CommandCall& call) {
 
 void query_q_counter(CommandCall& call) {
   if (!call.need_input(0x20) || !call.need_output(kQueryQCounterOutSize) || !uid_zero(call)) return;
-  if (call.function().q_counters.count(get(call.in(), kQueryInCounterSetId)) == 0) {
+  auto found = call.function().q_counters.find(get(call.in(), kQueryInCounterSetId));
+  if (found == call.function().q_counters.end()) {
     call.fail(CommandStatus::kBadResource, syndrome(kQueryQCounter, kNoSuchSet));
     return;
   }
-  (void)get(call.in(), kQueryInClear);  // nothing counts into sets yet, so clear has nothing to do
+  QueueCounterSet& set_counters = found->second;
+  auto out = call.out();
+  for (uint32_t at = 0x10; at + 4 <= kQueryQCounterOutSize; at += 4) store_be32(&out[at], set_counters.at(at));
+  if (get(call.in(), kQueryInClear) != 0) set_counters = QueueCounterSet{};
 }
 
 // QUERY_VPORT_COUNTER: mlx5e's periodic stats read of its own vport. The counters read zero (the

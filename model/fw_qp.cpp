@@ -64,6 +64,7 @@ constexpr Field kNextRcvPsn{0x94, 23, 0};
 constexpr Field kNextSendPsn{0x78, 23, 0};
 constexpr Field kRetryCount{0x70, 18, 16};
 constexpr Field kRnrRetry{0x70, 15, 13};
+constexpr Field kCounterSetId{0x0c, 31, 24};
 }  // namespace qpc
 
 constexpr uint32_t kMaxMtu = 5;  // IB enum: 1 = 256 ... 5 = 4096
@@ -242,7 +243,9 @@ bool check_transition_fields(CommandCall& call, const Transition& t, const Queue
   bool ok = true;
   if (t.bit == kR2I || t.bit == kI2I) {
     const uint32_t port = get(ctx, qpc::kVhcaPortNum);
-    ok = get(ctx, qpc::kPkeyIndex) < kPkeyTableSize && port <= r.limits.num_ports;
+    const uint32_t counter_set = get(ctx, qpc::kCounterSetId);  // 0: none; else a set of this function
+    ok = get(ctx, qpc::kPkeyIndex) < kPkeyTableSize && port <= r.limits.num_ports &&
+         (counter_set == 0 || call.function().q_counters.count(counter_set) != 0);
   } else if (t.bit == kI2R && connected(qp.st)) {
     const uint32_t mtu = get(ctx, qpc::kMtu);
     ok = mtu >= 1 && mtu <= kMaxMtu && get(ctx, qpc::kLogMsgMax) <= r.limits.log_max_msg &&

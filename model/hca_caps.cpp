@@ -43,6 +43,8 @@ constexpr Field kCacheLine128Byte{0x2c, 27, 27};              // cache_line_128b
 constexpr Field kGidTableSize{0x2c, 15, 0};                   // gid_table_size
 constexpr Field kVportCounters{0x30, 30, 30};                 // vport_counters
 constexpr Field kDebug{0x30, 28, 28};                         // debug
+constexpr Field kOutOfSeqCnt{0x30, 31, 31};                   // out_of_seq_cnt
+constexpr Field kRetransmissionQCounters{0x30, 29, 29};       // retransmission_q_counters
 constexpr Field kMaxQpCnt{0x30, 25, 16};                      // max_qp_cnt
 constexpr Field kPkeyTableSize{0x30, 15, 0};                  // pkey_table_size
 constexpr Field kVportGroupManager{0x34, 31, 31};             // vport_group_manager
@@ -51,6 +53,7 @@ constexpr Field kEswitchManager{0x34, 24, 24};                // eswitch_manager
 constexpr Field kMcamReg{0x34, 22, 22};                       // mcam_reg
 constexpr Field kPcamReg{0x34, 21, 21};                       // pcam_reg
 constexpr Field kLocalCaAckDelay{0x34, 20, 16};               // local_ca_ack_delay
+constexpr Field kEnhancedErrorQCounters{0x34, 14, 14};        // enhanced_error_q_counters
 constexpr Field kPortType{0x34, 9, 8};                        // port_type
 constexpr Field kNumPorts{0x34, 7, 0};                        // num_ports
 constexpr Field kLogMaxMsg{0x38, 28, 24};                     // log_max_msg
@@ -131,7 +134,10 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kGidTableSize, 0},                 // IB only
     {gen::kVportCounters, 0},
     {gen::kDebug, 0},                        // no DEBUG caps, no rsc_dump
-    {gen::kMaxQpCnt, 0},                     // no Q counters
+    {gen::kMaxQpCnt, kMaxQueueCounterSets},  // Q counters: mlx5_ib binds QPs, hw_counters in sysfs
+    {gen::kOutOfSeqCnt, 1},                  // ... with out_of_sequence,
+    {gen::kRetransmissionQCounters, 1},      // duplicate_request, rnr_nak_retry_err, packet_seq_err, ...
+    {gen::kEnhancedErrorQCounters, 1},       // and the error CQE counters (queue_counters.h)
     {gen::kPkeyTableSize, 0},                // 128 entries
     {gen::kVportGroupManager, 0},            // no eswitch, no LAG
     {gen::kNicFlowTable, 1},                 // mlx5e needs it

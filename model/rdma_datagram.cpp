@@ -140,6 +140,7 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
   RcResponder& resp = qp.rc.resp;
   if (!take_receive_wqe(qp)) {
     ++counters_.datagrams_dropped_no_receive;
+    count(qp, q_counter::kOutOfBuffer);
     return;
   }
   resp.have_wqe = false;  // a datagram completes its WQE now, whatever happens

@@ -100,6 +100,7 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
 void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syn,
                            bool responder, uint32_t srqn) {
   ++counters_.error_cqes;
+  count_error_cqe(qpn, syn, responder);
   write_cqe(
       f_, cqn,
       [&](std::span<uint8_t> cqe) {
@@ -112,6 +113,40 @@ void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t 
         cqe[cqe::kOpOwn] = uint8_t((responder ? cqe::kResponderError : cqe::kRequesterError) << 4);
       },
       true);
+}
+
+void RdmaEngine::count(const QueuePair& qp, uint32_t offset) {
+  const uint32_t id = get(qp.context, qpc::kCounterSetId);
+  if (id == 0) return;
+  auto found = f_.q_counters.find(id);
+  if (found != f_.q_counters.end()) found->second.bump(offset);
+}
+
+void RdmaEngine::count_error_cqe(uint32_t qpn, uint8_t syn, bool responder) {
+  const QueuePair* qp = f_.resources.qps.find(qpn);
+  if (qp == nullptr) return;
+  namespace qc = q_counter;
+  if (syn == syndrome::kWrFlushed) {
+    count(*qp, responder ? qc::kRespCqeFlushError : qc::kReqCqeFlushError);
+    return;
+  }
+  count(*qp, responder ? qc::kRespCqeError : qc::kReqCqeError);
+  // The cause, where the set has a counter for it (remote errors at the responder are counted
+  // when it answers them: responder_error).
+  uint32_t cause = 0;
+  switch (syn) {
+    case syndrome::kLocalLength: cause = responder ? qc::kRespLocalLengthError : qc::kReqLocalLengthError; break;
+    case syndrome::kLocalQpOperation: cause = responder ? qc::kRespLocalQpError : qc::kLocalOperationError; break;
+    case syndrome::kLocalProtection: cause = responder ? qc::kRespLocalProtection : qc::kReqLocalProtection; break;
+    case syndrome::kBadResponse: cause = responder ? 0 : qc::kReqBadResponse; break;
+    case syndrome::kRemoteInvalidRequest: cause = responder ? 0 : qc::kReqRemoteInvalidRequest; break;
+    case syndrome::kRemoteAccess: cause = responder ? 0 : qc::kReqRemoteAccessErrors; break;
+    case syndrome::kRemoteOperation: cause = responder ? 0 : qc::kReqRemoteOperationErrors; break;
+    case syndrome::kRetryExceeded: cause = qc::kReqTransportRetriesExceeded; break;
+    case syndrome::kRnrRetryExceeded: cause = qc::kReqRnrRetriesExceeded; break;
+    default: break;
+  }
+  if (cause != 0) count(*qp, cause);
 }
 
 RdmaEngine::ReceiveTarget RdmaEngine::receive_target(const QueuePair& qp) {
@@ -163,6 +198,8 @@ void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe
 
 void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool consumed_wqe) {
   RcResponder& resp = qp.rc.resp;
+  if (syn == syndrome::kRemoteInvalidRequest) count(qp, q_counter::kRespRemoteInvalidRequest);
+  if (syn == syndrome::kRemoteAccess) count(qp, q_counter::kRespRemoteAccessErrors);
   if (consumed_wqe && resp.have_wqe) {
     const ReceiveTarget target = receive_target(qp);
     error_cqe(target.cqn, qpn, 0, resp.wqe_index, syn, true, target.srqn);

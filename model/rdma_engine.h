@@ -135,6 +135,9 @@ class RdmaEngine {
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
   void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder,
                  uint32_t srqn = 0);
+  // Queue counters (queue_counters.h): one more in the set the QP is bound to, if any.
+  void count(const QueuePair& qp, uint32_t offset);
+  void count_error_cqe(uint32_t qpn, uint8_t syndrome, bool responder);
   // Where a QP's receive completions go and the SRQ they name (0: none). An XRC target QP takes
   // both from the XRC SRQ its current request named.
   struct ReceiveTarget {

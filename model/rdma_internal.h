@@ -42,6 +42,7 @@ inline constexpr Field kState{0x00, 31, 28};
 inline constexpr Field kRetryCount{0x70, 18, 16};
 inline constexpr Field kRnrRetry{0x70, 15, 13};
 inline constexpr Field kQkey{0xa8, 31, 0};
+inline constexpr Field kCounterSetId{0x0c, 31, 24};
 }  // namespace qpc
 
 // Error CQE syndromes (mlx5-device-bringup.md section 7.5).

@@ -408,6 +408,7 @@ void RdmaEngine::on_timer() {
       retransmit_from(qpn, *qp, req.rnr_psn);
     } else if (!req.outstanding.empty()) {
       ++counters_.timeouts;
+      count(*qp, q_counter::kLocalAckTimeoutErr);
       if (req.retries_left == 0) {
         requester_error(qpn, *qp, req.outstanding.front().wqe, syndrome::kRetryExceeded);
         continue;
@@ -441,6 +442,7 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
         break;
       case transport::AethType::kRnrNak: {
         ++counters_.rnr_naks_received;
+        count(qp, q_counter::kRnrNakRetryErr);
         req.acked_psn = psn_add(packet.psn, transport::kPsnMask);  // everything before it arrived
         retire(qpn, qp);
         if (req.rnr_retries_left != kRetryForever) {
@@ -465,6 +467,7 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
         retire(qpn, qp);
         if (code == transport::NakCode::kPsnSequenceError) {
           ++counters_.sequence_errors;
+          count(qp, q_counter::kPacketSeqErr);
           if (req.retries_left == 0) {
             if (!req.outstanding.empty()) requester_error(qpn, qp, req.outstanding.front().wqe, syndrome::kRetryExceeded);
             return;

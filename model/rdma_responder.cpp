@@ -161,6 +161,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   }
   const int32_t distance = psn_diff(packet.psn, resp.epsn);
   if (distance > 0) {  // a gap: one sequence NAK until the missing packet comes
+    count(qp, q_counter::kOutOfSequence);
     if (!resp.sequence_nak_sent) {
       resp.sequence_nak_sent = true;
       reply(resp.epsn, transport::aeth_nak(transport::NakCode::kPsnSequenceError));
@@ -169,6 +170,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   }
   if (distance < 0) {  // a duplicate: answer again, change nothing
     ++counters_.duplicates;
+    count(qp, q_counter::kDuplicateRequest);
     if (opcode == op::kRcRdmaReadRequest) {
       send_read_responses(qpn, qp, packet.psn, packet.reth.va, packet.reth.rkey, packet.reth.dma_length);
     } else if (opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
@@ -230,6 +232,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
+    count(qp, read ? q_counter::kRxReadRequests : q_counter::kRxAtomicRequests);
     stamp_remote_delivery(qp, packet.src_mac, psn_add(packet.psn, read ? packets_for(length, pmtu_of(qp)) - 1 : 0),
                           read ? wqe_op::kRdmaRead : opcode == op::kRcFetchAdd ? wqe_op::kAtomicFa : wqe_op::kAtomicCs,
                           uint32_t(length));
@@ -277,6 +280,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
       responder_error(qpn, qp, syndrome::kRemoteAccess, false);
       return;
     }
+    count(qp, q_counter::kRxWriteRequests);
     resp.write_va = packet.reth.va;
     resp.write_rkey = packet.reth.rkey;
     resp.write_length = packet.reth.dma_length;
@@ -286,6 +290,7 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
   // A receive WQE is needed before anything lands for a SEND (and at the end of a WRITE with
   // immediate): none posted means RNR NAK, and the requester sends the same packet again.
   if (needs_wqe && !resp.have_wqe && !take_receive_wqe(qp)) {
+    count(qp, q_counter::kOutOfBuffer);
     if (unreliable) return drop_message();  // UC has no RNR: the message is lost
     // The packets behind it are dropped silently until it comes again: a sequence
     // NAK for them would make the requester resend at once and spend its retry count.

@@ -164,7 +164,10 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x20, 22, 16), 64u) << "log_max_mrw_sz";
     EXPECT_EQ(f.cap(0x28, 21, 16), 4u) << "log_max_ra_req_qp";
     EXPECT_EQ(f.cap(0x28, 5, 0), 4u) << "log_max_ra_res_qp";
-    EXPECT_EQ(f.cap(0x30, 25, 16), 0u) << "max_qp_cnt";
+    EXPECT_EQ(f.cap(0x30, 25, 16), 64u) << "max_qp_cnt";
+    EXPECT_EQ(f.cap(0x30, 31, 31), 1u) << "out_of_seq_cnt";
+    EXPECT_EQ(f.cap(0x30, 29, 29), 1u) << "retransmission_q_counters";
+    EXPECT_EQ(f.cap(0x34, 14, 14), 1u) << "enhanced_error_q_counters";
     EXPECT_EQ(f.cap(0x30, 15, 0), 0u) << "pkey_table_size";
     EXPECT_EQ(f.cap(0x34, 31, 31), 0u) << "vport_group_manager";
     EXPECT_EQ(f.cap(0x34, 25, 25), 1u) << "nic_flow_table";

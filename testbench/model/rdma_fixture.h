@@ -86,6 +86,7 @@ struct Qp {
   uint32_t sq_pi = 0;    // libmlx5 sq.cur_post: WQEBBs posted
   uint32_t rq_head = 0;  // receive WQEs posted
   bool own_rq = true;    // false: receives come from an SRQ, the buffer holds only the SQ
+  uint32_t counter_set = 0;  // the queue counter set RST2INIT binds it to (0: none)
   uint64_t rq_bytes() const { return own_rq ? (uint64_t(1) << log_rq_size) << (4 + log_rq_stride) : 0; }
   uint64_t sq_bytes() const { return (uint64_t(1) << log_sq_size) * 64; }
   uint32_t rq_max_sges() const { return (16u << log_rq_stride) / 16; }
@@ -367,6 +368,7 @@ struct RdmaNode : TestFunction {
     auto qpc = qpc_of(in);
     set(qpc, Field{0x18, 15, 0}, 0);   // ads.pkey_index
     set(qpc, Field{0x3c, 23, 16}, 1);  // ads.vhca_port_num
+    set(qpc, Field{0x0c, 31, 24}, qp.counter_set);
     set(qpc, Field{0x90, 15, 15}, a.rre);
     set(qpc, Field{0x90, 14, 14}, a.rwe);
     set(qpc, Field{0x90, 13, 13}, a.rae);

@@ -61,7 +61,7 @@ run_rdma_pair() {
   wait "${pids[1]}"; CLIENT_RC=$?
   for role in server client; do
     echo "--- $label $role guest (exit $([ $role = server ] && echo $SERVER_RC || echo $CLIENT_RC))"
-    grep -E "CHECK|RUN:|OUT\| |hcavm:|$label-$role:|^(server|client): " "$WORK/$label-$role.log"
+    grep -E "CHECK|RUN:|OUT\| |hcavm:|$label-$role:|^(server|client): |^hw_counters: " "$WORK/$label-$role.log"
   done
 }
 

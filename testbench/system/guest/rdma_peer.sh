@@ -208,6 +208,17 @@ SH
 done
 
 if [ "$SETUP" = mlx5 ]; then
+  # The queue counters mlx5_ib reads from the device (QUERY_Q_COUNTER) for its hw_counters. With
+  # perftest or the verbs check behind us, the server has been the target of RDMA WRITEs.
+  HW=$PORT_DIR/hw_counters
+  echo "hw_counters: $(for c in rx_write_requests rx_read_requests rx_atomic_requests out_of_buffer out_of_sequence \
+    duplicate_request packet_seq_err rnr_nak_retry_err local_ack_timeout_err req_cqe_error resp_cqe_error; do
+      printf '%s=%s ' $c "$(cat $HW/$c 2>/dev/null)"; done)"
+  case " $RDMA_TESTS " in
+    *" perftest "*|*" verbs "*)
+      [ "$ROLE" = server ] && check "hw_counters: RDMA WRITEs were counted ($(cat $HW/rx_write_requests 2>/dev/null))" \
+        test "$(cat $HW/rx_write_requests 2>/dev/null || echo 0)" -gt 0 ;;
+  esac
   bad=$(dmesg | grep mlx5 | grep -iE "error|fail|timeout" | grep -v "Failed to get valid vendor specific ID")
   check "no mlx5 errors in dmesg" test -z "$bad"
   [ -n "$bad" ] && echo "$bad"
