@@ -201,6 +201,28 @@ struct RxPath : EthPath {
   }
 };
 
+// mlx5e binds its RQs to a queue counter set; a frame that finds no WQE counts in its
+// out_of_buffer (the driver's rx_out_of_buffer). A set the function does not have is refused.
+TEST(EthRq, OutOfBufferCountsIntoTheRqsCounterSet) {
+  RxPath t;
+  ASSERT_EQ(t.run(0x771), 0);
+  const uint32_t set_id = t.out32(0x08) & 0xff;
+  auto in = t.input(0x110);
+  store_be32(&in[0x08], (1u << 28) | t.rqn);  // from RDY
+  store_be64(&in[0x10], 0x8);                 // modify_bitmask: counter_set_id
+  store_be32(&in[0x20], 1u << 20);            // rqc.state: stays RDY
+  store_be32(&in[0x2c], set_id << 24);        // rqc.counter_set_id
+  ASSERT_EQ(t.run(0x909, in), 0);
+  EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(100)));
+  EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(100)));
+  std::vector<uint8_t> query(0x20, 0);
+  store_be32(&query[0x1c], set_id);
+  ASSERT_EQ(t.run(0x773, query, 0x100), 0);
+  EXPECT_EQ(t.out32(0x30), 2u) << "out_of_buffer";
+  store_be32(&in[0x2c], (set_id + 1) << 24);
+  EXPECT_EQ(t.run(0x909, in), 0x03) << "no such counter set";
+}
+
 TEST(EthRq, ScatterAndRxCqeWithChecksumFlags) {
   RxPath t;
   const auto frame = udp_frame(100);
