@@ -12,7 +12,8 @@ namespace q_counter {
 inline constexpr uint32_t kRxWriteRequests = 0x10, kRxReadRequests = 0x18, kRxAtomicRequests = 0x20;
 inline constexpr uint32_t kOutOfBuffer = 0x30;  // a request or datagram found no receive WQE
 inline constexpr uint32_t kOutOfSequence = 0x38, kDuplicateRequest = 0x40;
-inline constexpr uint32_t kRnrNakRetryErr = 0x48, kPacketSeqErr = 0x50, kLocalAckTimeoutErr = 0x60;
+inline constexpr uint32_t kRnrNakRetryErr = 0x48, kPacketSeqErr = 0x50, kImpliedNakSeqErr = 0x58,
+                          kLocalAckTimeoutErr = 0x60;
 inline constexpr uint32_t kReqRnrRetriesExceeded = 0x70;
 inline constexpr uint32_t kRespLocalLengthError = 0x78, kReqLocalLengthError = 0x7c, kRespLocalQpError = 0x80,
                           kLocalOperationError = 0x84, kRespLocalProtection = 0x88, kReqLocalProtection = 0x8c;

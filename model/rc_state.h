@@ -37,6 +37,8 @@ struct RcRequester {
   bool timer_armed = false;
   bool rnr_wait = false;        // waiting out an RNR NAK: resend from rnr_psn when the timer fires
   uint32_t rnr_psn = 0;
+  bool implied_resend = false;  // resent from implied_psn on an implied NAK; once until progress
+  uint32_t implied_psn = 0;
   WallClock::time_point deadline{};
   bool fence_blocked = false;   // a fenced WQE waits for READ/atomic responses
   bool yielding = false;        // the SQ loop handed over to arrived frames (RdmaEngine::process_sq)

@@ -99,6 +99,9 @@ class RdmaEngine {
   // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
   void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);
   void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  // IBA ch. 9 implied NAK: an ACK or response for `psn` overtook a READ or atomic still waiting
+  // for its response, so that response was lost: resend from it at once. True when it did.
+  bool implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn);
   void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   void retire(uint32_t qpn, QueuePair& qp);
   void arm_timer(QueuePair& qp);

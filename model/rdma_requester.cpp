@@ -337,6 +337,28 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
   }
 }
 
+bool RdmaEngine::implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn) {
+  RcRequester& req = qp.rc.req;
+  for (const SendMessage& m : req.outstanding) {
+    if (!m.needs_response || m.responded) continue;
+    if (psn_diff(psn, m.last_psn()) <= 0) return false;  // the first one waiting is not overtaken
+    const uint32_t from = is_read(m.wqe.opcode) ? m.read_next_psn : m.first_psn;
+    if (req.implied_resend && req.implied_psn == from) return true;  // resent already: wait for it
+    ++counters_.sequence_errors;
+    count(qp, q_counter::kImpliedNakSeqErr);
+    if (req.retries_left == 0) {
+      requester_error(qpn, qp, m.wqe, syndrome::kRetryExceeded);
+      return true;
+    }
+    --req.retries_left;
+    req.implied_resend = true;
+    req.implied_psn = from;
+    retransmit_from(qpn, qp, from);
+    return true;
+  }
+  return false;
+}
+
 void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
   RcRequester& req = qp.rc.req;
   bool progressed = false;
@@ -355,6 +377,7 @@ void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
   }
   if (progressed) {
     req.retries_left = get(qp.context, qpc::kRetryCount);
+    req.implied_resend = false;
     if (req.fence_blocked) process_sq(qpn, qp);
   }
 }
@@ -439,6 +462,8 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
         ++counters_.acks_received;
         if (psn_diff(packet.psn, req.acked_psn) > 0) req.acked_psn = packet.psn;
         req.rnr_retries_left = get(qp.context, qpc::kRnrRetry);
+        implied_nak(qpn, qp, packet.psn);
+        if (send_queue_stopped(qp)) return;
         break;
       case transport::AethType::kRnrNak: {
         ++counters_.rnr_naks_received;
@@ -504,6 +529,8 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
     ++counters_.duplicates;
     return;
   }
+  // A response for a later READ or atomic than one still waiting: the earlier one's was lost.
+  if (implied_nak(qpn, qp, packet.psn)) return;
   SendMessage& message = *it;
   // Everything before this message is implicitly acknowledged by its response.
   if (psn_diff(psn_add(message.first_psn, transport::kPsnMask), req.acked_psn) > 0)

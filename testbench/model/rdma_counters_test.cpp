@@ -101,6 +101,33 @@ TEST_F(CountersTest, ResponderAndRequesterCountIntoTheirQpsSet) {
   EXPECT_EQ(at(counted, qc::kRespCqeFlushError), 0u) << "B had no receive WQE left to flush";
 }
 
+// IBA ch. 9, implied NAK: the READ's responses are lost, the ACK of the WRITE behind it arrives. That ACK
+// is an implied NAK: the requester resends from the READ at once (no timer runs here) and counts it.
+TEST_F(CountersTest, AnAckOvertakingALostReadResponseIsAnImpliedNak) {
+  b.put(dst, 0, pattern(2048, 77));
+  a.post_send(qa, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(0), 2048, src.key}}, .remote_va = dst.va(0),
+                   .rkey = dst.key});
+  a.post_send(qa, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(4096), 16, src.key}}, .remote_va = dst.va(4096),
+                   .rkey = dst.key});
+  int dropped = 0;
+  p.wire.filter = [&](WireFrame& f) {
+    const uint8_t op = opcode_of(f);
+    const bool read_response = op >= transport::opcode::kRcRdmaReadResponseFirst &&
+                               op <= transport::opcode::kRcRdmaReadResponseOnly;
+    if (read_response && dropped < 2) return ++dropped, false;
+    return true;
+  };
+  p.pump();
+  EXPECT_EQ(dropped, 2);
+  const auto sent = a.drain(sa);
+  ASSERT_EQ(sent.size(), 2u) << "both complete without a timeout";
+  EXPECT_EQ(sent[0].opcode, 0x0);
+  EXPECT_EQ(sent[1].opcode, 0x0);
+  EXPECT_EQ(a.get(src, 0, 2048), pattern(2048, 77));
+  EXPECT_EQ(at(query(a, set_a), qc::kImpliedNakSeqErr), 1u);
+  EXPECT_EQ(at(query(a, set_a), qc::kLocalAckTimeoutErr), 0u);
+}
+
 TEST_F(CountersTest, ClearZeroesAndOtherSetsStayApart) {
   const uint32_t other = alloc_counter_set(b);
   a.post_send(qa, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 100, src.key}}, .remote_va = dst.va(0),
