@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "model/firmware.h"
 #include "model/fw_resource_helpers.h"
+#include "model/qpc_fields.h"
 
 namespace hcaemu::model {
 
@@ -37,35 +38,6 @@ constexpr Field kQpn{0x08, 23, 0};
 constexpr Field kOptParamMask{0x10, 31, 0};
 constexpr uint32_t kQpc = 0x18, kQpcSize = 0xe8, kPas = 0x110;
 constexpr uint32_t kModifyInSize = kQpc + kQpcSize;
-
-namespace qpc {
-constexpr Field kState{0x00, 31, 28};
-constexpr Field kSt{0x00, 23, 16};
-constexpr Field kPd{0x04, 23, 0};
-constexpr Field kMtu{0x08, 31, 29};
-constexpr Field kLogMsgMax{0x08, 28, 24};
-constexpr Field kLogRqSize{0x08, 22, 19};
-constexpr Field kLogRqStride{0x08, 18, 16};
-constexpr Field kNoSq{0x08, 15, 15};
-constexpr Field kLogSqSize{0x08, 14, 11};
-constexpr Field kUarPage{0x0c, 23, 0};
-constexpr Field kLogPageSize{0x14, 28, 24};
-constexpr Field kPkeyIndex{0x18, 15, 0};          // primary_address_path.pkey_index
-constexpr Field kSrcAddrIndex{0x20, 23, 16};      // primary_address_path.src_addr_index
-constexpr Field kVhcaPortNum{0x3c, 23, 16};       // primary_address_path.vhca_port_num
-constexpr Field kCqnSnd{0x7c, 23, 0};
-constexpr Field kPageOffset{0x90, 11, 6};
-constexpr Field kXrcd{0x98, 23, 0};
-constexpr Field kCqnRcv{0x9c, 23, 0};
-constexpr uint32_t kDbrAddr = 0xa0;
-constexpr Field kRqType{0xac, 26, 24};
-constexpr Field kSrqn{0xac, 23, 0};
-constexpr Field kNextRcvPsn{0x94, 23, 0};
-constexpr Field kNextSendPsn{0x78, 23, 0};
-constexpr Field kRetryCount{0x70, 18, 16};
-constexpr Field kRnrRetry{0x70, 15, 13};
-constexpr Field kCounterSetId{0x0c, 31, 24};
-}  // namespace qpc
 
 constexpr uint32_t kMaxMtu = 5;  // IB enum: 1 = 256 ... 5 = 4096
 constexpr uint32_t kPkeyTableSize = 128;

@@ -1,11 +1,13 @@
 #pragma once
 // What the RDMA engine's translation units share (rdma_engine.cpp: frames, errors, receive dispatch;
-// rdma_requester.cpp and rdma_responder.cpp: RC/UC; rdma_datagram.cpp: UD/QP1): the qpc fields the data path reads, CQE error syndromes, ring constants and model time.
+// rdma_requester.cpp and rdma_responder.cpp: RC/UC/XRC; rdma_datagram.cpp: UD/QP1): CQE error syndromes,
+// ring constants, opcode bases and model time (the qpc fields are in qpc_fields.h).
 #include <systemc>
 
 #include <cstdint>
 
 #include "model/bits.h"
+#include "model/qpc_fields.h"
 #include "model/resources.h"
 #include "model/send_wqe.h"
 #include "pcie/model_time.h"
@@ -18,32 +20,6 @@ namespace op = transport::opcode;
 using transport::psn_add;
 using transport::psn_diff;
 using transport::RocePacket;
-
-// qpc fields the data path reads (mlx5-device-bringup.md section 6.4; ads at qpc + 0x18).
-namespace qpc {
-inline constexpr Field kPd{0x04, 23, 0};
-inline constexpr Field kMtu{0x08, 31, 29};
-inline constexpr Field kRemoteQpn{0x14, 23, 0};
-inline constexpr Field kAckTimeout{0x20, 31, 27};
-inline constexpr Field kSrcAddrIndex{0x20, 23, 16};
-inline constexpr Field kHopLimit{0x20, 7, 0};
-inline constexpr Field kTclass{0x24, 27, 20};
-inline constexpr Field kFlowLabel{0x24, 19, 0};
-inline constexpr uint32_t kRgid = 0x28;
-inline constexpr Field kDscp{0x38, 21, 16};
-inline constexpr Field kUdpSport{0x38, 15, 0};
-inline constexpr Field kRmacHigh{0x3c, 15, 0};
-inline constexpr Field kRmacLow{0x40, 31, 0};
-inline constexpr Field kRre{0x90, 15, 15};
-inline constexpr Field kRwe{0x90, 14, 14};
-inline constexpr Field kRae{0x90, 13, 13};
-inline constexpr Field kMinRnrNak{0x94, 28, 24};
-inline constexpr Field kState{0x00, 31, 28};
-inline constexpr Field kRetryCount{0x70, 18, 16};
-inline constexpr Field kRnrRetry{0x70, 15, 13};
-inline constexpr Field kQkey{0xa8, 31, 0};
-inline constexpr Field kCounterSetId{0x0c, 31, 24};
-}  // namespace qpc
 
 // Error CQE syndromes (mlx5-device-bringup.md section 7.5).
 namespace syndrome {
