@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "model/bits.h"
 #include "model/object_table.h"
 #include "model/page_list.h"
 
@@ -57,6 +58,10 @@ struct EthSendQueue {
   // Statistics.
   uint64_t wqes = 0, frames = 0, bytes = 0, errors = 0;
 };
+
+namespace rqc {
+inline constexpr Field kCounterSetId{0x0c, 31, 24};  // rqc.counter_set_id: 0, or a queue counter set
+}
 
 struct EthReceiveQueue {
   std::array<uint8_t, 0xf0> context{};  // rqc (QUERY_RQ)

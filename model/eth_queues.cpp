@@ -454,8 +454,7 @@ bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
   if (available == 0 || available > rq->wq.entries()) {
     ++rq->no_wqe;
     // mlx5e's rx_out_of_buffer: the queue counter set the RQ is bound to.
-    if (auto set = f_.q_counters.find(get(rq->context, Field{0x0c, 31, 24})); set != f_.q_counters.end())
-      set->second.bump(q_counter::kOutOfBuffer);
+    count_into(f_.q_counters, get(rq->context, rqc::kCounterSetId), q_counter::kOutOfBuffer);
     return ++counters_.rx_no_wqe, false;
   }
   const uint16_t index = uint16_t(rq->consumer & kCounterMask);

@@ -55,7 +55,7 @@ struct FunctionContext {
   EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
 
   // --- queue counter sets (fw_counters.cpp; the RDMA engine counts into them) ---
-  std::map<uint32_t, QueueCounterSet> q_counters{};
+  QueueCounterSets q_counters{};
 
   // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work
   // is flushed (the command runs on the same thread as the data path).

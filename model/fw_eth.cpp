@@ -175,12 +175,6 @@ std::optional<WqState> next_state(CommandCall& call, WqState current) {
 
 // ---- RQ ----
 
-constexpr Field kRqCounterSetId{0x0c, 31, 24};  // rqc.counter_set_id: 0, or a set of this function
-
-bool counter_set_known(CommandCall& call, uint32_t id) {
-  return id == 0 || call.function().q_counters.count(id) != 0;
-}
-
 void create_rq(CommandCall& call) {
   if (!fw::start(call, kQueueInSize)) return;
   FunctionContext& f = call.function();
@@ -188,7 +182,7 @@ void create_rq(CommandCall& call) {
   const uint32_t cqn = get(rqc, kQCqn);
   if (!check(call, get(rqc, kQState) == uint32_t(WqState::kReset), kCheckTransition) ||
       !check(call, get(rqc, kRqMemType) == 0 && get(rqc, kHairpin) == 0, fw::kCheckParameter) ||
-      !check(call, counter_set_known(call, get(rqc, kRqCounterSetId)), fw::kCheckParameter))
+      !check(call, counter_set_known(f.q_counters, get(rqc, rqc::kCounterSetId)), fw::kCheckParameter))
     return;
   CompletionQueue* cq = lookup(call, f.resources.cqs, cqn, fw::kCheckCq);
   if (cq == nullptr) return;
@@ -215,10 +209,11 @@ void modify_rq(CommandCall& call) {
   // modify_bitmask: vsd (bit 1), scatter_fcs (bit 2), counter_set_id (bit 3); taken from the context.
   const auto rqc = context_in(call, kQueueCtxSize);
   const uint32_t mask = modify_bitmask(call);
-  if ((mask & 0x8) && !check(call, counter_set_known(call, get(rqc, kRqCounterSetId)), fw::kCheckParameter)) return;
+  const bool counter_set_ok = counter_set_known(call.function().q_counters, get(rqc, rqc::kCounterSetId));
+  if ((mask & 0x8) && !check(call, counter_set_ok, fw::kCheckParameter)) return;
   if (mask & 0x2) set(rq->context, Field{0x00, 28, 28}, get(rqc, Field{0x00, 28, 28}));
   if (mask & 0x4) set(rq->context, Field{0x00, 29, 29}, get(rqc, Field{0x00, 29, 29}));
-  if (mask & 0x8) set(rq->context, kRqCounterSetId, get(rqc, kRqCounterSetId));
+  if (mask & 0x8) set(rq->context, rqc::kCounterSetId, get(rqc, rqc::kCounterSetId));
   if (*next == WqState::kReset) rq->consumer = 0;
   rq->state = *next;
   set(rq->context, kQState, uint32_t(*next));

@@ -215,9 +215,8 @@ bool check_transition_fields(CommandCall& call, const Transition& t, const Queue
   bool ok = true;
   if (t.bit == kR2I || t.bit == kI2I) {
     const uint32_t port = get(ctx, qpc::kVhcaPortNum);
-    const uint32_t counter_set = get(ctx, qpc::kCounterSetId);  // 0: none; else a set of this function
     ok = get(ctx, qpc::kPkeyIndex) < kPkeyTableSize && port <= r.limits.num_ports &&
-         (counter_set == 0 || call.function().q_counters.count(counter_set) != 0);
+         counter_set_known(call.function().q_counters, get(ctx, qpc::kCounterSetId));
   } else if (t.bit == kI2R && connected(qp.st)) {
     const uint32_t mtu = get(ctx, qpc::kMtu);
     ok = mtu >= 1 && mtu <= kMaxMtu && get(ctx, qpc::kLogMsgMax) <= r.limits.log_max_msg &&

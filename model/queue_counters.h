@@ -5,6 +5,7 @@
 // /sys/class/infiniband/<dev>/ports/<n>/hw_counters and `rdma statistic`.
 #include <array>
 #include <cstdint>
+#include <map>
 
 namespace hcaemu::model {
 
@@ -33,5 +34,16 @@ struct QueueCounterSet {
   void bump(uint32_t offset) { ++words[offset / 4]; }
   uint32_t at(uint32_t offset) const { return words[offset / 4]; }
 };
+
+// A function's sets by their ID (ALLOC_Q_COUNTER hands out 1..kMaxQueueCounterSets).
+using QueueCounterSets = std::map<uint32_t, QueueCounterSet>;
+
+// Whether a QP or RQ context may name set `id`: none (0), or one the function has.
+inline bool counter_set_known(const QueueCounterSets& sets, uint32_t id) { return id == 0 || sets.count(id) != 0; }
+
+// One more at `offset` in set `id` of a QP or RQ context, when it names one the function has (0: none).
+inline void count_into(QueueCounterSets& sets, uint32_t id, uint32_t offset) {
+  if (auto found = sets.find(id); found != sets.end()) found->second.bump(offset);
+}
 
 }  // namespace hcaemu::model

@@ -116,10 +116,7 @@ void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t 
 }
 
 void RdmaEngine::count(const QueuePair& qp, uint32_t offset) {
-  const uint32_t id = get(qp.context, qpc::kCounterSetId);
-  if (id == 0) return;
-  auto found = f_.q_counters.find(id);
-  if (found != f_.q_counters.end()) found->second.bump(offset);
+  count_into(f_.q_counters, get(qp.context, qpc::kCounterSetId), offset);
 }
 
 void RdmaEngine::count_error_cqe(uint32_t qpn, uint8_t syn, bool responder) {
