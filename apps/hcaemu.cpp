@@ -314,8 +314,10 @@ int sc_main(int argc, char** argv) {
   report(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) report(device.vf(i));
   const auto& sw = device.eswitch().counters();
-  log().info("eswitch: forwarded {}, flooded {}, dropped: unknown unicast {}, sender down {}, to self {}, runt {}",
-             sw.forwarded, sw.flooded, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self, sw.drop_runt);
+  log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
+             "runt {}",
+             sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
+             sw.drop_runt);
 
   pf.server.reset();
   for (auto& f : vfs) f.server.reset();

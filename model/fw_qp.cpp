@@ -2,8 +2,8 @@
 // machine RST -> INIT -> RTR -> RTS (+ INIT2INIT, RTS2RTS, SQERR2RTS, 2ERR, 2RST). A transition
 // from the wrong state gets BAD_QP_STATE. The QP keeps its whole qpc: the bindings made at create
 // (PD, CQs, SRQ, XRCD, sizes, buffer, doorbell record, UAR) never change; each transition takes
-// the fields it is defined to set from the command's qpc (zero included), and other attribute
-// fields only when the command carries them non-zero (optional parameters).
+// the fields it requires from the command's qpc (zero included) and an optional one only when
+// the command's opt_param_mask names it (kAttributeFields below).
 #include <array>
 
 #include "common/log.h"
@@ -67,46 +67,91 @@ constexpr std::array<Transition, 8> kTransitions{{
     {k2Rst, "2RST_QP", 0, kAnyState, QpState::kReset},
 }};
 
-// Attribute fields a transition may change; `required` = transitions that always set it.
+// opt_param_mask bits of the modify commands (PRM "QP optional parameters"; Linux enum mlx5_qp_optpar).
+namespace opt {
+inline constexpr uint32_t kAltAddrPath = 1u << 0, kRre = 1u << 1, kRae = 1u << 2, kRwe = 1u << 3,
+                          kPkeyIndex = 1u << 4, kQkey = 1u << 5, kRnrTimeout = 1u << 6, kPriAddrPath = 1u << 7,
+                          kSraMax = 1u << 8, kRraMax = 1u << 9, kPmState = 1u << 10, kRetryCount = 1u << 12,
+                          kRnrRetry = 1u << 13, kAckTimeout = 1u << 14, kLagTxAff = 1u << 15, kPriPort = 1u << 16,
+                          kSrqn = 1u << 18, kCqnRcv = 1u << 19, kCounterSetId = 1u << 25;
+}
+
+bool connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kXrc; }
+
+// The optional parameters a transition accepts for a service type (the PRM's per-transition
+// tables). A bit outside them is ignored, as the driver never sends one (it masks its own request
+// with the same table).
+uint32_t allowed_optional(uint8_t transition, uint8_t st) {
+  using namespace opt;
+  const bool rc = st == qp_st::kRc || st == qp_st::kXrc, uc = st == qp_st::kUc;
+  const uint32_t access = rc ? (kRre | kRwe | kRae) : uc ? kRwe : 0;
+  const uint32_t datagram_qkey = connected(st) ? 0 : kQkey;
+  switch (transition) {
+    case kI2I: return access | kPkeyIndex | kPriPort | datagram_qkey | (connected(st) ? kLagTxAff : 0) | kCounterSetId;
+    case kI2R: return access | kPkeyIndex | datagram_qkey | (connected(st) ? kAltAddrPath | kLagTxAff : 0) | kCounterSetId;
+    case kR2S:
+      return access | datagram_qkey | (connected(st) ? kAltAddrPath | kPmState : 0) | (rc ? kRnrTimeout : 0) |
+             kCounterSetId;
+    case kS2S:
+      return access | (connected(st) ? kAltAddrPath | kPmState : kQkey) | (rc ? kRnrTimeout : 0) | kCounterSetId;
+    case kE2S: return access | datagram_qkey | (rc ? kRnrTimeout : 0) | kCounterSetId;
+    default: return 0;  // RST2INIT takes its parameters as required ones
+  }
+}
+
+// The qpc fields the modify commands set. A transition takes a field when it is required there
+// (`required` for every service type, `required_connected` for RC/UC/XRC only: the path, PSNs and
+// retry budget mean nothing to a datagram QP) or when the command's opt_param_mask carries the
+// field's optional bit and the transition accepts it; every other field of the command's qpc is
+// ignored, so a driver that leaves an attribute out (zero) keeps the value set before. UC is the
+// case in point: mlx5_ib sends its access flags at RST2INIT only; INIT2RTR carries rwe = 0 without
+// the RWE bit.
 struct FieldRule {
   Field field;
   uint8_t required;
+  uint8_t required_connected;
+  uint32_t optional_bit;  // 0: never optional
 };
-constexpr std::array<FieldRule, 26> kAttributeFields{{
-    {{0x00, 27, 24}, 0},                  // lag_tx_port_affinity
-    {{0x00, 12, 11}, 0},                  // pm_state
-    {{0x08, 31, 29}, kI2R},               // mtu
-    {{0x08, 28, 24}, kI2R},               // log_msg_max
-    {{0x0c, 31, 24}, 0},                  // counter_set_id
-    {{0x14, 23, 0}, kI2R},                // remote_qpn
-    {{0x18, 15, 0}, kR2I},                // ads.pkey_index
-    {{0x1c, 31, 0}, kI2R},                // ads.grh / rlid
-    {{0x20, 31, 27}, kR2S},               // ads.ack_timeout
-    {{0x20, 23, 0}, kI2R},                // ads.src_addr_index, stat_rate, hop_limit
-    {{0x24, 31, 0}, kI2R},                // ads.tclass, flow_label
-    {{0x28, 31, 0}, kI2R},                // ads.rgid_rip
-    {{0x2c, 31, 0}, kI2R},
-    {{0x30, 31, 0}, kI2R},
-    {{0x34, 31, 0}, kI2R},
-    {{0x38, 31, 0}, kI2R},                // ads.dscp, ecn, udp_sport
-    {{0x3c, 31, 24}, kI2R},               // ads.eth_prio, sl
-    {{0x3c, 23, 16}, 0},                  // ads.vhca_port_num
-    {{0x3c, 15, 0}, kI2R},                // ads.rmac_47_32
-    {{0x40, 31, 0}, kI2R},                // ads.rmac_31_0
-    {{0x70, 31, 0}, kR2S},                // log_ack_req_freq, log_sra_max, retry_count, rnr_retry
-    {{0x78, 23, 0}, kR2S},                // next_send_psn
-    {{0x90, 23, 13}, kI2R},               // log_rra_max, atomic_mode, rre, rwe, rae
-    {{0x94, 31, 0}, kI2R},                // min_rnr_nak, next_rcv_psn
-    {{0xa8, 31, 0}, 0},                   // q_key
-    {{0xc4, 16, 0}, 0},                   // cgs, cs_req, cs_res
+constexpr std::array<FieldRule, 33> kAttributeFields{{
+    {{0x00, 27, 24}, kR2I, 0, opt::kLagTxAff},      // lag_tx_port_affinity
+    {{0x00, 12, 11}, kR2I, 0, opt::kPmState},       // pm_state
+    {{0x08, 31, 29}, kI2R, 0, 0},                   // mtu
+    {{0x08, 28, 24}, kI2R, 0, 0},                   // log_msg_max
+    {{0x0c, 31, 24}, kR2I, 0, opt::kCounterSetId},  // counter_set_id
+    {{0x14, 23, 0}, 0, kI2R, 0},                    // remote_qpn
+    {{0x18, 15, 0}, kR2I, 0, opt::kPkeyIndex},      // ads.pkey_index
+    {{0x1c, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.grh / rlid
+    {{0x20, 31, 27}, 0, kR2S, opt::kAckTimeout},    // ads.ack_timeout
+    {{0x20, 23, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.src_addr_index, stat_rate, hop_limit
+    {{0x24, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.tclass, flow_label
+    {{0x28, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rgid_rip
+    {{0x2c, 31, 0}, 0, kI2R, opt::kPriAddrPath},
+    {{0x30, 31, 0}, 0, kI2R, opt::kPriAddrPath},
+    {{0x34, 31, 0}, 0, kI2R, opt::kPriAddrPath},
+    {{0x38, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.dscp, ecn, udp_sport
+    {{0x3c, 31, 24}, 0, kI2R, opt::kPriAddrPath},   // ads.eth_prio, sl
+    {{0x3c, 23, 16}, kR2I, kI2R, opt::kPriPort},    // ads.vhca_port_num
+    {{0x3c, 15, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rmac_47_32
+    {{0x40, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rmac_31_0
+    {{0x70, 31, 28}, 0, kR2S, 0},                   // log_ack_req_freq
+    {{0x70, 23, 21}, 0, kR2S, opt::kSraMax},        // log_sra_max
+    {{0x70, 18, 16}, 0, kR2S, opt::kRetryCount},    // retry_count
+    {{0x70, 15, 13}, 0, kR2S, opt::kRnrRetry},      // rnr_retry
+    {{0x78, 23, 0}, kR2S, 0, 0},                    // next_send_psn
+    {{0x90, 23, 21}, 0, kI2R, opt::kRraMax},        // log_rra_max
+    {{0x90, 19, 16}, kR2I, 0, opt::kRae},           // atomic_mode (goes with rae)
+    {{0x90, 15, 15}, kR2I, 0, opt::kRre},           // rre
+    {{0x90, 14, 14}, kR2I, 0, opt::kRwe},           // rwe
+    {{0x90, 13, 13}, kR2I, 0, opt::kRae},           // rae
+    {{0x94, 28, 24}, 0, kI2R, opt::kRnrTimeout},    // min_rnr_nak
+    {{0x94, 23, 0}, 0, kI2R, 0},                    // next_rcv_psn
+    {{0xa8, 31, 0}, kR2I, 0, opt::kQkey},           // q_key
 }};
 
 bool service_type_supported(uint32_t st) {
   return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kUd || st == qp_st::kXrc || st == qp_st::kQp1 ||
          st == qp_st::kRegUmr;
 }
-
-bool connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kXrc; }
 
 void release(Resources& r, const QueuePair& qp) {
   if (ProtectionDomain* pd = r.pds.find(qp.pd)) --pd->refs;
@@ -208,22 +253,33 @@ void query_qp(CommandCall& call) {
   std::copy(qp->context.begin(), qp->context.end(), out.begin());
 }
 
-// What each transition needs from its qpc, as far as the qpc carries it.
-bool check_transition_fields(CommandCall& call, const Transition& t, const QueuePair& qp,
-                             std::span<const uint8_t> ctx) {
+// What each transition needs of the context it leaves behind (fields it did not take were checked
+// when they were taken).
+bool check_transition_result(CommandCall& call, const Transition& t, const QueuePair& qp,
+                             std::span<const uint8_t> next) {
   const Resources& r = call.function().resources;
-  bool ok = true;
-  if (t.bit == kR2I || t.bit == kI2I) {
-    const uint32_t port = get(ctx, qpc::kVhcaPortNum);
-    ok = get(ctx, qpc::kPkeyIndex) < kPkeyTableSize && port <= r.limits.num_ports &&
-         counter_set_known(call.function().q_counters, get(ctx, qpc::kCounterSetId));
-  } else if (t.bit == kI2R && connected(qp.st)) {
-    const uint32_t mtu = get(ctx, qpc::kMtu);
-    ok = mtu >= 1 && mtu <= kMaxMtu && get(ctx, qpc::kLogMsgMax) <= r.limits.log_max_msg &&
-         get(ctx, qpc::kSrcAddrIndex) < r.limits.roce_address_table_size;
+  bool ok = get(next, qpc::kPkeyIndex) < kPkeyTableSize && get(next, qpc::kVhcaPortNum) <= r.limits.num_ports &&
+            counter_set_known(call.function().q_counters, get(next, qpc::kCounterSetId));
+  if (t.bit == kI2R && connected(qp.st)) {
+    const uint32_t mtu = get(next, qpc::kMtu);
+    ok = ok && mtu >= 1 && mtu <= kMaxMtu && get(next, qpc::kLogMsgMax) <= r.limits.log_max_msg &&
+         get(next, qpc::kSrcAddrIndex) < r.limits.roce_address_table_size;
   }
   if (!ok) call.fail(CommandStatus::kBadParameter, syndrome(t.opcode, kCheckParameter));
   return ok;
+}
+
+// The context after transition `t`: the fields it takes from the command's qpc (required ones, and
+// optional ones whose opt_param_mask bit is set and accepted), the rest as they were.
+std::array<uint8_t, kQpcSize> transition_context(const Transition& t, const QueuePair& qp,
+                                                 std::span<const uint8_t> ctx, uint32_t opt_param_mask) {
+  std::array<uint8_t, kQpcSize> next = qp.context;
+  const uint32_t optional = opt_param_mask & allowed_optional(t.bit, qp.st);
+  for (const FieldRule& rule : kAttributeFields) {
+    const bool required = (rule.required & t.bit) != 0 || (connected(qp.st) && (rule.required_connected & t.bit) != 0);
+    if (required || (optional & rule.optional_bit) != 0) set(next, rule.field, get(ctx, rule.field));
+  }
+  return next;
 }
 
 void modify_qp(CommandCall& call, const Transition& t) {
@@ -236,13 +292,14 @@ void modify_qp(CommandCall& call, const Transition& t) {
     return;
   }
   if (t.bit != 0) {
-    const auto ctx = sub(call.in(), kQpc, kQpcSize);
-    if (!check_transition_fields(call, t, *qp, ctx)) return;
-    for (const FieldRule& rule : kAttributeFields) {
-      const uint32_t value = get(ctx, rule.field);
-      if ((rule.required & t.bit) != 0 || value != 0) set(qp->context, rule.field, value);
-    }
-    qp->opt_param_mask = get(call.in(), kOptParamMask);
+    const uint32_t mask = get(call.in(), kOptParamMask);
+    const auto next = transition_context(t, *qp, sub(call.in(), kQpc, kQpcSize), mask);
+    if (!check_transition_result(call, t, *qp, next)) return;
+    if ((mask & ~allowed_optional(t.bit, qp->st)) != 0)
+      log().debug("qp {:#x}: {} ignores optional parameters {:#x}", get(call.in(), kQpn), t.name,
+                  mask & ~allowed_optional(t.bit, qp->st));
+    qp->context = next;
+    qp->opt_param_mask = mask;
   }
   if (t.to == QpState::kReset) {
     qp->sq_consumer = 0;

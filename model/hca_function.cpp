@@ -74,14 +74,16 @@ void HcaFunction::function_reset() {
     firmware_.reset();
 }
 
-void HcaFunction::receive(std::span<const uint8_t> frame) {
+void HcaFunction::receive(std::span<const uint8_t> frame, bool loopback) {
   if (!active_) {
     ++counters_.rx_frames_dropped_inactive;
     return;
   }
+  if (loopback) ++counters_.rx_loopback_frames;
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
-           .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation});
+           .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation,
+           .loopback = loopback});
 }
 
 bool HcaFunction::take_arrived_frames() {
@@ -107,7 +109,13 @@ bool HcaFunction::take_arrived_frames() {
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {
-  if (active_ && !rdma_.receive(item.data, uint64_t(item.not_before.to_seconds() * 1e12))) eth_.receive(item.data);
+  if (!active_ || rdma_.receive(item.data, uint64_t(item.not_before.to_seconds() * 1e12))) return;
+  // mlx5e sets self_lb_block on its TIRs (unicast and multicast): its own Ethernet frames never
+  // come back to it.
+  if (item.loopback)
+    ++counters_.rx_loopback_eth_blocked;
+  else
+    eth_.receive(item.data);
 }
 
 void HcaFunction::timer_fired() {

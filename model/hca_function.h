@@ -39,6 +39,8 @@ struct HcaFunctionCounters {
   uint64_t rejected_accesses = 0;  // outside BAR0, bad size, or while the function is inactive
   uint64_t commands_while_detached = 0;
   uint64_t rx_frames_dropped_inactive = 0;
+  uint64_t rx_loopback_frames = 0;
+  uint64_t rx_loopback_eth_blocked = 0;  // own non-RoCE frames: mlx5e blocks self-loopback on its TIRs
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
   uint64_t frames_taken_between_messages = 0;  // handled inside an SQ batch (take_arrived_frames)
 };
@@ -82,7 +84,8 @@ class HcaFunction : public sc_core::sc_module {
   // Pipeline, firmware and wire costs of a timing preset (the PCIe link is the device config's).
   void apply_timing(const TimingPreset& preset);
   const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
-  void receive(std::span<const uint8_t> frame);
+  // `loopback`: the function's own frame, turned around inside the NIC (RoCE between its own QPs).
+  void receive(std::span<const uint8_t> frame, bool loopback = false);
   const EthCounters& eth_counters() const { return eth_.counters(); }
   uint64_t unclaimed_sq_doorbells() const { return unclaimed_sq_doorbells_; }
   uint16_t vhca_id() const { return context_.identity.vhca_id; }
@@ -98,6 +101,7 @@ class HcaFunction : public sc_core::sc_module {
     uint64_t offset = 0;                 // doorbell: BAR0 offset
     std::vector<uint8_t> data{};         // doorbell bytes or the frame
     sc_core::sc_time not_before{};       // frames: arrival on this function's port
+    bool loopback = false;               // frames: sent by this function to itself
   };
 
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);

@@ -20,6 +20,12 @@ uint16_t Eswitch::add_vport(const Mac& permanent_mac, Deliver deliver) {
   return uint16_t(vports_.size() - 1);
 }
 
+bool Eswitch::set_loopback(uint16_t vport, Deliver loopback) {
+  if (vport >= vports_.size()) return false;
+  vports_[vport].loopback = std::move(loopback);
+  return true;
+}
+
 bool Eswitch::set_admin_up(uint16_t vport, bool up) {
   if (vport >= vports_.size()) return false;
   vports_[vport].up = up;
@@ -63,7 +69,11 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
   }
   for (size_t i = 0; i < vports_.size(); ++i) {
     if (!vports_[i].owns(dst)) continue;
-    if (i == from) return void(++counters_.drop_to_self);  // the function's own loopback is not the switch's
+    if (i == from) {
+      if (!sender.loopback) return void(++counters_.drop_to_self);
+      ++counters_.looped_back;
+      return sender.loopback(frame);
+    }
     ++counters_.forwarded;
     return deliver(vports_[i], frame);
   }

@@ -2,7 +2,9 @@
 // The embedded switch between the device's functions (PF + enabled VFs): one vport per function,
 // each owning its permanent MAC plus the unicast list its driver programs (MODIFY_NIC_VPORT_CONTEXT).
 // A frame from one vport goes to the single vport that owns its destination MAC; broadcast and
-// multicast are flooded to every other vport that is up. Unknown unicast is dropped, not flooded:
+// multicast are flooded to every other vport that is up. A unicast frame to the sender's own address
+// goes back to the sender through its loopback path (a ConnectX loops such traffic inside the NIC:
+// two QPs of one function talk this way), or is dropped when the vport has none. Unknown unicast is dropped, not flooded:
 // every function's addresses are known to the switch, and flooding would show one VF's traffic to
 // the others. A vport whose admin state is down neither sends nor receives. Pure C++, no SystemC.
 #include <array>
@@ -22,6 +24,7 @@ struct VportCounters {
 
 struct EswitchCounters {
   uint64_t forwarded = 0, flooded = 0;
+  uint64_t looped_back = 0;
   uint64_t drop_unknown_unicast = 0, drop_runt = 0, drop_bad_vport = 0, drop_sender_down = 0, drop_to_self = 0;
 };
 
@@ -31,6 +34,8 @@ class Eswitch {
 
   // Adds a vport (PF first, then VF n = vport n + 1 by convention); returns its number.
   uint16_t add_vport(const Mac& permanent_mac, Deliver deliver);
+  // Where the vport's own unicast frames come back (its function's local loopback).
+  bool set_loopback(uint16_t vport, Deliver loopback);
   bool set_admin_up(uint16_t vport, bool up);
   bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
 
@@ -49,6 +54,7 @@ class Eswitch {
     std::vector<Mac> unicast;
     bool up = true;
     Deliver deliver;
+    Deliver loopback;
     VportCounters counters;
     bool owns(const Mac& mac) const;
   };

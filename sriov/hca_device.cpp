@@ -60,6 +60,7 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
   const uint16_t vport = eswitch_.add_vport(identity.mac, [&port](std::span<const uint8_t> frame) {
     port.hca().receive(frame);
   });
+  eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame) { port.hca().receive(frame, true); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
   port.hca().set_port(uplinks_.back().get());
 }

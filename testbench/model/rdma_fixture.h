@@ -356,6 +356,7 @@ struct RdmaNode : TestFunction {
     return q != nullptr ? q->state : QpState::kReset;
   }
 
+  static constexpr uint32_t kOptRre = 1u << 1, kOptRae = 1u << 2, kOptRwe = 1u << 3;  // opt_param_mask bits
   std::vector<uint8_t> modify_input(const Qp& qp) {
     auto in = input(0x100);
     store_be32(&in[0x08], qp.qpn);
@@ -388,10 +389,15 @@ struct RdmaNode : TestFunction {
     set(qpc, Field{0x3c, 15, 0}, (uint32_t(remote.mac[0]) << 8) | remote.mac[1]);
     set(qpc, Field{0x40, 31, 0},
         (uint32_t(remote.mac[2]) << 24) | (uint32_t(remote.mac[3]) << 16) | (uint32_t(remote.mac[4]) << 8) | remote.mac[5]);
-    set(qpc, Field{0x90, 23, 21}, 4);  // log_rra_max
-    set(qpc, Field{0x90, 15, 15}, a.rre);
-    set(qpc, Field{0x90, 14, 14}, a.rwe);
-    set(qpc, Field{0x90, 13, 13}, a.rae);
+    // RC and XRC carry max_dest_rd_atomic at RTR, so mlx5_ib re-sends the access flags with the
+    // RRE/RWE/RAE optional bits; UC carries no access flags there (nor the bits).
+    if (qp.service != qp_st::kUc) {
+      set(qpc, Field{0x90, 23, 21}, 4);  // log_rra_max
+      set(qpc, Field{0x90, 15, 15}, a.rre);
+      set(qpc, Field{0x90, 14, 14}, a.rwe);
+      set(qpc, Field{0x90, 13, 13}, a.rae);
+      store_be32(&in[0x10], kOptRre | kOptRwe | kOptRae);  // opt_param_mask
+    }
     set(qpc, Field{0x94, 28, 24}, a.min_rnr_nak);
     set(qpc, Field{0x94, 23, 0}, rq_psn);
     ASSERT_EQ(run(0x503, in), 0);

@@ -57,5 +57,24 @@ TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
   EXPECT_EQ(t.got[0], 0);
 }
 
+// Issue 16: two QPs of one function talk through the NIC's local loopback, so a unicast frame to
+// the sender's own address (permanent or programmed) comes back to it, and to no other vport.
+TEST(Eswitch, LoopsTheSendersOwnUnicastBack) {
+  ThreeVports t;
+  std::vector<int> looped(3, 0);
+  t.sw.transmit(1, frame_to(t.mac[1]));
+  EXPECT_EQ(t.sw.counters().drop_to_self, 1u) << "a vport without a loopback path drops it";
+  for (int i = 0; i < 3; ++i) t.sw.set_loopback(uint16_t(i), [&looped, i](std::span<const uint8_t>) { ++looped[i]; });
+  t.sw.transmit(1, frame_to(t.mac[1]));
+  const std::vector<Mac> extra{{2, 0, 0, 0, 0, 0x42}};
+  t.sw.set_unicast_list(1, extra);
+  t.sw.transmit(1, frame_to(extra[0]));
+  EXPECT_EQ(looped, (std::vector<int>{0, 2, 0}));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0})) << "the normal delivery path sees none of it";
+  EXPECT_EQ(t.sw.counters().looped_back, 2u);
+  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  EXPECT_EQ(looped[1], 2) << "broadcast is not looped back to its sender";
+}
+
 }  // namespace
 }  // namespace hcaemu::sriov

@@ -1,10 +1,10 @@
 # Shared by the RDMA full-system drivers (run_rdma_guests.sh, run_rxe_guests.sh) and
 # bench/rdma_compare.sh; source it after fullsys_lib.sh, with HCAEMU (where used), HCAVM and VERBS_CHECK
 # set. A pair is a server guest (10.9.0.1) and a client guest (10.9.0.2) running guest/rdma_peer.sh.
-# Environment: RDMA_TESTS (default "pingpong cm verbs perftest"), RDMA_GID (linklocal | ipv4),
+# Environment: RDMA_TESTS (default "pingpong cm verbs local perftest"), RDMA_GID (linklocal | ipv4),
 # HCAEMU_PCAP / HCAEMU_TRACE (passed to hcaemu as --pcap / --trace), HCAEMU_TEST_LOG_LEVEL.
 RDMA_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-RDMA_TESTS=${RDMA_TESTS:-pingpong cm verbs perftest}
+RDMA_TESTS=${RDMA_TESTS:-pingpong cm verbs local perftest}
 
 # start_hcaemu_rdma: hcaemu with one VF (the server guest goes on the PF, the client on VF0).
 start_hcaemu_rdma() {

@@ -2,11 +2,12 @@
 # Full-system test: RDMA (RoCE v2, RC) between two VMs through the emulated HCA. One VM on the PF
 # (server), one on VF0 (client) of the same hcaemu; each brings up the unmodified mlx5_core and
 # mlx5_ib, and they run guest/rdma_peer.sh: ibv_rc_pingpong (polling and events), ibv_srq/uc/ud_pingpong,
-# rping and ucmatose (two connections) over rdma_cm, hca_verbs_check,
+# rping and ucmatose (two connections) over rdma_cm, hca_verbs_check (RC, UC, UD),
+# the pingpongs and hca_verbs_check between two processes of one guest (local loopback),
 # and perftest's write/read/send/atomic bw and lat tests.
 # hcaemu writes a pcap and a latency trace of the run: tshark must dissect every RoCE frame without
 # a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it.
-# Usage: [RDMA_TESTS="pingpong cm verbs perftest"] [RDMA_GID=linklocal|ipv4] [HCAEMU_PCAP=FILE]
+# Usage: [RDMA_TESTS="pingpong cm verbs local perftest"] [RDMA_GID=linklocal|ipv4] [HCAEMU_PCAP=FILE]
 #        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE]
 set -uo pipefail
 HCAEMU=$1

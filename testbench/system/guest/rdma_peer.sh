@@ -3,7 +3,7 @@
 #   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
 #   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
 #   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
-#   RDMA_TESTS (words from: pingpong cm verbs perftest bench)
+#   RDMA_TESTS (words from: pingpong cm verbs perftest bench local)
 #   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
 # hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
 # its connection until the server listens (rdma_cm tools: waits until it does, see CM_START). Each
@@ -130,6 +130,37 @@ run() {
   fi
 }
 
+# run_local NAME SECONDS RESULT_PATTERN TOOL ARGS...: two processes of this guest over its one
+# function (the NIC's local loopback), server in the background and client to this guest's own
+# address; no peer involved. Both must exit 0.
+run_local() {
+  name=$1 secs=$2 pattern=$3
+  shift 3
+  PORT=$((PORT + 1))
+  echo "RUN: $* -p $PORT (server and client in this guest)"
+  timeout "$secs" "$@" -p $PORT > /tmp/lsrv 2>&1 &
+  srv=$!
+  tries=0
+  while :; do
+    timeout "$secs" "$@" -p $PORT 10.9.0.$ME > /tmp/out 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $tries -lt 20 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
+    tries=$((tries + 1))
+    sleep 1
+  done
+  wait $srv
+  src=$?
+  last=$(grep -E "$pattern" /tmp/out | tail -n 1 | tr -s ' \t' ' ')
+  if [ $rc -eq 0 ] && [ $src -eq 0 ]; then
+    echo "CHECK ok: $name (two processes in the $ROLE guest): ${last:-no result line}"
+  else
+    echo "CHECK FAILED: $name (two processes in the $ROLE guest): client exit $rc, server exit $src: ${last:-no result line}"
+    tail -n 30 /tmp/out | sed "s/^/OUT| /"
+    tail -n 30 /tmp/lsrv | sed "s/^/OUT| server: /"
+    status=1
+  fi
+}
+
 PP_RESULT='iters in'
 PERF_RESULT='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 PERF="-d $DEV -x $GIDX -F"
@@ -198,6 +229,15 @@ SH
     run "ib_write_bw -R -s 65536" 60 "$PERF_RESULT" ib_write_bw $PERF -R -s 65536 -n 20 --report_gbits
     run "ib_send_lat -R -c UD -s 1024" 60 "$PERF_RESULT" ib_send_lat $PERF -R -c UD -s 1024 -n 50
     CM_START=
+    ;;
+  local)
+    # RDMA between two QPs of one function: two processes in this guest (MPI/NCCL-style programs and
+    # rdma-core's own tests do this). Each guest runs these by itself.
+    run_local "ibv_rc_pingpong 4 KiB x 10, local" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c
+    run_local "ibv_uc_pingpong 4 KiB x 10, local" 60 "$PP_RESULT" ibv_uc_pingpong -d $DEV -g $GIDX -n 10 -c
+    run_local "ibv_ud_pingpong 1 KiB x 10, local" 60 "$PP_RESULT" ibv_ud_pingpong -d $DEV -g $GIDX -n 10 -s 1024 -c
+    mode=; [ "$SETUP" = rxe ] && mode=-U
+    run_local "hca_verbs_check, local" 240 ' -> (PASS|FAIL)' /tmp/hcavm/hca_verbs_check -d $DEV -g $GIDX $mode
     ;;
   bench)  # the figures of bench/rdma_compare.sh
     run "ib_write_bw -s 65536" 120 "$PERF_RESULT" ib_write_bw $PERF -s 65536 -n ${BENCH_BW_ITERS:-2000} --report_gbits

@@ -1,4 +1,5 @@
-/* hca_verbs_check - a scripted verbs check between two hosts (runs in the test guests): RC, and UD.
+/* hca_verbs_check - a scripted verbs check between two hosts (runs in the test guests): RC, UC and UD.
+ * Server and client may be one host (one function: the NIC's local loopback).
  *
  * Like ibv_rc_pingpong: the server waits for a TCP connection, both sides swap what the other needs
  * (QP number, PSN, GID, buffer address and rkey, MTU) and connect one RC QP each. Then both walk the
@@ -638,6 +639,59 @@ static bool step_bad_rkey(struct ctx *c)
     return sync_peer(c, what) && ok;
 }
 
+/* A UC QP on each side, on the shared CQs, brought up as ib_write_bw -c UC and rdma-core's tests
+ * bring one: the access flags (remote write) at INIT only, none at RTR. The client then does RDMA
+ * WRITEs with and without immediate and the notifying SENDs over it, and the server checks its
+ * memory and the immediate. (Issue 16: these WRITEs completed at the sender and never landed.) */
+static bool step_uc_write(struct ctx *c)
+{
+    const char *what = "UC connection";
+    struct ibv_qp_init_attr qa = {
+        .send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_UC,
+        .cap = {.max_send_wr = MAX_WR, .max_recv_wr = MAX_WR, .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE},
+    };
+    struct ibv_qp *uc = ibv_create_qp(c->pd, &qa);
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = c->ib_port, .pkey_index = 0,
+                               .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+    if (!uc || ibv_modify_qp(uc, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        check(c, false, "%s: create a UC QP and move it to INIT: %s", what, strerror(errno));
+        if (uc)
+            ibv_destroy_qp(uc);
+        return false;
+    }
+    uint32_t psn = (uint32_t)lrand48() & 0xffffff;
+    char line[256];
+    unsigned peer_qpn = 0, peer_psn = 0;
+    if (!ctl_write(c, "UC %x %x", uc->qp_num, psn) || !ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) ||
+        sscanf(line, "UC %x %x", &peer_qpn, &peer_psn) != 2) {
+        check(c, false, "%s: no UC QP number from the %s", what, c->other);
+        ibv_destroy_qp(uc);
+        return false;
+    }
+    struct ibv_qp_attr rtr = {
+        .qp_state = IBV_QPS_RTR, .path_mtu = (enum ibv_mtu)(c->mtu_bytes == 4096 ? IBV_MTU_4096
+                                                           : c->mtu_bytes == 2048 ? IBV_MTU_2048
+                                                           : c->mtu_bytes == 1024 ? IBV_MTU_1024
+                                                           : c->mtu_bytes == 512  ? IBV_MTU_512
+                                                                                  : IBV_MTU_256),
+        .dest_qp_num = peer_qpn, .rq_psn = peer_psn,
+        .ah_attr = {.dlid = c->peer.lid, .port_num = (uint8_t)c->ib_port, .is_global = c->gid_index >= 0,
+                    .grh = {.dgid = c->peer.gid, .sgid_index = (uint8_t)c->gid_index, .hop_limit = 64}},
+    };
+    struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .sq_psn = psn};
+    bool up = ibv_modify_qp(uc, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) == 0 &&
+              ibv_modify_qp(uc, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+    check(c, up, "%s: UC QP 0x%06x to RTS (peer QPN 0x%06x)", what, uc->qp_num, peer_qpn);
+    bool ok = up && sync_peer(c, what);
+    struct ibv_qp *rc = c->qp;
+    c->qp = uc;  /* the RDMA WRITE helpers post on c->qp */
+    ok = ok && rdma_write(c, 4097, false, 800) && rdma_write(c, 3 * (size_t)c->mtu_bytes + 7, true, 801) &&
+         rdma_write(c, 64, true, 802);
+    c->qp = rc;
+    ibv_destroy_qp(uc);
+    return ok;
+}
+
 /* A UD QP on the shared CQs, up to RTS as ibv_ud_pingpong brings one; NULL (errno set) on failure. */
 static struct ibv_qp *make_ud_qp(struct ctx *c, uint32_t qkey)
 {
@@ -953,11 +1007,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: hca_verbs_check [options] [SERVER_HOST]\n"
-            "Scripted verbs checks (RC, one UD step) between two hosts. Start it without SERVER_HOST on one host (server),\n"
-            "then with the server's address on the other (client; it retries the connection for a while).\n"
+            "Scripted verbs checks (RC, a UC and a UD step) between two hosts, or two processes of one host.\n"
+            "Start it without SERVER_HOST on one host (server), then with the server's address on the other\n"
+            "(client; it retries the connection for a while).\n"
             "Checks: SEND/RECV of many sizes both ways, SEND with immediate, inline SEND, multi-SGE SEND,\n"
             "RDMA WRITE (and with immediate), multi-SGE RDMA READ, CMP_AND_SWP and FETCH_AND_ADD,\n"
-            "unsignalled SENDs, a UD datagram after a send error (the QP must go to SQE and back to\n"
+            "unsignalled SENDs, RDMA WRITE (and with immediate) over a UC QP whose access flags were set\n"
+            "at INIT only, a UD datagram after a send error (the QP must go to SQE and back to\n"
             "RTS), and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
             "Each check prints 'CHECK ok: ...' or 'CHECK FAILED: ...'. Exit status 0 only if no check\n"
             "failed on either side; 1 otherwise; 2 on a usage error.\n\n"
@@ -1012,6 +1068,7 @@ int main(int argc, char **argv)
         {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
         {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
         {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
+        {"UC RDMA WRITE", step_uc_write},
         {"UD send error", step_ud_send_queue_error}, {"bad rkey", step_bad_rkey},
     };
     bool completed = true;
