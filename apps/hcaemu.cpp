@@ -296,6 +296,8 @@ int sc_main(int argc, char** argv) {
                 port.name(), r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
                 r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
                 r.bad_wqes, r.dma_faults, r.unsupported_service);
+    if (r.umr_wqes != 0 || r.umr_errors != 0)
+      log().info("{}: rdma UMR WQEs (memory re-registration) {}, refused {}", port.name(), r.umr_wqes, r.umr_errors);
     if (r.datagrams_sent != 0 || r.datagrams_received != 0 || r.datagrams_dropped_no_receive != 0 || r.rx_bad_qkey != 0)
       log().info("{}: datagrams (UD/QP1) sent {}, received {}, dropped: no receive {}, bad Q_Key {}, too long {}",
                  port.name(), r.datagrams_sent, r.datagrams_received, r.datagrams_dropped_no_receive, r.rx_bad_qkey,

@@ -52,6 +52,7 @@ struct RdmaCounters {
   uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
            rx_wrong_service = 0;
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
+  uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma_umr.cpp)
   uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
   uint64_t datagrams_sent = 0, datagrams_received = 0;
@@ -95,6 +96,7 @@ class RdmaEngine {
  private:
   // Requester.
   void process_sq(uint32_t qpn, QueuePair& qp);
+  void process_umr_sq(uint32_t qpn, QueuePair& qp);  // the driver's UMR QP: MKEY changes (rdma_umr.cpp)
   bool fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
   // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
   void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);

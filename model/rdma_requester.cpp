@@ -103,10 +103,10 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
 }
 
 void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
+  if (qp.st == qp_st::kRegUmr) return process_umr_sq(qpn, qp);
   if (!reliable_connected(qp.st) && qp.st != qp_st::kUc && !is_datagram(qp)) {
-    // A UMR QP's WQEs (memory registration by the driver) are not modelled: they stay unconsumed.
     if (counters_.unsupported_service++ == 0)
-      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC, UC, UD, XRC and QP1 are modelled",
+      log().warn("function {}: SQ doorbell for QP {:#x} of service type {:#x}: only RC, UC, UD, XRC, QP1 and UMR are modelled",
                  f_.identity.vhca_id, qpn, qp.st);
     return;
   }

@@ -16,6 +16,8 @@ check() {
 }
 
 # --- bring-up --------------------------------------------------------------------------------
+# A kernel task the device leaves waiting (e.g. on a UMR completion) is reported after 20 s.
+echo 20 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 if [ "$SETUP" = mlx5 ]; then
   modprobe mlx5_core
   modprobe mlx5_ib
@@ -263,5 +265,8 @@ if [ "$SETUP" = mlx5 ]; then
   check "no mlx5 errors in dmesg" test -z "$bad"
   [ -n "$bad" ] && echo "$bad"
 fi
+blocked=$(dmesg | grep -A3 "blocked for more than")
+check "no kernel task blocked (hung task detector)" test -z "$blocked"
+[ -n "$blocked" ] && echo "$blocked"
 [ $status -ne 0 ] && rdma statistic show link $DEV/1 2>/dev/null
 exit $status

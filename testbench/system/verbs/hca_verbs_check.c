@@ -639,6 +639,78 @@ static bool step_bad_rkey(struct ctx *c)
     return sync_peer(c, what) && ok;
 }
 
+/* Memory re-registration (ibv_rereg_mr) on the server, each time checked by the client's RDMA READ
+ * through the key the server reports: access flags changed in place (mlx5_ib does it with a UMR WQE
+ * on its UMR QP; issue 16: the guest kernel hung there), remote atomic added (UMR, or revoke and a
+ * new MKEY), and the pages changed (a new MKEY). */
+static bool step_rereg_mr(struct ctx *c)
+{
+    const char *what = "MR re-registration";
+    enum { LEN = 4096, SEED = 900 };
+    char line[256];
+    struct ibv_wc wc;
+    if (c->is_server) {
+        uint8_t *pages[2] = {aligned_alloc(4096, LEN), aligned_alloc(4096, LEN)};
+        struct ibv_mr *mr = pages[0] && pages[1] ? ibv_reg_mr(c->pd, pages[0], LEN, IBV_ACCESS_LOCAL_WRITE) : NULL;
+        check(c, mr != NULL, "%s: ibv_reg_mr of a local-only region", what);
+        static const struct {
+            const char *name;
+            int flags, access, page;
+        } rounds[] = {
+            {"access + remote read", IBV_REREG_MR_CHANGE_ACCESS, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 0},
+            {"access + remote atomic", IBV_REREG_MR_CHANGE_ACCESS,
+             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0},
+            {"translation (other pages)", IBV_REREG_MR_CHANGE_TRANSLATION, 0, 1},
+        };
+        bool ok = mr != NULL;
+        for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++) {
+            uint8_t *page = pages[rounds[i].page];
+            if (ok) {
+                for (size_t j = 0; j < LEN; j++)
+                    page[j] = pattern(SEED + (uint32_t)i, j);
+                int rc = rounds[i].flags == IBV_REREG_MR_CHANGE_TRANSLATION
+                             ? ibv_rereg_mr(mr, rounds[i].flags, NULL, page, LEN, 0)
+                             : ibv_rereg_mr(mr, rounds[i].flags, NULL, NULL, 0, rounds[i].access);
+                ok = rc == 0;
+                check(c, ok, "%s: ibv_rereg_mr %s returned %d", what, rounds[i].name, rc);
+            }
+            if (!ctl_write(c, "MR %d %" PRIx64 " %x", ok, (uint64_t)(uintptr_t)page, ok ? mr->rkey : 0) ||
+                !sync_peer(c, what))
+                ok = false;
+        }
+        if (mr)
+            ibv_dereg_mr(mr);
+        free(pages[0]);
+        free(pages[1]);
+        return ok;
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        int ok = 0;
+        uint64_t addr = 0;
+        unsigned rkey = 0;
+        if (!ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) ||
+            sscanf(line, "MR %d %" SCNx64 " %x", &ok, &addr, &rkey) != 3 || !ok) {
+            check(c, false, "%s: the server has no re-registered region to read (round %u: '%s')", what, i, line);
+            sync_peer(c, what);
+            return false;
+        }
+        memset(c->buf + LOCAL_OFF, FILL, LEN);
+        struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + LOCAL_OFF), .length = LEN, .lkey = c->mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+                                 .send_flags = IBV_SEND_SIGNALED, .wr.rdma = {.remote_addr = addr, .rkey = rkey}};
+        if (!post_send(c, what, &wr) || !expect_wc(c, false, what, IBV_WC_RDMA_READ, IBV_WC_SUCCESS, &wc))
+            return false;
+        size_t bad = 0;
+        for (size_t j = 0; j < LEN; j++)
+            bad += c->buf[LOCAL_OFF + j] != pattern(SEED + i, j);
+        check(c, bad == 0, "%s: round %u: RDMA READ through rkey 0x%x gives the region's bytes (%zu wrong)", what, i,
+              rkey, bad);
+        if (!sync_peer(c, what))
+            return false;
+    }
+    return true;
+}
+
 /* A UC QP on each side, on the shared CQs, brought up as ib_write_bw -c UC and rdma-core's tests
  * bring one: the access flags (remote write) at INIT only, none at RTR. The client then does RDMA
  * WRITEs with and without immediate and the notifying SENDs over it, and the server checks its
@@ -1013,7 +1085,8 @@ static void usage(FILE *f)
             "Checks: SEND/RECV of many sizes both ways, SEND with immediate, inline SEND, multi-SGE SEND,\n"
             "RDMA WRITE (and with immediate), multi-SGE RDMA READ, CMP_AND_SWP and FETCH_AND_ADD,\n"
             "unsignalled SENDs, RDMA WRITE (and with immediate) over a UC QP whose access flags were set\n"
-            "at INIT only, a UD datagram after a send error (the QP must go to SQE and back to\n"
+            "at INIT only, ibv_rereg_mr (access flags, then the pages) checked by RDMA READs,\n"
+            "a UD datagram after a send error (the QP must go to SQE and back to\n"
             "RTS), and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
             "Each check prints 'CHECK ok: ...' or 'CHECK FAILED: ...'. Exit status 0 only if no check\n"
             "failed on either side; 1 otherwise; 2 on a usage error.\n\n"
@@ -1068,7 +1141,7 @@ int main(int argc, char **argv)
         {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
         {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
         {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
-        {"UC RDMA WRITE", step_uc_write},
+        {"UC RDMA WRITE", step_uc_write},      {"MR re-registration", step_rereg_mr},
         {"UD send error", step_ud_send_queue_error}, {"bad rkey", step_bad_rkey},
     };
     bool completed = true;
