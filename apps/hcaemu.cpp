@@ -44,6 +44,7 @@ struct Options {
   std::string timing_file;
   std::string trace_prefix;
   bool print_config = false;
+  bool wall_clock_timers = true;
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -64,6 +65,10 @@ int parse_options(int argc, char** argv, Options& o) {
       ("timing-file", po::value<std::string>(&o.timing_file),
        "JSON file of timing presets to pick --timing-preset from (default: the built-in ones, which "
        "config/timing-presets.json lists)")
+      ("wall-clock-timers", po::value<bool>(&o.wall_clock_timers)->default_value(true),
+       "retransmission and RNR timers also wait out a wall-clock floor (200 ms / 1 ms), so guests running "
+       "at emulation speed get the time to act before the model retransmits; 0 = model time only, as in "
+       "closed runs (deterministic, but live guests see spurious retransmissions)")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("trace", po::value<std::string>(&o.trace_prefix),
@@ -189,6 +194,9 @@ int sc_main(int argc, char** argv) {
   sriov::HcaDevice device("hca", config);
   device.pf().hca().apply_timing(*timing);
   for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().apply_timing(*timing);
+  const model::TimerPolicy timers{.wall_clock_floor = options.wall_clock_timers};
+  device.pf().hca().set_timer_policy(timers);
+  for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().set_timer_policy(timers);
   if (pcap) {
     device.eswitch().set_tap([&pcap](std::span<const uint8_t> frame) {
       pcap->write(uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12), frame);

@@ -24,12 +24,21 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
     if (!eth_.doorbell(data) && !rdma_.doorbell(data)) ++unclaimed_sq_doorbells_;
   });
-  rdma_.set_timer_hook([this](WallClock::time_point when) { wall_timer_.arm(when); });
+  rdma_.set_timer_hook([this](const TimerDeadline& deadline) {
+    if (deadline.wall) wall_timer_.arm(*deadline.wall);
+    // A model deadline already passed with a wall floor still ahead waits for the wall timer alone
+    // (notifying now would spin the kernel in delta cycles until then).
+    const uint64_t now = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12);
+    if (deadline.model_ps > now)
+      model_timer_.notify(sc_core::sc_time(double(deadline.model_ps - now), sc_core::SC_PS));
+    else if (!deadline.wall)
+      model_timer_.notify(sc_core::SC_ZERO_TIME);
+  });
   rdma_.set_yield_hook([this] { return take_arrived_frames(); });
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
   SC_THREAD(engine);
   SC_METHOD(timer_fired);
-  sensitive << wall_timer_.fired();
+  sensitive << wall_timer_.fired() << model_timer_;
   dont_initialize();
 }
 

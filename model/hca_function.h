@@ -83,6 +83,9 @@ class HcaFunction : public sc_core::sc_module {
   }
   // Pipeline, firmware and wire costs of a timing preset (the PCIe link is the device config's).
   void apply_timing(const TimingPreset& preset);
+  // Transport timers in model time only (the default: closed runs), or with a wall-clock floor
+  // (full-system runs with live guests).
+  void set_timer_policy(const TimerPolicy& policy) { rdma_.set_timer_policy(policy); }
   const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
   // `loopback`: the function's own frame, turned around inside the NIC (RoCE between its own QPs).
   void receive(std::span<const uint8_t> frame, bool loopback = false);
@@ -108,7 +111,7 @@ class HcaFunction : public sc_core::sc_module {
   void engine();  // SC_THREAD: the work queue
   void run_commands();
   void enqueue(WorkItem item);
-  void timer_fired();  // SC_METHOD on the wall timer
+  void timer_fired();  // SC_METHOD on the transport timers (model time, or the wall-clock floor)
   bool take_arrived_frames();  // RdmaEngine's yield hook
   void deliver_frame(const WorkItem& item);
   uint64_t now_ticks() const;
@@ -121,6 +124,7 @@ class HcaFunction : public sc_core::sc_module {
   EthQueues eth_{context_};
   RdmaEngine rdma_{context_};
   WallTimer wall_timer_{"wall_timer"};
+  sc_core::sc_event model_timer_;  // the earliest transport deadline in model time
   CommandQueue commands_;
   DoorbellUnit doorbells_;
   bool active_ = true;

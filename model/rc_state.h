@@ -3,16 +3,14 @@
 // messages in PSN order and its retry budget; the responder's expected PSN, the message it is in
 // the middle of and the last atomic it executed (for duplicates). Lives inside the QueuePair so it
 // goes with the QP (2RST, DESTROY_QP, function reset) and can never dangle.
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
 #include "model/send_wqe.h"
+#include "model/transport_timer.h"
 
 namespace hcaemu::model {
-
-using WallClock = std::chrono::steady_clock;
 
 // One send WQE on its way: fetched, validated, given its PSNs, waiting for its ACK or response.
 struct SendMessage {
@@ -39,7 +37,7 @@ struct RcRequester {
   uint32_t rnr_psn = 0;
   bool implied_resend = false;  // resent from implied_psn on an implied NAK; once until progress
   uint32_t implied_psn = 0;
-  WallClock::time_point deadline{};
+  TimerDeadline deadline{};     // ACK timeout or RNR wait (timer_armed)
   bool fence_blocked = false;   // a fenced WQE waits for READ/atomic responses
   bool yielding = false;        // the SQ loop handed over to arrived frames (RdmaEngine::process_sq)
   bool sq_again = false;        // ... and one of them asked for the SQ to be processed

@@ -73,9 +73,14 @@ class RdmaEngine {
   // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the
   // remote delivery of a message on the requester's trace record.
   void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) { peer_lookup_ = std::move(lookup); }
-  // Called with the earliest wall-clock deadline of a retransmission/RNR timer; the owner calls
-  // on_timer() once it has passed.
-  void set_timer_hook(std::function<void(WallClock::time_point)> hook) { timer_hook_ = std::move(hook); }
+  // Called with each deadline of a retransmission/RNR timer (model/transport_timer.h); the owner
+  // calls on_timer() once it has passed (earlier calls do nothing).
+  void set_timer_hook(std::function<void(const TimerDeadline&)> hook) { timer_hook_ = std::move(hook); }
+  // Whether this run's timers also wait out a wall-clock floor (full-system runs), and their floors.
+  void set_timer_policy(const TimerPolicy& policy) { timer_policy_ = policy; }
+  // The model time timers count in (default: the SystemC kernel's); a test without a running
+  // kernel gives its own clock.
+  void set_timer_clock(std::function<uint64_t()> now_ps) { timer_clock_ = std::move(now_ps); }
   // Called between the messages of an SQ batch so the owner can hand over frames that have
   // arrived meanwhile (through receive()); returns whether it handled any.
   void set_yield_hook(std::function<bool()> hook) { yield_hook_ = std::move(hook); }
@@ -171,7 +176,10 @@ class RdmaEngine {
   RdmaTiming timing_;
   StageHook stage_hook_;
   std::function<int32_t(const transport::Mac&)> peer_lookup_;
-  std::function<void(WallClock::time_point)> timer_hook_;
+  std::function<void(const TimerDeadline&)> timer_hook_;
+  TimerPolicy timer_policy_;
+  std::function<uint64_t()> timer_clock_;
+  uint64_t timer_now_ps() const;
   std::function<bool()> yield_hook_;
   uint64_t next_message_id_ = 1;
   // The send engine reads one message ahead: the next message's WQE and payload reads are not

@@ -20,10 +20,6 @@ using namespace rdma_internal;
 namespace {
 
 constexpr uint32_t kRetryForever = 7;
-// Timers run on the wall clock: model time races ahead whenever the kernel is idle, while the
-// peer that has to post a receive or answer is a guest running at emulation speed.
-constexpr auto kMinRetransmitWait = std::chrono::milliseconds(200);
-constexpr auto kMinRnrWait = std::chrono::milliseconds(1);
 
 // IBA table 45: the RNR NAK timer field in microseconds.
 uint32_t rnr_timer_us(uint32_t code) {
@@ -411,16 +407,19 @@ void RdmaEngine::arm_timer(QueuePair& qp) {
   const uint32_t timeout = get(qp.context, qpc::kAckTimeout);
   if (timeout == 0) return;  // 0 = wait for ever (IBA 9.7.6.1.3)
   const auto ib = std::chrono::nanoseconds(uint64_t(4096) << std::min<uint32_t>(timeout, 31));
-  req.deadline = WallClock::now() + std::max<WallClock::duration>(ib, kMinRetransmitWait);
+  req.deadline = make_deadline(timer_policy_, timer_now_ps(), ib, timer_policy_.min_retransmit_wait);
   req.timer_armed = true;
   if (timer_hook_) timer_hook_(req.deadline);
 }
 
+uint64_t RdmaEngine::timer_now_ps() const { return timer_clock_ ? timer_clock_() : now_ps(); }
+
 void RdmaEngine::on_timer() {
-  const auto now = WallClock::now();
+  const uint64_t now = timer_now_ps();
+  const auto wall_now = WallClock::now();
   std::vector<uint32_t> due;
   for (auto& [qpn, qp] : f_.resources.qps)
-    if (qp.rc.req.timer_armed && qp.rc.req.deadline <= now) due.push_back(qpn);
+    if (qp.rc.req.timer_armed && qp.rc.req.deadline.passed(now, wall_now)) due.push_back(qpn);
   for (uint32_t qpn : due) {
     QueuePair* qp = f_.resources.qps.find(qpn);
     if (qp == nullptr || qp->state != QpState::kRts) continue;
@@ -480,7 +479,7 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
         req.rnr_wait = true;
         req.rnr_psn = packet.psn;
         const auto wait = std::chrono::microseconds(rnr_timer_us(transport::aeth_value(syn)));
-        req.deadline = WallClock::now() + std::max<WallClock::duration>(wait, kMinRnrWait);
+        req.deadline = make_deadline(timer_policy_, timer_now_ps(), wait, timer_policy_.min_rnr_wait);
         req.timer_armed = true;
         if (timer_hook_) timer_hook_(req.deadline);
         return;

@@ -5,6 +5,7 @@
 // memories; CQEs are checked on the fields libmlx5 reads (opcode, syndrome, wqe_counter,
 // byte_cnt, qpn, immediate).
 #include <systemc>
+#include <thread>
 
 #include <random>
 
@@ -681,7 +682,7 @@ TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {
   };
   const uint16_t rindex = b.post_recv(*c.b, {{dst.va(0), 2048, dst.key}});
   const uint16_t sindex = a.post_send(*c.a, {.sges = {{src.va(0), 1500, src.key}}});
-  const auto posted = WallClock::now();
+  const uint64_t posted = a.clock_ps;
   p.pump();
   EXPECT_TRUE(dropped);
   EXPECT_TRUE(a.drain(*c.a->scq).empty());
@@ -689,7 +690,9 @@ TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {
   ASSERT_EQ(recv.size(), 1u);
   expect_responder(recv[0], kCqeRespSend, rindex, c.b->qpn, 1500);
   ASSERT_TRUE(a.deadline.has_value());
-  EXPECT_GE(*a.deadline - posted, std::chrono::milliseconds(199)) << "the engine's retransmit floor";
+  // ack_timeout 14: 4.096 us << 14 = 67.1 ms of model time, and no wall-clock floor in a closed run.
+  EXPECT_EQ(a.deadline->model_ps - posted, (uint64_t(4096) << 14) * 1000);
+  EXPECT_FALSE(a.deadline->wall.has_value());
   a.engine.on_timer();  // too early: nothing happens
   EXPECT_EQ(a.engine.counters().timeouts, 0u);
   ASSERT_TRUE(p.fire_timers(a));
@@ -702,6 +705,28 @@ TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {
   EXPECT_EQ(b.engine.counters().duplicates, 2u);
   EXPECT_EQ(b.get(dst, 0, 1500), data);
   EXPECT_EQ(a.state(*c.a), QpState::kRts);
+}
+
+// A full-system run's policy: the timer also waits out a wall-clock floor, so a guest running at
+// emulation speed gets the time to act; model time alone having passed does not fire it.
+TEST_F(RdmaTest, WallClockFloorHoldsTheTimerUntilItHasPassedToo) {
+  a.engine.set_timer_policy({.wall_clock_floor = true, .min_retransmit_wait = std::chrono::milliseconds(30)});
+  auto c = p.connect({.retry_count = 1, .ack_timeout = 1});  // 8.2 us of model time
+  const Mr src = a.reg_mr(100), dst = b.reg_mr(128);
+  p.wire.filter = [&](WireFrame& f) { return !(f.to == 0 && opcode_of(f) == op::kRcAcknowledge); };
+  b.post_recv(*c.b, {{dst.va(0), 128, dst.key}});
+  const auto before = WallClock::now();
+  a.post_send(*c.a, {.sges = {{src.va(0), 100, src.key}}});
+  p.pump();
+  ASSERT_TRUE(a.deadline.has_value());
+  ASSERT_TRUE(a.deadline->wall.has_value());
+  EXPECT_GE(*a.deadline->wall - before, std::chrono::milliseconds(30));
+  a.clock_ps += 1'000'000'000;  // a millisecond of model time: far past the model deadline
+  a.engine.on_timer();
+  EXPECT_EQ(a.engine.counters().timeouts, 0u) << "the wall-clock floor has not passed";
+  std::this_thread::sleep_until(*a.deadline->wall + std::chrono::milliseconds(1));
+  a.engine.on_timer();
+  EXPECT_EQ(a.engine.counters().timeouts, 1u);
 }
 
 TEST_F(RdmaTest, SequenceNakWithoutRetriesLeftIsRetryExceeded) {

@@ -2,7 +2,8 @@
 // Two functions, each with its own simulated host memory, firmware and RdmaEngine, joined by a
 // test wire that holds every frame until the test delivers it (so a test can drop, reorder,
 // duplicate or corrupt any of them). No SystemC kernel runs: the engine's model time is not
-// spent, and its wall-clock timers fire when the test calls fire_timers().
+// spent; each node keeps the model time its timers count in, which fire_timers() and
+// expire_timers() advance to the deadlines (no wall-clock waits, the same run every time).
 //
 // The control path goes through the command interface (mlx5-device-bringup.md section 6): PD, CQ,
 // MTT MKEY, RC QP with its PAS buffer and doorbell record, RST2INIT/INIT2RTR/RTR2RTS with a RoCEv2
@@ -15,7 +16,6 @@
 #include <deque>
 #include <functional>
 #include <optional>
-#include <thread>
 
 #include "model/bits.h"
 #include "model/memory_protection.h"
@@ -157,7 +157,8 @@ struct RdmaNode : TestFunction {
   std::array<uint8_t, 6> mac{};
   transport::Gid gid{};
   uint32_t uar = 0, pd = 0, eqn = 0;
-  std::optional<WallClock::time_point> deadline;  // earliest timer the engine announced
+  uint64_t clock_ps = 0;                      // the model time the engine's timers count in
+  std::optional<TimerDeadline> deadline;      // earliest timer the engine announced
   std::deque<Cq> cqs;
   std::deque<Qp> qps;
   std::deque<Srq> srqs;
@@ -169,8 +170,9 @@ struct RdmaNode : TestFunction {
     port.to = 1 - index;
     engine.set_port(&port);
     f.qp_moved_to_error = [this](uint32_t qpn) { engine.qp_moved_to_error(qpn); };
-    engine.set_timer_hook([this](WallClock::time_point when) {
-      if (!deadline || when < *deadline) deadline = when;
+    engine.set_timer_clock([this] { return clock_ps; });
+    engine.set_timer_hook([this](const TimerDeadline& when) {
+      if (!deadline || when.model_ps < deadline->model_ps) deadline = when;
     });
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, uint8_t(0x0a + index)};
     gid = transport::gid_from_ipv4(0x0a000001u + uint32_t(index));  // 10.0.0.1 / 10.0.0.2
@@ -628,21 +630,22 @@ struct RdmaPair {
   }
   void inject(WireFrame frame) { wire.frames.push_back(std::move(frame)); }
 
-  // Waits (wall clock) until the earliest deadline a node's engine announced, then runs its timers.
+  // Advances a node's model time to the earliest deadline its engine announced, then runs its
+  // timers (model time: nothing waits on the wall clock).
   bool fire_timers(RdmaNode& n) {
     if (!n.deadline) return false;
-    std::this_thread::sleep_until(*n.deadline + std::chrono::microseconds(100));
+    n.clock_ps = std::max(n.clock_ps, n.deadline->model_ps);
     n.deadline.reset();
     n.engine.on_timer();
     return true;
   }
 
-  // Runs a node's timers as if their deadlines had passed, without waiting. True when one was armed.
+  // Advances a node's model time past every armed timer and runs them. True when one was armed.
   bool expire_timers(RdmaNode& n) {
     bool armed = false;
     for (auto& [qpn, qp] : n.f.resources.qps) {
       if (!qp.rc.req.timer_armed) continue;
-      qp.rc.req.deadline = WallClock::now();
+      n.clock_ps = std::max(n.clock_ps, qp.rc.req.deadline.model_ps);
       armed = true;
     }
     n.deadline.reset();
