@@ -114,7 +114,8 @@ struct ServedFunction {
 void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& path) {
   if (f.server) return;
   f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend);
-  port.attach_host(&f.server->host_memory(), &f.server->msix());
+  // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
+  port.attach_host(&f.server->host_memory(), &f.server->msix(), sriov::FunctionFace::MsixRouting::kHostOwnsTable);
   log().info("{}: serving on {}", port.name(), path.string());
 }
 

@@ -169,7 +169,7 @@ int sc_main(int argc, char** argv) {
   bridge::KernelQueue queue("queue");
   WatchedMemory ram(kRamBase, 1 << 20);
   testbench::RecordingMsix msix;
-  device.pf().attach_host(&ram, &msix);
+  device.pf().attach_host(&ram, &msix, sriov::FunctionFace::MsixRouting::kHostOwnsTable);
   Driver d{device.pf(), queue, ram, {}};
 
   std::thread host([&] {

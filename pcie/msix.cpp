@@ -89,7 +89,7 @@ uint32_t MsixTable::data(uint16_t v) const { return v < entries_.size() ? entrie
 
 void MsixTable::send(uint16_t v) {
   ++sent_;
-  if (deliver_) deliver_(address(v), entries_[v].data);
+  if (deliver_) deliver_(v, address(v), entries_[v].data);
 }
 
 MsixTable::FireResult MsixTable::fire(uint16_t v) {

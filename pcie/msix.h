@@ -1,7 +1,8 @@
 #pragma once
 // MSI-X table and Pending Bit Array as one memory region inside a BAR (PCI Local Bus 3.0
 // §6.8.2.6-§6.8.2.10). Under QEMU the guest's table accesses never reach us (QEMU emulates the
-// table, vfio-user.md §6); the testbench uses this one, and fire() gives the device-side rules:
+// table and owns the mask state, vfio-user.md §6); elsewhere (testbenches, a host model, the
+// coming headless host) the device's interrupts go through this one, and fire() gives its rules:
 // a vector fires only when MSI-X is enabled; with the function or the vector masked the pending
 // bit latches, and the message goes out when the mask clears.
 #include <cstdint>
@@ -19,8 +20,8 @@ class MsixTable {
 
   enum class FireResult { kSent, kPending, kDisabled, kBadVector };
   // Message delivery: a DWORD write of `data` to `address` (what the host's interrupt
-  // controller sees). The testbench's host model implements it.
-  using Deliver = std::function<void(uint64_t address, uint32_t data)>;
+  // controller sees), for `vector`.
+  using Deliver = std::function<void(uint16_t vector, uint64_t address, uint32_t data)>;
 
   // Offsets are relative to the start of the BAR that holds the table and the PBA.
   MsixTable(uint16_t vectors, uint32_t table_offset, uint32_t pba_offset);

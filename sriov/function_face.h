@@ -38,7 +38,12 @@ class FunctionFace {
   // A function-level reset requested from outside the config space (vfio-user DEVICE_RESET).
   virtual void reset() = 0;
 
-  virtual void attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) = 0;
+  // Where the function's DMA and interrupts go. kThroughTable: each interrupt passes the function's
+  // modelled MSI-X table (enable, function mask, vector masks, PBA) before it reaches `msix`.
+  // kHostOwnsTable: the host emulates the table and its masks itself (QEMU over vfio-user), so
+  // interrupts go to `msix` as they are raised.
+  enum class MsixRouting : uint8_t { kThroughTable, kHostOwnsTable };
+  virtual void attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix, MsixRouting routing) = 0;
 };
 
 }  // namespace hcaemu::sriov

@@ -32,6 +32,7 @@ void FunctionPort::wire_resets(pcie::PciFunction& function) {
 void FunctionPort::attach_pf(pcie::PciFunction& pf) {
   pf_ = &pf;
   wire_resets(pf);
+  wire_msix();
   hca_.set_active(true);
 }
 
@@ -44,6 +45,7 @@ void FunctionPort::set_vf_shape(const std::array<pcie::BarConfig, pcie::regs::kN
 void FunctionPort::attach_vf(std::unique_ptr<VfConfigView> view) {
   vf_ = std::move(view);
   wire_resets(vf_->function());
+  wire_msix();
   hca_.set_active(true);
 }
 
@@ -173,9 +175,28 @@ void FunctionPort::reset() {
   }
 }
 
-void FunctionPort::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
+void FunctionPort::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix, MsixRouting routing) {
   dma_.attach(memory);
-  hca_.attach_host(memory ? &dma_ : nullptr, msix);
+  host_msix_ = msix;
+  wire_msix();
+  const bool through_table = routing == MsixRouting::kThroughTable && msix != nullptr;
+  hca_.attach_host(memory ? &dma_ : nullptr, through_table ? &table_sender_ : msix);
+}
+
+void FunctionPort::wire_msix() {
+  if (pcie::PciFunction* function = pci())
+    function->msix_table().set_deliver([this](uint16_t vector, uint64_t, uint32_t) {
+      if (host_msix_) host_msix_->signal(vector);
+    });
+}
+
+// Sent now, or latched in the PBA until the masks clear (then the table delivers it); dropped
+// when MSI-X is disabled or the vector does not exist.
+bool FunctionPort::TableSender::signal(uint32_t vector) {
+  pcie::PciFunction* function = port_.pci();
+  if (function == nullptr || vector > 0xffff) return false;
+  const auto result = function->msix_table().fire(uint16_t(vector));
+  return result == pcie::MsixTable::FireResult::kSent || result == pcie::MsixTable::FireResult::kPending;
 }
 
 }  // namespace hcaemu::sriov

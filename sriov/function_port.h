@@ -41,7 +41,7 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) override;
   bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> in) override;
   void reset() override;
-  void attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) override;
+  void attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix, MsixRouting routing) override;
 
   // ---- Composition (sriov/hca_device) ----
   void attach_pf(pcie::PciFunction& pf);
@@ -62,6 +62,17 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   bool mmio_transport(tlm::tlm_command command, uint64_t offset, uint8_t* data, unsigned length);
   bool msix_access(bool is_write, uint64_t offset, std::span<uint8_t> bytes);
   void wire_resets(pcie::PciFunction& function);
+  void wire_msix();  // the present function's MSI-X table delivers to the host's sender
+
+  // The HCA's interrupts into the function's MSI-X table (MsixRouting::kThroughTable).
+  class TableSender : public pcie::MsixSender {
+   public:
+    explicit TableSender(FunctionPort& port) : port_(port) {}
+    bool signal(uint32_t vector) override;
+
+   private:
+    FunctionPort& port_;
+  };
 
   std::string function_name_;
   pcie::PcieLink link_;
@@ -72,6 +83,8 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   std::array<pcie::BarConfig, pcie::regs::kNumBars> vf_bars_{};
   uint32_t vf_vectors_ = 0;
   FunctionPortCounters counters_;
+  pcie::MsixSender* host_msix_ = nullptr;
+  TableSender table_sender_{*this};
 };
 
 }  // namespace hcaemu::sriov

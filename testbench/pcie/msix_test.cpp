@@ -15,7 +15,7 @@ namespace {
 class MsixTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    t.set_deliver([this](uint64_t a, uint32_t d) { sent.emplace_back(a, d); });
+    t.set_deliver([this](uint16_t, uint64_t a, uint32_t d) { sent.emplace_back(a, d); });
   }
   void program(uint16_t v, uint64_t addr, uint32_t data, bool masked) {
     const uint64_t e = kMsixTableOffset + v * MsixTable::kEntrySize;

@@ -3,6 +3,8 @@
 // queue, then SR-IOV: VFs appear through the PF's capability and enumerate like the PF.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "model/init_segment.h"
 #include "testbench/systemc/host_model.h"
 
@@ -16,6 +18,33 @@ void enable_memory(sriov::FunctionFace& f, uint64_t bar0) {
   H::cfg_write(f, 0x10, 4, uint32_t(bar0));
   H::cfg_write(f, 0x14, 4, uint32_t(bar0 >> 32));
   H::cfg_write(f, 0x04, 2, 0x6);  // memory space + bus master
+}
+
+// MSI-X as Linux's msix_capability_init programs it: the table entry (address, data, mask) through
+// BAR2 at the offset the capability names, then Enable in Message Control (Function Mask as given).
+void msix_vector(sriov::FunctionFace& f, uint16_t vector, bool masked) {
+  const uint16_t cap = H::find_capability(f, 0x11);
+  const uint64_t entry = (H::cfg_read(f, cap + 4, 4) & ~7u) + 16ull * vector;
+  auto put = [&](uint64_t offset, uint32_t value) {
+    std::array<uint8_t, 4> b{};
+    store_le32(b.data(), value);
+    ASSERT_TRUE(f.bar_write(2, offset, b));
+  };
+  put(entry + 0, 0xfee00000u);
+  put(entry + 4, 0);
+  put(entry + 8, 0x4000u + vector);
+  put(entry + 12, masked ? 1 : 0);
+}
+void msix_control(sriov::FunctionFace& f, bool enable, bool function_mask) {
+  const uint16_t cap = H::find_capability(f, 0x11);
+  H::cfg_write(f, cap + 2, 2, (enable ? 0x8000u : 0) | (function_mask ? 0x4000u : 0));
+}
+bool msix_pending(sriov::FunctionFace& f, uint16_t vector) {
+  const uint16_t cap = H::find_capability(f, 0x11);
+  const uint64_t pba = (H::cfg_read(f, cap + 8, 4) & ~7u) + 8ull * (vector / 64);
+  std::array<uint8_t, 8> b{};
+  EXPECT_TRUE(f.bar_read(2, pba, b));
+  return (load_le64(b.data()) >> (vector % 64)) & 1;
 }
 
 TEST(Enumeration, PfIdentityAndCapabilities) {
@@ -150,6 +179,8 @@ TEST(Enumeration, CommandsCompleteThroughTheCmdEqInEventMode) {
     store_be64(&create_eq[0x58], uint64_t(1) << 0x0a);
     store_be64(&create_eq[0x110], eq_ring);
     std::memset(host.ram().at(eq_ring), 0, 4096);
+    msix_vector(pf, 7, false);
+    msix_control(pf, true, false);
     const size_t fired_before = host.msix().fired.size();
     const uint32_t eqn = submit(1, create_eq) & 0xff;
     EXPECT_EQ(host.ram().at(eq_ring)[0x01], 0) << "CREATE_EQ of the cmd EQ completes in polling mode";
@@ -163,6 +194,34 @@ TEST(Enumeration, CommandsCompleteThroughTheCmdEqInEventMode) {
     EXPECT_EQ(host.msix().fired.back(), 7u);
     EXPECT_EQ(pf.hca().counters().command_events, 1u);
     EXPECT_EQ(pf.hca().doorbell_counters().eq_doorbells, 1u);
+
+    // The interrupt passes the function's MSI-X table. A masked vector latches its PBA bit and
+    // fires when unmasked; the Function Mask holds every vector the same way.
+    std::vector<uint8_t> query_uar = alloc_uar;  // any command: its completion posts a CMD EQE
+    uint32_t ci = 1;
+    auto raise = [&](uint32_t slot) {
+      H::reg_write(pf, uint64_t(uar) * 4096 + 0x40, (eqn << 24) | ci);  // re-arm behind the EQEs seen
+      submit(slot, query_uar);
+      ++ci;
+    };
+    msix_vector(pf, 7, true);
+    raise(3);
+    EXPECT_EQ(host.msix().fired.size(), fired_before + 1) << "masked: held";
+    EXPECT_TRUE(msix_pending(pf, 7)) << "and pending in the PBA";
+    msix_vector(pf, 7, false);
+    ASSERT_EQ(host.msix().fired.size(), fired_before + 2) << "unmasking sends it";
+    EXPECT_EQ(host.msix().fired.back(), 7u);
+    EXPECT_FALSE(msix_pending(pf, 7));
+    msix_control(pf, true, true);
+    raise(4);
+    EXPECT_EQ(host.msix().fired.size(), fired_before + 2) << "function mask: held";
+    EXPECT_TRUE(msix_pending(pf, 7));
+    msix_control(pf, true, false);
+    EXPECT_EQ(host.msix().fired.size(), fired_before + 3) << "clearing the function mask sends it";
+    EXPECT_FALSE(msix_pending(pf, 7));
+    msix_control(pf, false, false);
+    raise(5);
+    EXPECT_EQ(host.msix().fired.size(), fired_before + 3) << "MSI-X disabled: nothing (no INTx either)";
   });
 }
 

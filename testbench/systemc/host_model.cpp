@@ -14,8 +14,9 @@ SystemCHost::SystemCHost() {
   config.total_vfs = 4;
   device_ = std::make_unique<sriov::HcaDevice>("hca", config);
   queue_ = std::make_unique<bridge::KernelQueue>("host_queue");
-  device_->pf().attach_host(&ram_, &msix_);
-  for (unsigned i = 0; i < device_->vf_ports(); ++i) device_->vf(i).attach_host(&ram_, &msix_);
+  using Routing = sriov::FunctionFace::MsixRouting;
+  device_->pf().attach_host(&ram_, &msix_, Routing::kThroughTable);
+  for (unsigned i = 0; i < device_->vf_ports(); ++i) device_->vf(i).attach_host(&ram_, &msix_, Routing::kThroughTable);
 }
 
 void SystemCHost::run(std::function<void()> driver) {
