@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/bits.h"
+#include "model/resources.h"
 #include "model/object_table.h"
 #include "model/page_list.h"
 
@@ -32,6 +33,7 @@ inline constexpr uint8_t kLinkedList = 0, kCyclic = 1, kLinkedListStriding = 2, 
 // number says which kind it is; QPs must stay below kFirstSqn.
 inline constexpr uint32_t kFirstSqn = 0xc00000, kLastSqn = 0xdfffff;
 inline constexpr uint32_t kFirstRqn = 0xe00000, kLastRqn = 0xffffff;
+static_assert(kLastQpn < kFirstSqn && kLastSqn < kFirstRqn, "QP, SQ and RQ numbers never overlap");
 inline constexpr uint32_t kLogMaxWqSize = 16;  // entries of an RQ/SQ ring (log2)
 
 // The `wq` context shared by RQ and SQ (mlx5-layouts.md `wq`).

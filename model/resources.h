@@ -44,6 +44,7 @@ inline constexpr uint32_t kMaxObjectId = 0xffffff;
 inline constexpr uint32_t kMaxEqn = 0xff;         // create_eq_out.eq_number is 8 bits
 inline constexpr uint32_t kFirstMkeyIndex = 2;    // index 1 with variant 0 would be 0x100 = MLX5_INVALID_LKEY
 inline constexpr uint32_t kFirstQpn = 8;          // keep clear of the IB special QPNs 0 and 1
+inline constexpr uint32_t kLastQpn = 0xbfffff;    // Ethernet SQs and RQs share the number space above (eth_objects.h)
 
 struct Uar {};
 struct TransportDomain {};
@@ -141,7 +142,7 @@ struct Resources {
   ObjectTable<CompletionQueue> cqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<Mkey> mkeys{kFirstMkeyIndex, kMaxObjectId, 1u << 16};
   ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
-  ObjectTable<QueuePair> qps{kFirstQpn, kMaxObjectId, 1u << 17};
+  ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
   ResourceCounters counters;
 
   void clear() {

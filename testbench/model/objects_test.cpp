@@ -285,5 +285,20 @@ TEST(Objects, UmrQpWithoutPdIsAcceptedOthersAreNot) {
   EXPECT_NE(qp(0x00), 0) << "RC needs a PD";
 }
 
+// QPs, Ethernet SQs and RQs share one number space (a send WQE's ctrl segment and a doorbell name
+// either kind the same way): their ranges must never meet, also after the allocator wraps.
+TEST(Objects, QpSqAndRqNumbersComeFromDisjointRanges) {
+  Resources r;
+  EthObjects eth;
+  EXPECT_LT(r.qps.last(), eth.sqs.first());
+  EXPECT_LT(eth.sqs.last(), eth.rqs.first());
+  EXPECT_GE(r.qps.first(), 2u) << "QPN 0 and 1 are the IB special QPs";
+  // Around the end of the QP range the allocator wraps to its start, not into the SQs.
+  r.qps.set_range(kLastQpn - 1, kLastQpn);
+  EXPECT_EQ(r.qps.insert({}), kLastQpn - 1);
+  EXPECT_EQ(r.qps.insert({}), kLastQpn);
+  EXPECT_EQ(r.qps.insert({}), 0u) << "full: refused, not spilled over";
+}
+
 }  // namespace
 }  // namespace hcaemu::model
