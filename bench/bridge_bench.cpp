@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "model/init_segment.h"
+#include "model/firmware/init_segment.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "sriov/hca_device.h"
 

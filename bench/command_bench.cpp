@@ -19,9 +19,9 @@
 
 #include "common/endian.h"
 #include "common/log.h"
-#include "model/command_queue.h"
-#include "model/firmware.h"
-#include "model/init_segment.h"
+#include "model/firmware/command_queue.h"
+#include "model/firmware/firmware.h"
+#include "model/firmware/init_segment.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "sriov/hca_device.h"
 #include "testbench/host/sim_host_memory.h"

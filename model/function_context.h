@@ -8,11 +8,11 @@
 #include <map>
 #include <vector>
 
-#include "model/eth_objects.h"
-#include "model/hca_caps.h"
-#include "model/port_registers.h"
-#include "model/queue_counters.h"
-#include "model/resources.h"
+#include "model/eth/objects.h"
+#include "model/firmware/hca_caps.h"
+#include "model/firmware/port_registers.h"
+#include "model/objects/queue_counters.h"
+#include "model/objects/resources.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -42,19 +42,19 @@ struct FunctionContext {
   uint16_t issi = 0;             // interface step sequence id chosen by SET_ISSI
   std::vector<uint64_t> pages{};   // MANAGE_PAGES(GIVE) pages we hold (we need none), returned on TAKE
 
-  // --- capabilities, registers, vport (fw_hca.cpp) ---
-  HcaCapSettings caps{};     // the SET_HCA_CAP-settable fields of `cur` (hca_caps.h)
-  PortRegisters port{};      // ACCESS_REG register file and the port state it holds (port_registers.h)
+  // --- capabilities, registers, vport (firmware/hca.cpp) ---
+  HcaCapSettings caps{};     // the SET_HCA_CAP-settable fields of `cur` (firmware/hca_caps.h)
+  PortRegisters port{};      // ACCESS_REG register file and the port state it holds (firmware/port_registers.h)
   VportState vport{};        // NIC vport context, vport admin state, RoCE address (GID) table
 
-  // --- queues and resources (fw_resources.cpp) ---
+  // --- queues and resources (firmware/uar_pd_eq_cq.cpp) ---
   uint64_t bar0_size = 0;  // BAR0 bytes: UAR index * 4 KiB must stay inside it
   Resources resources{};     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
 
-  // --- Ethernet objects (fw_eth.cpp, fw_eth_flow.cpp) ---
+  // --- Ethernet objects (firmware/eth.cpp, firmware/eth_flow.cpp) ---
   EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
 
-  // --- queue counter sets (fw_counters.cpp; the RDMA engine counts into them) ---
+  // --- queue counter sets (firmware/counters.cpp; the RDMA engine counts into them) ---
   QueueCounterSets q_counters{};
 
   // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work

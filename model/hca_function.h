@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "model/command_queue.h"
-#include "model/doorbell_unit.h"
-#include "model/eth_queues.h"
-#include "model/firmware.h"
+#include "model/firmware/command_queue.h"
+#include "model/queues/doorbell_unit.h"
+#include "model/eth/queues.h"
+#include "model/firmware/firmware.h"
 #include "model/function_context.h"
-#include "model/init_segment.h"
-#include "model/rdma_engine.h"
+#include "model/firmware/init_segment.h"
+#include "model/rdma/engine.h"
 #include "model/timing_preset.h"
 #include "model/wall_timer.h"
 #include "pcie/host_port.h"

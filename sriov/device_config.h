@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model/init_segment.h"
+#include "model/firmware/init_segment.h"
 
 namespace hcaemu::sriov {
 

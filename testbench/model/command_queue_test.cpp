@@ -1,9 +1,9 @@
-#include "model/command_queue.h"
+#include "model/firmware/command_queue.h"
 
 #include <gtest/gtest.h>
 
 #include "common/endian.h"
-#include "model/firmware.h"
+#include "model/firmware/firmware.h"
 #include "testbench/host/sim_host_memory.h"
 
 namespace hcaemu::model {

@@ -1,8 +1,8 @@
-// The Ethernet data path (eth_queues.cpp, eth_frame.cpp): SQ rings with NOP/SEND WQEs incl. wrap,
+// The Ethernet data path (eth/queues.cpp, eth/frame.cpp): SQ rings with NOP/SEND WQEs incl. wrap,
 // frames out of the port, TX CQEs, error CQEs for malformed WQEs; RQ scatter and RX CQEs with
 // byte count and checksum flags.
-#include "model/eth_frame.h"
-#include "model/eth_queues.h"
+#include "model/eth/frame.h"
+#include "model/eth/queues.h"
 #include "testbench/model/eth_fixture.h"
 
 namespace hcaemu::model::test {

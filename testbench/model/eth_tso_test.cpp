@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/endian.h"
-#include "model/eth_frame.h"
+#include "model/eth/frame.h"
 
 namespace hcaemu::model::frame {
 namespace {

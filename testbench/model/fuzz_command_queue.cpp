@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "model/command_queue.h"
-#include "model/firmware.h"
+#include "model/firmware/command_queue.h"
+#include "model/firmware/firmware.h"
 #include "testbench/host/sim_host_memory.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

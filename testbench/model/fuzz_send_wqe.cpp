@@ -6,9 +6,9 @@
 #include <span>
 #include <vector>
 
-#include "model/recv_wqe.h"
-#include "model/resources.h"
-#include "model/send_wqe.h"
+#include "model/queues/recv_wqe.h"
+#include "model/objects/resources.h"
+#include "model/queues/send_wqe.h"
 
 using namespace hcaemu::model;
 

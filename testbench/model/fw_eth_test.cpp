@@ -1,4 +1,4 @@
-// Ethernet object commands (fw_eth.cpp, fw_eth_flow.cpp): lifecycle, references, state machines, bad input.
+// Ethernet object commands (firmware/eth.cpp, firmware/eth_flow.cpp): lifecycle, references, state machines, bad input.
 #include "testbench/model/eth_fixture.h"
 
 namespace hcaemu::model::test {

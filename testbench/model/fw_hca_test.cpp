@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/endian.h"
-#include "model/firmware.h"
+#include "model/firmware/firmware.h"
 
 namespace hcaemu::model {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/endian.h"
-#include "model/firmware.h"
+#include "model/firmware/firmware.h"
 
 namespace hcaemu::model {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/init_segment.h"
+#include "model/firmware/init_segment.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// MKEY checks and translation (memory_protection.cpp): key lookup, free state, PD, each access
+// MKEY checks and translation (objects/memory_protection.cpp): key lookup, free state, PD, each access
 // flag, bounds at the first and last byte, PA and MTT modes with page crossings, overflow, and
 // the chunk copies through a simulated host memory.
-#include "model/memory_protection.h"
+#include "model/objects/memory_protection.h"
 
 #include <gtest/gtest.h>
 

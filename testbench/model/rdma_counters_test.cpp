@@ -3,7 +3,7 @@
 // engine counts what its responder and requester see into the set of the QP they work for.
 #include <systemc>
 
-#include "model/queue_counters.h"
+#include "model/objects/queue_counters.h"
 #include "testbench/model/rdma_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

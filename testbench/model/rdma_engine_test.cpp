@@ -1,4 +1,4 @@
-// The RC data path (rdma_engine.cpp) between two functions over RoCEv2 frames on a test wire:
+// The RC data path (rdma/engine.cpp) between two functions over RoCEv2 frames on a test wire:
 // every operation libmlx5 posts (SEND/IMM/INV, inline, RDMA WRITE/IMM, READ, atomics), the
 // transport's recovery (go-back-N after a loss, duplicates, RNR, timeouts, retry budgets) and the
 // error paths a guest or the wire can provoke. Data is compared byte for byte in both host

@@ -17,10 +17,10 @@
 #include <functional>
 #include <optional>
 
-#include "model/bits.h"
-#include "model/memory_protection.h"
-#include "model/rdma_engine.h"
-#include "model/send_wqe.h"
+#include "model/prm/bits.h"
+#include "model/objects/memory_protection.h"
+#include "model/rdma/engine.h"
+#include "model/queues/send_wqe.h"
 #include "testbench/model/resource_fixture.h"
 #include "transport/roce_packet.h"
 

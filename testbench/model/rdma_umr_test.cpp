@@ -4,7 +4,7 @@
 // responder: after the UMR a peer's RDMA WRITE is refused or lands as the new flags say.
 #include <systemc>
 
-#include "model/umr.h"
+#include "model/objects/umr.h"
 #include "testbench/model/rdma_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

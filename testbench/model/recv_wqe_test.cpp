@@ -1,6 +1,6 @@
-// Receive WQE parsing (recv_wqe.cpp): RQ strides with and without the MLX5_INVALID_LKEY
+// Receive WQE parsing (queues/recv_wqe.cpp): RQ strides with and without the MLX5_INVALID_LKEY
 // terminator, SRQ next segments, malformed input.
-#include "model/recv_wqe.h"
+#include "model/queues/recv_wqe.h"
 
 #include <gtest/gtest.h>
 

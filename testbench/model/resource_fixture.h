@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/endian.h"
-#include "model/firmware.h"
+#include "model/firmware/firmware.h"
 #include "testbench/host/sim_host_memory.h"
 
 namespace hcaemu::model::test {

@@ -1,5 +1,5 @@
 // UAR/PD/TD/XRCD, the EQ engine, the CQ engine and the doorbell unit, with simulated host memory.
-#include "model/doorbell_unit.h"
+#include "model/queues/doorbell_unit.h"
 #include "testbench/model/resource_fixture.h"
 
 namespace hcaemu::model::test {

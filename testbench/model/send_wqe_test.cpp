@@ -1,11 +1,11 @@
-// Send WQE parsing (send_wqe.cpp): the layout of every supported opcode per service type, each
+// Send WQE parsing (queues/send_wqe.cpp): the layout of every supported opcode per service type, each
 // error kind, inline data across WQEBB boundaries, multi-SGE lists, the datagram and XRC segments.
-#include "model/send_wqe.h"
+#include "model/queues/send_wqe.h"
 
 #include <gtest/gtest.h>
 
 #include "common/endian.h"
-#include "model/resources.h"
+#include "model/objects/resources.h"
 
 namespace hcaemu::model::test {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/endian.h"
-#include "model/completion_queue.h"
-#include "model/event_queue.h"
+#include "model/queues/completion_queue.h"
+#include "model/queues/event_queue.h"
 #include "model/function_context.h"
 
 namespace {

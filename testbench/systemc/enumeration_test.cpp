@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include "model/init_segment.h"
+#include "model/firmware/init_segment.h"
 #include "testbench/systemc/host_model.h"
 
 namespace hcaemu::testbench {

@@ -1,0 +1,183 @@
+#pragma once
+// The Ethernet objects a function creates through firmware/eth.cpp (mlx5-device-bringup.md section 4.4):
+// TIS, TIR, RQT, RQ, SQ, NIC flow tables / groups / entries and flow counters. Plain data, held per
+// function in FunctionContext::eth; references between them (SQ -> CQ/TIS, RQ -> CQ, RQT -> RQs,
+// TIR -> RQT/RQ, flow entry -> TIR/flow table/counter) are counted, so nothing in use can be
+// destroyed and no reference dangles. The data path (eth/queues.cpp) works on the same structs.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "model/prm/bits.h"
+#include "model/objects/resources.h"
+#include "model/objects/object_table.h"
+#include "model/queues/page_list.h"
+
+namespace hcaemu::model {
+
+class CommandTable;
+void register_flow_commands(CommandTable& table);  // firmware/eth_flow.cpp, called by register_eth_commands
+
+// RQ and SQ states (rqc.state / sqc.state; MODIFY_RQ/MODIFY_SQ carry current and next state).
+enum class WqState : uint8_t { kReset = 0, kReady = 1, kError = 3 };
+const char* wq_state_name(WqState state);
+
+namespace wq_type {
+inline constexpr uint8_t kLinkedList = 0, kCyclic = 1, kLinkedListStriding = 2, kCyclicStriding = 3;
+}
+
+// SQs and RQs live in the QPN number space of the function (the ctrl segment of a send WQE names
+// an SQ exactly as it names a QP). They are numbered from ranges above the QPs, so a doorbell's
+// number says which kind it is; QPs must stay below kFirstSqn.
+inline constexpr uint32_t kFirstSqn = 0xc00000, kLastSqn = 0xdfffff;
+inline constexpr uint32_t kFirstRqn = 0xe00000, kLastRqn = 0xffffff;
+static_assert(kLastQpn < kFirstSqn && kLastSqn < kFirstRqn, "QP, SQ and RQ numbers never overlap");
+inline constexpr uint32_t kLogMaxWqSize = 16;  // entries of an RQ/SQ ring (log2)
+
+// The `wq` context shared by RQ and SQ (mlx5-layouts.md `wq`).
+struct WorkQueueRing {
+  uint8_t type = wq_type::kCyclic;
+  uint32_t pd = 0;
+  uint32_t uar_page = 0;
+  uint64_t dbr_addr = 0;        // RQ: dword0 = receive counter; SQ: dword1 = send counter (WQEBBs)
+  uint32_t log_stride = 6;      // absolute: bytes per entry = 1 << log_stride
+  uint32_t log_size = 0;        // entries
+  PageList buffer;
+
+  uint32_t entries() const { return 1u << log_size; }
+  uint64_t bytes() const { return uint64_t(entries()) << log_stride; }
+};
+
+struct EthSendQueue {
+  std::array<uint8_t, 0xf0> context{};  // sqc as created/modified (QUERY_SQ), state kept current
+  WqState state = WqState::kReset;
+  uint32_t cqn = 0;
+  uint32_t tisn = 0;                    // 0 when tis_lst_sz is 0
+  WorkQueueRing wq;
+  uint32_t consumer = 0;                // WQEBBs consumed (16-bit counter semantics)
+  // Statistics.
+  uint64_t wqes = 0, frames = 0, bytes = 0, errors = 0;
+};
+
+namespace rqc {
+inline constexpr Field kCounterSetId{0x0c, 31, 24};  // rqc.counter_set_id: 0, or a queue counter set
+}
+
+struct EthReceiveQueue {
+  std::array<uint8_t, 0xf0> context{};  // rqc (QUERY_RQ)
+  WqState state = WqState::kReset;
+  uint32_t cqn = 0;
+  WorkQueueRing wq;
+  uint32_t consumer = 0;                // WQEs consumed (16-bit counter semantics)
+  uint32_t refs = 0;                    // RQTs and TIRs pointing here
+  // Statistics.
+  uint64_t frames = 0, bytes = 0, no_wqe = 0, too_big = 0;
+};
+
+struct TransportInterfaceSend {
+  std::array<uint8_t, 0xa0> context{};  // tisc
+  uint32_t td = 0;
+  uint32_t refs = 0;                    // SQs
+};
+
+struct RqTable {
+  std::array<uint8_t, 0xf0> context{};  // rqtc without its list
+  uint32_t max_size = 0;
+  std::vector<uint32_t> rqns;           // rqt_actual_size entries
+  uint32_t refs = 0;                    // TIRs
+};
+
+enum class TirDispatch : uint8_t { kDirect = 0, kIndirect = 1 };
+
+struct TransportInterfaceReceive {
+  std::array<uint8_t, 0xf0> context{};  // tirc (QUERY_TIR)
+  TirDispatch dispatch = TirDispatch::kDirect;
+  uint32_t inline_rqn = 0;              // direct
+  uint32_t rqt = 0;                     // indirect
+  uint32_t td = 0;
+  uint32_t refs = 0;                    // flow entries forwarding here
+};
+
+// Flow steering (NIC RX/TX and RDMA tables; the model keeps the FDB/ACL ones as bookkeeping).
+namespace flow_dest {
+inline constexpr uint8_t kVport = 0x0, kFlowTable = 0x1, kTir = 0x2, kQp = 0x3;
+}
+namespace flow_action {
+inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8;
+}
+namespace flow_table_type {
+inline constexpr uint8_t kNicRx = 0, kNicTx = 1, kEswEgressAcl = 2, kEswIngressAcl = 3, kFdb = 4, kRdmaRx = 7, kRdmaTx = 8;
+}
+inline constexpr uint32_t kMatchParamSize = 0x200;  // fte_match_param
+inline constexpr uint32_t kLogMaxFlowTableSize = 24;
+
+struct FlowDestination {
+  uint8_t type = 0;
+  uint32_t id = 0;
+};
+
+struct FlowEntry {
+  uint32_t group = 0;
+  uint32_t action = 0;
+  uint32_t flow_tag = 0;
+  std::vector<uint8_t> match_value;           // fte_match_param (0x200)
+  std::vector<FlowDestination> destinations;  // forward destinations
+  std::vector<uint32_t> counters;             // flow counter IDs
+  std::vector<uint8_t> raw;                   // flow_context + destination list as set (QUERY_FLOW_TABLE_ENTRY)
+};
+
+struct FlowTable {
+  uint8_t type = 0;
+  uint8_t level = 0;
+  uint32_t log_size = 0;
+  uint8_t miss_action = 0;                    // 0 default, 1 go to table_miss_id
+  uint32_t miss_table = 0;
+  uint32_t vport = 0;
+  bool other_vport = false;
+  std::array<uint8_t, 0x28> context{};        // flow_table_context (QUERY_FLOW_TABLE)
+  std::map<uint32_t, FlowEntry> entries;      // by flow index
+  uint32_t groups = 0;
+  uint32_t refs = 0;                          // miss references and entries forwarding here
+};
+
+struct FlowGroup {
+  uint32_t table = 0;
+  uint32_t start = 0, end = 0;                // flow index range, inclusive
+  uint8_t criteria_enable = 0;
+  std::vector<uint8_t> criteria;              // fte_match_param mask (0x200)
+  uint32_t entries = 0;
+};
+
+struct FlowCounter {
+  uint64_t packets = 0, octets = 0;
+  uint32_t refs = 0;                          // flow entries counting here
+};
+
+struct EthObjects {
+  ObjectTable<TransportInterfaceSend> tises{1, 0xffffff, 1u << 16};
+  ObjectTable<TransportInterfaceReceive> tirs{1, 0xffffff, 1u << 16};
+  ObjectTable<RqTable> rqts{1, 0xffffff, 1u << 16};
+  ObjectTable<EthReceiveQueue> rqs{kFirstRqn, kLastRqn, 1u << 16};
+  ObjectTable<EthSendQueue> sqs{kFirstSqn, kLastSqn, 1u << 16};
+  ObjectTable<FlowTable> flow_tables{1, 0xffffff, 1u << 16};
+  ObjectTable<FlowGroup> flow_groups{1, 0xffffff, 1u << 20};
+  ObjectTable<FlowCounter> flow_counters{1, 0xffffff, 1u << 16};
+  // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
+  std::map<uint8_t, uint32_t> roots;
+
+  void clear() {
+    tises.clear();
+    tirs.clear();
+    rqts.clear();
+    rqs.clear();
+    sqs.clear();
+    flow_tables.clear();
+    flow_groups.clear();
+    flow_counters.clear();
+    roots.clear();
+  }
+};
+
+}  // namespace hcaemu::model

@@ -1,0 +1,548 @@
+#include "model/eth/queues.h"
+
+#include <algorithm>
+
+#include "common/endian.h"
+#include "common/log.h"
+#include "model/queues/completion_queue.h"
+#include "model/queues/doorbell_unit.h"
+#include "model/eth/frame.h"
+#include "model/function_context.h"
+
+namespace hcaemu::model {
+namespace {
+
+constexpr uint32_t kCounterMask = 0xffff;  // WQE counters in doorbell records and ctrl segments
+constexpr uint32_t kSqDbrOffset = 4;       // SQ doorbell record: dword1 = send counter
+constexpr uint32_t kEthSegment = 16;       // ctrl is 16 bytes, the Ethernet segment starts here
+constexpr uint32_t kInlineStart = 14;      // inline header bytes begin inside the Ethernet segment
+constexpr uint32_t kMaxSteeringHops = 16;
+
+uint32_t round_up16(uint32_t n) { return (n + 15) & ~15u; }
+
+}  // namespace
+
+// ---------------------------------------------------------------- address translation
+
+EthQueues::Fault EthQueues::translate(uint32_t lkey, uint64_t va, uint32_t length, bool write, std::vector<Chunk>& out) {
+  if (length == 0) return Fault::kNone;
+  if (f_.resources.mkeys.empty()) {
+    // No MKEY exists at all: take the address as physical (what mlx5e's PA MKEY amounts to).
+    if (!physical_reported_) log().warn("eth: lkey {:#x} with no MKEY table; using addresses as physical", lkey);
+    physical_reported_ = true;
+    ++counters_.tx_physical_lkey;
+    out.push_back({va, length});
+    return Fault::kNone;
+  }
+  const Mkey* key = f_.resources.mkeys.find(lkey >> 8);
+  if (key == nullptr || key->variant != (lkey & 0xff) || key->free || (write && !key->local_write)) return Fault::kBadLkey;
+  const uint64_t end = va + length;
+  if (end < va || (!key->length64 && (va < key->start || end > key->start + key->length))) return Fault::kBadLkey;
+  if (key->access_mode == Mkey::kAccessPa) {
+    out.push_back({va, length});
+    return Fault::kNone;
+  }
+  if (key->access_mode != Mkey::kAccessMtt || key->log_page_size >= 64) return Fault::kBadLkey;
+  const uint64_t page = uint64_t(1) << key->log_page_size;
+  uint64_t offset = va - (key->start & ~(page - 1));
+  uint32_t left = length;
+  while (left > 0) {
+    const uint64_t index = offset >> key->log_page_size;
+    if (index >= key->mtt.size()) return Fault::kBadLkey;
+    const uint64_t in_page = offset & (page - 1);
+    const uint32_t n = uint32_t(std::min<uint64_t>(left, page - in_page));
+    out.push_back({(key->mtt[index] & ~uint64_t(7)) + in_page, n});
+    offset += n;
+    left -= n;
+  }
+  return Fault::kNone;
+}
+
+// ---------------------------------------------------------------- SQ engine
+
+bool EthQueues::doorbell(std::span<const uint8_t> data) {
+  if (data.size() < 8) return false;
+  const uint32_t sqn = load_be32(&data[4]) >> 8;
+  if (!f_.eth.sqs.contains(sqn)) {
+    ++counters_.doorbell_unknown_sq;
+    return false;
+  }
+  process_sq(sqn);
+  return true;
+}
+
+bool EthQueues::read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out) {
+  // The ring is a whole number of WQEBBs: a WQE that runs past the end continues at block 0.
+  out.resize(bytes);
+  const uint64_t ring_bytes = ring.bytes();
+  const uint64_t start = (uint64_t(first_block) * wqe::kBasicBlock) % ring_bytes;
+  const uint32_t first = uint32_t(std::min<uint64_t>(bytes, ring_bytes - start));
+  if (f_.memory == nullptr || !ring.buffer.read(*f_.memory, start, std::span(out).first(first))) return false;
+  return first == bytes || ring.buffer.read(*f_.memory, 0, std::span(out).subspan(first));
+}
+
+void EthQueues::process_sq(uint32_t sqn) {
+  ++counters_.doorbells;
+  EthSendQueue* sq = f_.eth.sqs.find(sqn);
+  if (sq == nullptr) {
+    ++counters_.doorbell_unknown_sq;
+    return;
+  }
+  if (sq->state == WqState::kReset) {
+    ++counters_.doorbell_not_ready;
+    return;
+  }
+  uint32_t producer = 0;
+  if (!read_doorbell_record(f_.memory, sq->wq.dbr_addr + kSqDbrOffset, producer)) {
+    ++counters_.dbr_faults;
+    return;
+  }
+  producer &= kCounterMask;
+  if (sq->state == WqState::kError) {
+    ++counters_.doorbell_in_error;
+    flush(*sq, sqn, producer);
+    return;
+  }
+  if (((producer - sq->consumer) & kCounterMask) > sq->wq.entries()) {
+    ++counters_.producer_overrun;
+    sq_error(*sq, sqn, uint16_t(sq->consumer), 0, Fault::kDs);
+    return;
+  }
+  std::vector<uint8_t> ctrl, wqe_bytes;
+  while (((producer - sq->consumer) & kCounterMask) != 0) {
+    const uint16_t index = uint16_t(sq->consumer & kCounterMask);
+    if (!read_ring(sq->wq, sq->consumer, wqe::kSegment, ctrl)) {
+      ++counters_.tx_dma_faults;
+      sq_error(*sq, sqn, index, 0, Fault::kDma);
+      return;
+    }
+    const uint8_t opcode = ctrl[3];
+    const uint32_t ds = ctrl[7] & 0x3f;
+    const uint8_t fm_ce_se = ctrl[11];
+    const uint32_t blocks = (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock;
+    if (ds == 0 || blocks > ((producer - sq->consumer) & kCounterMask)) {
+      ++counters_.tx_bad_ds;
+      sq_error(*sq, sqn, index, opcode, Fault::kDs);
+      return;
+    }
+    if (!read_ring(sq->wq, sq->consumer, ds * wqe::kSegment, wqe_bytes)) {
+      ++counters_.tx_dma_faults;
+      sq_error(*sq, sqn, index, opcode, Fault::kDma);
+      return;
+    }
+    const Fault fault = execute(*sq, sqn, wqe_bytes);
+    if (fault != Fault::kNone) {
+      sq_error(*sq, sqn, index, opcode, fault);
+      return;
+    }
+    sq->consumer = (sq->consumer + blocks) & kCounterMask;
+    ++sq->wqes;
+    ++counters_.tx_wqes;
+    if ((fm_ce_se & wqe::kCeMask) >= wqe::kCeAlways)
+      write_tx_cqe(*sq, sqn, index, opcode, false, 0, (fm_ce_se & wqe::kSolicited) != 0);
+  }
+}
+
+EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const uint8_t> wqe_bytes) {
+  switch (wqe_bytes[3]) {
+    case wqe::kOpNop:
+      ++counters_.tx_nops;
+      return Fault::kNone;
+    case wqe::kOpSend: {
+      std::vector<uint8_t> frame;
+      const Fault fault = build_frame(wqe_bytes, frame);
+      if (fault != Fault::kNone) return fault;
+      ++sq.frames;
+      sq.bytes += frame.size();
+      ++counters_.tx_frames;
+      counters_.tx_bytes += frame.size();
+      if (port_ == nullptr) {
+        ++counters_.tx_no_port;
+      } else {
+        port_->transmit(frame);
+      }
+      return Fault::kNone;
+    }
+    case wqe::kOpTso: {
+      // mlx5e inlines the L2-L4 headers and points at up to 64 KiB of payload; the wire gets
+      // MSS-sized segments (max_lso_cap must be non-zero for mlx5e to bind at all).
+      std::vector<uint8_t> frame;
+      const Fault fault = build_frame(wqe_bytes, frame, kMaxTsoFrame);
+      if (fault != Fault::kNone) return fault;
+      const uint16_t mss = load_be16(&wqe_bytes[kEthSegment + 6]);
+      auto segments = frame::segment_tcp(frame, mss);
+      if (segments.empty()) {
+        ++counters_.tx_bad_tso;
+        return Fault::kLength;
+      }
+      for (auto& segment : segments) {
+        ++sq.frames;
+        sq.bytes += segment.size();
+        ++counters_.tx_frames;
+        counters_.tx_bytes += segment.size();
+        if (port_ == nullptr)
+          ++counters_.tx_no_port;
+        else
+          port_->transmit(segment);
+      }
+      ++counters_.tx_tso_wqes;
+      return Fault::kNone;
+    }
+    default:
+      ++counters_.tx_bad_opcode;
+      return Fault::kOpcode;  // MPW, UMR... are not offered by the caps
+  }
+}
+
+EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {
+  const uint32_t size = uint32_t(w.size());
+  if (size < kEthSegment + wqe::kSegment) {
+    ++counters_.tx_bad_ds;
+    return Fault::kDs;
+  }
+  const uint8_t* eth = &w[kEthSegment];
+  const uint8_t cs_flags = eth[4];
+  const uint16_t inline_word = load_be16(eth + 12);
+  const bool insert_vlan = (inline_word & wqe::kInsertVlan) != 0;
+  const uint32_t inline_size = insert_vlan ? 0 : inline_word;
+  const uint32_t eth_size = wqe::kSegment + (inline_size > 2 ? round_up16(inline_size - 2) : 0);
+  if (kEthSegment + eth_size > size) {
+    ++counters_.tx_bad_ds;
+    return Fault::kDs;
+  }
+  frame.assign(eth + kInlineStart, eth + kInlineStart + inline_size);
+  for (uint32_t at = kEthSegment + eth_size; at + wqe::kSegment <= size;) {
+    const uint32_t byte_count = load_be32(&w[at]);
+    if (byte_count & wqe::kInlineFlag) {
+      const uint32_t n = byte_count & ~wqe::kInlineFlag;
+      if (at + 4 + uint64_t(n) > size) {
+        ++counters_.tx_bad_ds;
+        return Fault::kDs;
+      }
+      frame.insert(frame.end(), &w[at + 4], &w[at + 4] + n);
+      at += round_up16(4 + n);
+      continue;
+    }
+    const uint32_t lkey = load_be32(&w[at + 4]);
+    const uint64_t address = load_be64(&w[at + 8]);
+    at += wqe::kSegment;
+    if (byte_count == 0) continue;
+    if (frame.size() + uint64_t(byte_count) > max_size) {
+      ++counters_.tx_too_long;
+      return Fault::kLength;
+    }
+    std::vector<Chunk> chunks;
+    if (translate(lkey, address, byte_count, false, chunks) != Fault::kNone) {
+      ++counters_.tx_bad_lkey;
+      return Fault::kBadLkey;
+    }
+    for (const Chunk& c : chunks) {
+      const size_t old = frame.size();
+      frame.resize(old + c.length);
+      if (!f_.memory->read(c.address, std::span(frame).subspan(old))) {
+        ++counters_.tx_dma_faults;
+        return Fault::kDma;
+      }
+    }
+  }
+  if (frame.size() > max_size || frame.size() < frame::kEthHeaderSize) {
+    ++counters_.tx_too_long;
+    return Fault::kLength;
+  }
+  if (insert_vlan) {  // 802.1Q tag after the MAC addresses
+    const uint16_t tci = load_be16(eth + 14);
+    const uint8_t tag[4] = {0x81, 0x00, uint8_t(tci >> 8), uint8_t(tci)};
+    frame.insert(frame.begin() + 2 * frame::kMacSize, tag, tag + 4);
+  }
+  if (cs_flags & (wqe::kCsumL3 | wqe::kCsumL4)) {
+    const frame::Parsed parsed = frame::parse(frame);
+    if (cs_flags & wqe::kCsumL3) frame::fill_ipv4_checksum(frame, parsed);
+    if (cs_flags & wqe::kCsumL4) frame::fill_l4_checksum(frame, parsed);
+  }
+  return Fault::kNone;
+}
+
+void EthQueues::write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, bool error,
+                             uint8_t syndrome, bool solicited) {
+  const CqeResult result = write_cqe(
+      f_, sq.cqn,
+      [&](std::span<uint8_t> c) {
+        store_be32(&c[cqe::kSopDropQpn], (uint32_t(opcode) << 24) | (sqn & 0xffffff));
+        store_be16(&c[cqe::kWqeCounter], wqe_index);
+        if (error) c[cqe::kErrSyndrome] = syndrome;
+        c[cqe::kOpOwn] = uint8_t((error ? cqe::kRequesterError : cqe::kRequester) << 4);
+      },
+      solicited || error);
+  if (result != CqeResult::kWritten) {
+    ++counters_.tx_cqe_failures;
+  } else if (error) {
+    ++counters_.tx_error_cqes;
+  } else {
+    ++counters_.tx_cqes;
+  }
+}
+
+void EthQueues::sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, Fault fault) {
+  uint8_t syndrome = cqe_error::kLocalQpOperation;
+  switch (fault) {
+    case Fault::kBadLkey:
+    case Fault::kDma: syndrome = cqe_error::kLocalProtection; break;
+    case Fault::kLength:
+    case Fault::kDs: syndrome = cqe_error::kLocalLength; break;
+    default: break;
+  }
+  ++sq.errors;
+  log().warn("eth sq {:#x}: WQE {:#x} opcode {:#x} failed (syndrome {:#x}); SQ to ERR", sqn, wqe_index, opcode, syndrome);
+  write_tx_cqe(sq, sqn, wqe_index, opcode, true, syndrome, true);
+  sq.state = WqState::kError;
+  sq.context[1] = uint8_t((sq.context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // sqc.state [23:20]
+  // The failed WQE is done; the ones behind it are flushed.
+  uint32_t ds = 0;
+  std::vector<uint8_t> ctrl;
+  if (read_ring(sq.wq, sq.consumer, wqe::kSegment, ctrl)) ds = ctrl[7] & 0x3f;
+  sq.consumer = (sq.consumer + std::max<uint32_t>(1, (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock)) &
+                kCounterMask;
+  uint32_t producer = 0;
+  if (read_doorbell_record(f_.memory, sq.wq.dbr_addr + kSqDbrOffset, producer)) flush(sq, sqn, producer & kCounterMask);
+}
+
+// Completes every WQE up to `producer` with one flush error CQE naming the last of them (a CQE
+// completes all WQEs up to its wqe_counter).
+void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
+  uint32_t pending = (producer - sq.consumer) & kCounterMask;
+  if (pending == 0 || pending > sq.wq.entries()) {
+    sq.consumer = producer;
+    return;
+  }
+  std::vector<uint8_t> ctrl;
+  uint16_t last = uint16_t(sq.consumer);
+  uint8_t last_opcode = 0;
+  while (pending > 0) {
+    if (!read_ring(sq.wq, sq.consumer, wqe::kSegment, ctrl)) break;
+    const uint32_t ds = ctrl[7] & 0x3f;
+    const uint32_t blocks = std::max<uint32_t>(1, (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock);
+    if (blocks > pending) break;
+    last = uint16_t(sq.consumer);
+    last_opcode = ctrl[3];
+    sq.consumer = (sq.consumer + blocks) & kCounterMask;
+    pending -= blocks;
+    ++counters_.tx_flushed_wqes;
+  }
+  sq.consumer = producer;
+  write_tx_cqe(sq, sqn, last, last_opcode, true, cqe_error::kWrFlushed, true);
+}
+
+// ---------------------------------------------------------------- RX
+
+void EthQueues::receive(std::span<const uint8_t> frame) {
+  const auto rqn = steer(frame);
+  if (rqn) deliver(*rqn, frame);
+}
+
+namespace {
+
+bool matches(const FlowGroup& group, const FlowEntry& entry, const std::array<uint8_t, 0x40>& outer) {
+  if (group.criteria.size() < kMatchParamSize || entry.match_value.size() < kMatchParamSize) return false;
+  // criteria_enable bit n covers the n-th 0x40-byte block of fte_match_param; only the outer
+  // headers are computed, the others match only when their mask is empty.
+  for (uint32_t block = 0; block < kMatchParamSize / 0x40; ++block) {
+    if ((group.criteria_enable & (1u << block)) == 0) continue;
+    for (uint32_t i = 0; i < 0x40; ++i) {
+      const uint8_t mask = group.criteria[block * 0x40 + i];
+      const uint8_t key = block == 0 ? outer[i] : 0;
+      if ((mask & (key ^ entry.match_value[block * 0x40 + i])) != 0) return false;
+    }
+  }
+  return true;
+}
+
+uint32_t flow_hash(std::span<const uint8_t> frame, const frame::Parsed& p) {
+  if (p.ip_version == 0) return 0;
+  const uint32_t addresses = p.ip_version == 4 ? 12 : 8, length = p.ip_version == 4 ? 8 : 32;
+  uint32_t h = 2166136261u;
+  for (uint32_t i = 0; i < length; ++i) h = (h ^ frame[p.l3_offset + addresses + i]) * 16777619u;
+  if (p.l4_offset != 0)
+    for (uint32_t i = 0; i < 4; ++i) h = (h ^ frame[p.l4_offset + i]) * 16777619u;
+  return h;
+}
+
+}  // namespace
+
+std::optional<uint32_t> EthQueues::rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame) {
+  const TransportInterfaceReceive* tir = f_.eth.tirs.find(tirn);
+  if (tir == nullptr) return std::nullopt;
+  if (tir->dispatch == TirDispatch::kDirect) return tir->inline_rqn;
+  const RqTable* rqt = f_.eth.rqts.find(tir->rqt);
+  if (rqt == nullptr || rqt->rqns.empty()) return std::nullopt;
+  return rqt->rqns[flow_hash(frame, frame::parse(frame)) % rqt->rqns.size()];
+}
+
+std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
+  const frame::Parsed parsed = frame::parse(frame);
+  const auto key = frame::outer_match_key(frame, parsed);
+  // The root NIC RX table, or the lowest-level one when none was set.
+  uint32_t table_id = 0;
+  if (auto root = f_.eth.roots.find(flow_table_type::kNicRx); root != f_.eth.roots.end()) table_id = root->second;
+  if (table_id == 0) {
+    int best = 256;
+    for (const auto& [id, table] : f_.eth.flow_tables)
+      if (table.type == flow_table_type::kNicRx && table.level < best) best = table.level, table_id = id;
+  }
+  for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
+    const FlowTable* table = f_.eth.flow_tables.find(table_id);
+    if (table == nullptr) break;
+    log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
+                table->entries.size(), table->miss_action, table->miss_table);
+    uint32_t next = 0;
+    bool matched = false;
+    for (const auto& [index, entry] : table->entries) {
+      const FlowGroup* group = f_.eth.flow_groups.find(entry.group);
+      const bool hit = group != nullptr && matches(*group, entry, key);
+      log().trace("steer:   entry {} group {} enable {:#x} action {:#x} dests {} -> {}", index, entry.group,
+                  group ? group->criteria_enable : 0, entry.action, entry.destinations.size(),
+                  hit ? "match" : "no match");
+      if (!hit) continue;
+      matched = true;
+      for (uint32_t id : entry.counters)
+        if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
+      if (entry.action & flow_action::kDrop) {
+        ++counters_.rx_steering_drop;
+        return std::nullopt;
+      }
+      for (const FlowDestination& d : entry.destinations) {
+        log().trace("steer:   destination type {} id {:#x}", d.type, d.id);
+        if (d.type == flow_dest::kTir) {
+          if (auto rqn = rq_of_tir(d.id, frame)) return rqn;
+        } else if (d.type == flow_dest::kFlowTable && next == 0) {
+          next = d.id;
+        }
+      }
+      break;
+    }
+    if (!matched && table->miss_action == 1) next = table->miss_table;
+    table_id = next;
+  }
+  ++counters_.rx_steering_miss;
+  log().debug("steer: miss for ethertype {:#06x} ip_version {} proto {} dst {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+              parsed.ethertype, parsed.ip_version, parsed.l4_protocol, frame[0], frame[1], frame[2], frame[3], frame[4],
+              frame[5]);
+  return std::nullopt;
+}
+
+bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
+  EthReceiveQueue* rq = f_.eth.rqs.find(rqn);
+  if (rq == nullptr) return ++counters_.rx_no_rq, false;
+  if (rq->state != WqState::kReady) return ++counters_.rx_rq_not_ready, false;
+  if (rq->wq.type != wq_type::kCyclic) return ++counters_.rx_unsupported_rq, false;
+  if (frame_in.size() < frame::kEthHeaderSize) return ++counters_.rx_runt, false;
+  if (f_.memory == nullptr) return ++counters_.rx_dma_faults, false;
+
+  // VLAN stripping unless the RQ has vsd (vlan strip disable) set: the tag goes into the CQE.
+  std::vector<uint8_t> frame(frame_in.begin(), frame_in.end());
+  frame::Parsed parsed = frame::parse(frame);
+  const bool strip = parsed.vlan && (rq->context[0] & 0x10) == 0;  // rqc.vsd = bit 28
+  if (strip) {
+    frame.erase(frame.begin() + 2 * frame::kMacSize, frame.begin() + 2 * frame::kMacSize + 4);
+    const uint16_t tci = parsed.vlan_tci;
+    parsed = frame::parse(frame);
+    parsed.vlan_tci = tci;
+  }
+
+  uint32_t posted = 0;
+  if (!read_doorbell_record(f_.memory, rq->wq.dbr_addr, posted)) return ++counters_.rx_dbr_faults, false;
+  const uint32_t available = (posted - rq->consumer) & kCounterMask;
+  if (available == 0 || available > rq->wq.entries()) {
+    ++rq->no_wqe;
+    // mlx5e's rx_out_of_buffer: the queue counter set the RQ is bound to.
+    count_into(f_.q_counters, get(rq->context, rqc::kCounterSetId), q_counter::kOutOfBuffer);
+    return ++counters_.rx_no_wqe, false;
+  }
+  const uint16_t index = uint16_t(rq->consumer & kCounterMask);
+  const uint32_t stride = 1u << rq->wq.log_stride;
+  std::vector<uint8_t> wqe_bytes(stride);
+  const uint64_t slot = uint64_t(rq->consumer & (rq->wq.entries() - 1)) << rq->wq.log_stride;
+  if (!rq->wq.buffer.read(*f_.memory, slot, wqe_bytes)) return ++counters_.rx_dma_faults, false;
+
+  // Capacity first: a frame that does not fit is dropped and the WQE stays posted.
+  uint64_t capacity = 0;
+  uint32_t segments = 0;
+  for (; segments * wqe::kSegment < stride; ++segments) {
+    const uint8_t* seg = &wqe_bytes[segments * wqe::kSegment];
+    if (load_be32(seg + 4) == wqe::kInvalidLkey) break;
+    capacity += load_be32(seg) & ~wqe::kInlineFlag;
+  }
+  if (frame.size() > capacity) {
+    ++rq->too_big;
+    return ++counters_.rx_too_big, false;
+  }
+
+  auto fail = [&](uint8_t syndrome) {
+    write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
+      store_be32(&c[cqe::kSopDropQpn], rqn & 0xffffff);
+      store_be16(&c[cqe::kWqeCounter], index);
+      c[cqe::kErrSyndrome] = syndrome;
+      c[cqe::kOpOwn] = uint8_t(cqe::kResponderError << 4);
+    }, true);
+    ++counters_.rx_error_cqes;
+    rq->consumer = (rq->consumer + 1) & kCounterMask;
+    rq->state = WqState::kError;
+    rq->context[1] = uint8_t((rq->context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // rqc.state [23:20]
+    return false;
+  };
+
+  uint32_t written = 0;
+  for (uint32_t s = 0; s < segments && written < frame.size(); ++s) {
+    const uint8_t* seg = &wqe_bytes[s * wqe::kSegment];
+    const uint32_t n = std::min<uint32_t>(load_be32(seg) & ~wqe::kInlineFlag, uint32_t(frame.size()) - written);
+    std::vector<Chunk> chunks;
+    if (translate(load_be32(seg + 4), load_be64(seg + 8), n, true, chunks) != Fault::kNone) {
+      ++counters_.rx_bad_lkey;
+      return fail(cqe_error::kLocalProtection);
+    }
+    for (const Chunk& c : chunks) {
+      if (!f_.memory->write(c.address, std::span<const uint8_t>(frame).subspan(written, c.length))) {
+        ++counters_.rx_dma_faults;
+        return fail(cqe_error::kLocalProtection);
+      }
+      written += c.length;
+    }
+  }
+  rq->consumer = (rq->consumer + 1) & kCounterMask;
+
+  // Checksums as the hardware reports them: the sum of everything after the L2 header, and the
+  // L3/L4 verdicts for IPv4/IPv6 TCP/UDP.
+  const std::span<const uint8_t> bytes(frame);
+  uint8_t flags = cqe_eth::kL2Ok;
+  uint8_t types = strip ? 0x1 : 0;
+  if (parsed.ip_version == 4) {
+    types |= cqe_eth::kL3Ipv4 << 2;
+    if (frame::ipv4_header_ok(bytes, parsed)) flags |= cqe_eth::kL3Ok;
+  } else if (parsed.ip_version == 6) {
+    types |= cqe_eth::kL3Ipv6 << 2;
+    flags |= cqe_eth::kL3Ok;  // IPv6 has no header checksum
+  }
+  if (parsed.l4_offset != 0) {
+    types |= (parsed.l4_protocol == frame::kProtoTcp ? cqe_eth::kL4Tcp : cqe_eth::kL4Udp) << 4;
+    if (frame::l4_checksum_ok(bytes, parsed)) flags |= cqe_eth::kL4Ok;
+  }
+  const uint16_t checksum = frame::fold(frame::sum16(bytes.subspan(frame::kEthHeaderSize)));
+  const CqeResult result = write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
+    store_be16(&c[cqe_eth::kChecksum], checksum);
+    c[cqe_eth::kHdsIpExt] = flags;
+    c[cqe_eth::kL4L3HdrType] = types;
+    if (strip) store_be16(&c[cqe_eth::kVlanInfo], parsed.vlan_tci);
+    store_be32(&c[cqe::kByteCount], uint32_t(frame.size()));
+    store_be32(&c[cqe::kSopDropQpn], rqn & 0xffffff);
+    store_be16(&c[cqe::kWqeCounter], index);
+    c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
+  });
+  if (result != CqeResult::kWritten) return ++counters_.rx_cqe_failures, false;
+  ++rq->frames;
+  rq->bytes += frame.size();
+  ++counters_.rx_frames;
+  ++counters_.rx_cqes;
+  counters_.rx_bytes += frame.size();
+  return true;
+}
+
+}  // namespace hcaemu::model

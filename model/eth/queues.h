@@ -1,0 +1,128 @@
+#pragma once
+// The Ethernet data path of one function (mlx5-device-bringup.md sections 4.4 and 7): the SQ
+// engine (doorbell -> WQEs from the ring -> frame -> port, TX CQEs) and the RQ side (steering ->
+// RQ -> scatter into the posted receive WQE -> RX CQE with byte count and checksum flags). State
+// lives in the function's objects (FunctionContext::eth); this class holds the port and counters.
+//
+// Send WQE (64-byte WQEBBs, ds x 16 bytes, wrapping at the ring end):
+//   ctrl (16 B): opmod_idx_opcode, qpn_ds (SQN << 8 | ds), signature, fm_ce_se (CE = bits 3:2)
+//   eth  (16 B + inline): cs_flags @4, mss @6, inline_hdr_sz @12 (or VLAN insert: 0x8000 | tci @14),
+//        inline header bytes from @14, the segment padded to 16 bytes
+//   data (16 B each): byte_count (bit 31 = inline data follows), lkey, addr
+// Opcodes handled: NOP (0x00) and SEND (0x0a). Anything else, a bad ds, a bad lkey or a buffer the
+// host refuses ends the WQE with an error CQE and puts the SQ into ERR; the WQEs behind it are
+// flushed (one flush CQE naming the last one), as the driver's recovery expects.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/eth/objects.h"
+
+namespace hcaemu::model {
+
+struct FunctionContext;
+
+// Where transmitted frames go (the function's eswitch vport, or a test).
+class EthernetPort {
+ public:
+  virtual ~EthernetPort() = default;
+  virtual void transmit(std::span<const uint8_t> frame) = 0;
+};
+
+namespace wqe {
+inline constexpr uint32_t kBasicBlock = 64;  // WQEBB
+inline constexpr uint32_t kSegment = 16;     // ds unit
+inline constexpr uint8_t kOpNop = 0x00, kOpSend = 0x0a, kOpTso = 0x0e;
+inline constexpr uint8_t kCeMask = 0x0c, kCeAlways = 0x08, kSolicited = 0x02;
+inline constexpr uint8_t kCsumL3 = 0x40, kCsumL4 = 0x80;
+inline constexpr uint32_t kInvalidLkey = 0x100;
+inline constexpr uint32_t kInlineFlag = 0x80000000u;
+inline constexpr uint16_t kInsertVlan = 0x8000;
+}  // namespace wqe
+
+// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
+namespace cqe_error {
+inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
+}
+
+// RX CQE checksum/header-type bytes.
+namespace cqe_eth {
+inline constexpr uint32_t kChecksum = 0x14;     // BE16 one's complement sum of the bytes after the L2 header
+inline constexpr uint32_t kHdsIpExt = 0x1c;     // bit0 L2 ok, bit1 L3 ok, bit2 L4 ok
+inline constexpr uint32_t kL4L3HdrType = 0x1d;  // [6:4] L4 (1 TCP, 2 UDP), [3:2] L3 (1 IPv6, 2 IPv4), [0] VLAN stripped
+inline constexpr uint32_t kVlanInfo = 0x1e;
+inline constexpr uint8_t kL2Ok = 0x1, kL3Ok = 0x2, kL4Ok = 0x4;
+inline constexpr uint8_t kL4Tcp = 1, kL4Udp = 2, kL3Ipv6 = 1, kL3Ipv4 = 2;
+}  // namespace cqe_eth
+
+struct EthCounters {
+  // TX
+  uint64_t doorbells = 0;
+  uint64_t doorbell_unknown_sq = 0;   // the SQN names no SQ of this function
+  uint64_t doorbell_not_ready = 0;    // SQ in RST
+  uint64_t doorbell_in_error = 0;     // SQ in ERR: WQEs flushed
+  uint64_t dbr_faults = 0;            // doorbell record unreadable
+  uint64_t producer_overrun = 0;      // producer more than a ring ahead of the consumer
+  uint64_t tx_wqes = 0, tx_nops = 0, tx_frames = 0, tx_bytes = 0, tx_cqes = 0;
+  uint64_t tx_no_port = 0;            // frame built but nobody to hand it to
+  uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
+  uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
+  uint64_t tx_physical_lkey = 0;      // no MKEY table: addresses used as physical
+  uint64_t tx_tso_wqes = 0, tx_bad_tso = 0;  // LSO WQEs cut into segments / not TCP or no MSS
+  // RX
+  uint64_t rx_frames = 0, rx_bytes = 0, rx_cqes = 0;
+  uint64_t rx_steering_miss = 0, rx_steering_drop = 0;
+  uint64_t rx_no_rq = 0, rx_rq_not_ready = 0, rx_unsupported_rq = 0, rx_no_wqe = 0, rx_too_big = 0;
+  uint64_t rx_bad_lkey = 0, rx_dma_faults = 0, rx_dbr_faults = 0, rx_error_cqes = 0, rx_cqe_failures = 0;
+  uint64_t rx_runt = 0;               // shorter than an Ethernet header
+};
+
+class EthQueues {
+ public:
+  static constexpr uint32_t kMaxFrame = 16384;  // jumbo MTU 9978 + headers fits
+  static constexpr uint32_t kMaxTsoFrame = 262144;  // one LSO WQE: headers + up to 256 KiB of payload
+
+  explicit EthQueues(FunctionContext& function) : f_(function) {}
+
+  void set_port(EthernetPort* port) { port_ = port; }
+
+  // The bytes the driver wrote at UAR + 0x800.. (DoorbellUnit::SqHook data). Returns false when the
+  // SQN in them names no SQ of this function (then it is a QP doorbell for the RDMA path).
+  bool doorbell(std::span<const uint8_t> data);
+  // Processes SQ `sqn` up to the producer counter in its doorbell record.
+  void process_sq(uint32_t sqn);
+
+  // A frame for this function from the wire/eswitch: flow steering picks the RQ.
+  void receive(std::span<const uint8_t> frame);
+  // Steering alone: the RQ the NIC RX tables send `frame` to, nullopt when dropped or missed.
+  std::optional<uint32_t> steer(std::span<const uint8_t> frame);
+  // Delivery to one RQ (no steering). False when the frame was dropped.
+  bool deliver(uint32_t rqn, std::span<const uint8_t> frame);
+
+  const EthCounters& counters() const { return counters_; }
+
+ private:
+  struct Chunk {
+    uint64_t address;
+    uint32_t length;
+  };
+  enum class Fault { kNone, kBadLkey, kDma, kLength, kOpcode, kDs };
+
+  Fault translate(uint32_t lkey, uint64_t va, uint32_t length, bool write, std::vector<Chunk>& out);
+  Fault execute(EthSendQueue& sq, uint32_t sqn, std::span<const uint8_t> wqe);
+  Fault build_frame(std::span<const uint8_t> wqe, std::vector<uint8_t>& frame, uint32_t max_size = kMaxFrame);
+  bool read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out);
+  void sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, Fault fault);
+  void flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer);
+  void write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, bool error, uint8_t syndrome,
+                    bool solicited);
+  std::optional<uint32_t> rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame);
+
+  FunctionContext& f_;
+  EthernetPort* port_ = nullptr;
+  EthCounters counters_;
+  bool physical_reported_ = false;
+};
+
+}  // namespace hcaemu::model

@@ -1,0 +1,106 @@
+#include "model/firmware/firmware.h"
+
+#include "common/endian.h"
+#include "common/log.h"
+
+namespace hcaemu::model {
+
+bool CommandCall::need_input(uint32_t bytes) {
+  if (request_.input.size() >= bytes) return true;
+  fail(CommandStatus::kBadInputLength, syndrome(request_.opcode, 0xff01));
+  return false;
+}
+
+bool CommandCall::need_output(uint32_t bytes) {
+  if (output_.size() >= bytes) return true;
+  fail(CommandStatus::kBadOutputLength, syndrome(request_.opcode, 0xff02));
+  return false;
+}
+
+void CommandCall::fail(CommandStatus status, uint32_t syndrome_value) {
+  failed_ = true;
+  std::fill(output_.begin(), output_.end(), 0);
+  set(output_, mbox::kStatus, uint32_t(status));
+  set(output_, mbox::kSyndrome, syndrome_value);
+}
+
+void CommandTable::add(uint16_t opcode, std::string_view name, CommandHandler2 handler) {
+  handlers_[opcode] = Entry{name, std::move(handler)};
+}
+
+const CommandHandler2* CommandTable::find(uint16_t opcode) const {
+  auto it = handlers_.find(opcode);
+  return it == handlers_.end() ? nullptr : &it->second.handler;
+}
+
+std::string_view CommandTable::name(uint16_t opcode) const {
+  auto it = handlers_.find(opcode);
+  return it == handlers_.end() ? std::string_view("UNKNOWN") : it->second.name;
+}
+
+void FunctionContext::reset_objects() {
+  hca_enabled = false;
+  hca_initialized = false;
+  issi = 0;
+  pages.clear();
+  eth.clear();        // Ethernet objects first: they reference CQs, PDs, TDs
+  resources.clear();  // every UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+  caps = HcaCapSettings{};  // caps `cur` back to `max`
+  port.reset();             // registers and port state back to power-on
+  vport = VportState{};     // vport context, address lists, RoCE addresses
+  q_counters.clear();
+}
+
+namespace {
+void register_all_commands(CommandTable& table) {
+  register_lifecycle_commands(table);
+  register_hca_commands(table);
+  register_resource_commands(table);
+  register_eth_commands(table);
+  register_counter_commands(table);
+  register_mad_commands(table);
+}
+}  // namespace
+
+Firmware::Firmware(FunctionContext& function) : function_(function) { register_all_commands(table_); }
+
+std::string_view Firmware::command_name(uint16_t opcode) {
+  static const CommandTable names = [] {
+    CommandTable table;
+    register_all_commands(table);
+    return table;
+  }();
+  return names.name(opcode);
+}
+
+void Firmware::reset() { function_.reset_objects(); }
+
+void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& output) {
+  output.assign(std::max<uint32_t>(request.output_length, mbox::kHeaderSize), 0);
+  const CommandHandler2* handler = table_.find(request.opcode);
+  if (handler == nullptr) {
+    ++unsupported_;
+    if (reported_.insert(request.opcode).second)
+      log().warn("firmware: command {:#06x} op_mod {:#x} is not supported; answering BAD_OPCODE", request.opcode,
+                 request.op_mod);
+    set(output, mbox::kStatus, uint32_t(CommandStatus::kBadOpcode));
+    set(output, mbox::kSyndrome, unsupported_syndrome(request.opcode));
+    return;
+  }
+  CommandCall call(request, output, function_);
+  log().trace("firmware: {} op_mod {:#x} inlen {}", table_.name(request.opcode), request.op_mod, request.input.size());
+  (*handler)(call);
+  if (call.failed()) {
+    ++failed_;
+    log().debug("firmware: {} failed: status {:#x} syndrome {:#x}", table_.name(request.opcode),
+                get(output, mbox::kStatus), get(output, mbox::kSyndrome));
+    if (log().should_log(spdlog::level::trace)) {  // the input that failed, for the bring-up log
+      std::string hex;
+      for (size_t i = 0; i < std::min<size_t>(request.input.size(), 0x120); ++i)
+        hex += fmt::format("{:02x}{}", request.input[i], (i % 16 == 15) ? "\n" : " ");
+      log().trace("firmware: {} input:\n{}", table_.name(request.opcode), hex);
+    }
+  }
+}
+
+}  // namespace hcaemu::model

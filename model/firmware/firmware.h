@@ -1,0 +1,48 @@
+#pragma once
+// The firmware personality: what each command opcode does to a function. Handlers live in fw_*.cpp,
+// one file per group of commands; an opcode nobody registered is answered with the PRM's
+// BAD_OPCODE status and a syndrome that names it, and is logged once by name.
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "model/firmware/command_queue.h"
+#include "model/firmware/command_table.h"
+#include "model/function_context.h"
+
+namespace hcaemu::model {
+
+// Registration functions of the handler files (one per fw_*.cpp).
+void register_lifecycle_commands(CommandTable& table);  // firmware/lifecycle.cpp
+void register_hca_commands(CommandTable& table);  // firmware/hca.cpp: caps, INIT/TEARDOWN, adapter, registers, vports, RoCE
+void register_resource_commands(CommandTable& table);  // firmware/uar_pd_eq_cq.cpp: UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+void register_eth_commands(CommandTable& table);  // firmware/eth.cpp + firmware/eth_flow.cpp: TIS, TIR, RQT, RQ, SQ, flow steering
+void register_counter_commands(CommandTable& table);  // firmware/counters.cpp: Q counter sets
+void register_mad_commands(CommandTable& table);      // firmware/mad.cpp: MAD_IFC (no SMA on RoCE)
+
+class Firmware {
+ public:
+  explicit Firmware(FunctionContext& function);
+
+  void execute(const CommandRequest& request, std::vector<uint8_t>& output);
+
+  // Syndrome reported for an opcode we do not implement (stable, so logs can be matched).
+  static uint32_t unsupported_syndrome(uint16_t opcode) { return 0x0bad0000u | opcode; }
+
+  // Function-level reset: every object of the function goes, lifecycle back to the start.
+  void reset();
+  uint64_t unsupported_commands() const { return unsupported_; }
+  uint64_t failed_commands() const { return failed_; }
+  const CommandTable& table() const { return table_; }
+  // The name the firmware knows a command by ("ENABLE_HCA"), "UNKNOWN" for one it does not implement.
+  static std::string_view command_name(uint16_t opcode);
+
+ private:
+  FunctionContext& function_;
+  CommandTable table_;
+  std::set<uint16_t> reported_;
+  uint64_t unsupported_ = 0;
+  uint64_t failed_ = 0;
+};
+
+}  // namespace hcaemu::model

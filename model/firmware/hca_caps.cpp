@@ -1,0 +1,459 @@
+// Capability pages (mlx5-device-bringup.md section 4.3; layouts from mlx5-layouts.md
+// `cmd_hca_cap`, `per_protocol_networking_offload_caps`, `atomic_caps`, `roce_cap`,
+// `flow_table_nic_cap`).
+// Every field we report non-zero, and every "must be 0" of section 4.3, is a named Field next to
+// its layouts-doc name; the pages are tables of (field, value).
+#include "model/firmware/hca_caps.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "model/function_context.h"
+
+namespace hcaemu::model {
+namespace {
+
+struct CapValue {
+  Field field;
+  uint32_t value;
+};
+
+// --- cmd_hca_cap (type 0), offsets inside the capability -------------------------------------
+namespace gen {
+constexpr Field kHcaCap2{0x04, 31, 31};                       // hca_cap_2
+constexpr Field kVhcaId{0x04, 15, 0};                         // vhca_id
+constexpr Field kLogMaxSrqSz{0x10, 31, 24};                   // log_max_srq_sz
+constexpr Field kLogMaxQpSz{0x10, 23, 16};                    // log_max_qp_sz
+constexpr Field kLogMaxQp{0x10, 4, 0};                        // log_max_qp
+constexpr Field kLogMaxSrq{0x14, 20, 16};                     // log_max_srq
+constexpr Field kLogMaxCqSz{0x18, 23, 16};                    // log_max_cq_sz
+constexpr Field kLogMaxCq{0x18, 4, 0};                        // log_max_cq
+constexpr Field kLogMaxEqSz{0x1c, 31, 24};                    // log_max_eq_sz
+constexpr Field kLogMaxMkey{0x1c, 21, 16};                    // log_max_mkey
+constexpr Field kFastTeardown{0x1c, 4, 4};                    // fast_teardown
+constexpr Field kLogMaxEq{0x1c, 3, 0};                        // log_max_eq
+constexpr Field kLogMaxMrwSz{0x20, 22, 16};                   // log_max_mrw_sz
+constexpr Field kForceTeardown{0x20, 15, 15};                 // force_teardown
+constexpr Field kLogMaxKlmListSize{0x20, 5, 0};               // log_max_klm_list_size
+constexpr Field kReleaseAllPages{0x28, 26, 26};               // release_all_pages
+constexpr Field kLogMaxRaReqQp{0x28, 21, 16};                 // log_max_ra_req_qp
+constexpr Field kLogMaxRaResQp{0x28, 5, 0};                   // log_max_ra_res_qp
+constexpr Field kCcQueryAllowed{0x2c, 30, 30};                // cc_query_allowed
+constexpr Field kCacheLine128Byte{0x2c, 27, 27};              // cache_line_128byte
+constexpr Field kGidTableSize{0x2c, 15, 0};                   // gid_table_size
+constexpr Field kVportCounters{0x30, 30, 30};                 // vport_counters
+constexpr Field kDebug{0x30, 28, 28};                         // debug
+constexpr Field kOutOfSeqCnt{0x30, 31, 31};                   // out_of_seq_cnt
+constexpr Field kRetransmissionQCounters{0x30, 29, 29};       // retransmission_q_counters
+constexpr Field kMaxQpCnt{0x30, 25, 16};                      // max_qp_cnt
+constexpr Field kPkeyTableSize{0x30, 15, 0};                  // pkey_table_size
+constexpr Field kVportGroupManager{0x34, 31, 31};             // vport_group_manager
+constexpr Field kNicFlowTable{0x34, 25, 25};                  // nic_flow_table
+constexpr Field kEswitchManager{0x34, 24, 24};                // eswitch_manager
+constexpr Field kMcamReg{0x34, 22, 22};                       // mcam_reg
+constexpr Field kPcamReg{0x34, 21, 21};                       // pcam_reg
+constexpr Field kLocalCaAckDelay{0x34, 20, 16};               // local_ca_ack_delay
+constexpr Field kEnhancedErrorQCounters{0x34, 14, 14};        // enhanced_error_q_counters
+constexpr Field kPortType{0x34, 9, 8};                        // port_type
+constexpr Field kNumPorts{0x34, 7, 0};                        // num_ports
+constexpr Field kLogMaxMsg{0x38, 28, 24};                     // log_max_msg
+constexpr Field kCqeVersion{0x3c, 3, 0};                      // cqe_version
+constexpr Field kStridingRq{0x40, 30, 30};                    // striding_rq
+constexpr Field kUmrModifyEntitySizeDisabled{0x40, 24, 24};   // umr_modify_entity_size_disabled
+constexpr Field kCmdifChecksum{0x40, 15, 14};                 // cmdif_checksum
+constexpr Field kDct{0x40, 5, 5};                             // dct
+constexpr Field kQos{0x40, 4, 4};                             // qos
+constexpr Field kEthNetOffloads{0x40, 3, 3};                  // eth_net_offloads
+constexpr Field kRoce{0x40, 2, 2};                            // roce
+constexpr Field kAtomic{0x40, 1, 1};                          // atomic
+constexpr Field kCqResize{0x44, 30, 30};                      // cq_resize
+constexpr Field kCqModeration{0x44, 29, 29};                  // cq_moderation
+constexpr Field kPg{0x44, 24, 24};                            // pg
+constexpr Field kSetDethSqpn{0x44, 7, 7};                     // set_deth_sqpn
+constexpr Field kXrc{0x44, 3, 3};                             // xrc
+constexpr Field kUd{0x44, 2, 2};                              // ud
+constexpr Field kUc{0x44, 1, 1};                              // uc
+constexpr Field kRc{0x44, 0, 0};                              // rc
+constexpr Field kUar4k{0x48, 31, 31};                         // uar_4k
+constexpr Field kLogPgSz{0x48, 7, 0};                         // log_pg_sz
+constexpr Field kBf{0x4c, 31, 31};                            // bf
+constexpr Field kDriverVersion{0x4c, 30, 30};                 // driver_version
+constexpr Field kMkeyByName{0x4c, 25, 25};                    // mkey_by_name
+constexpr Field kLogBfRegSize{0x4c, 20, 16};                  // log_bf_reg_size
+constexpr Field kLagMaster{0x4c, 4, 4};                       // lag_master
+constexpr Field kMaxWqeSzSq{0x50, 15, 0};                     // max_wqe_sz_sq
+constexpr Field kMaxWqeSzRq{0x54, 15, 0};                     // max_wqe_sz_rq
+constexpr Field kMaxQpMcg{0x5c, 24, 0};                       // max_qp_mcg
+constexpr Field kLogMaxMcg{0x60, 7, 0};                       // log_max_mcg
+constexpr Field kLogMaxTransportDomain{0x64, 28, 24};         // log_max_transport_domain
+constexpr Field kLogMaxPd{0x64, 20, 16};                      // log_max_pd
+constexpr Field kLogMaxXrcd{0x64, 4, 0};                      // log_max_xrcd
+constexpr Field kLogMaxRq{0x6c, 28, 24};                      // log_max_rq
+constexpr Field kLogMaxSq{0x6c, 20, 16};                      // log_max_sq
+constexpr Field kLogMaxTir{0x6c, 12, 8};                      // log_max_tir
+constexpr Field kLogMaxTis{0x6c, 4, 0};                       // log_max_tis
+constexpr Field kLogMaxRmp{0x70, 28, 24};                     // log_max_rmp
+constexpr Field kLogMaxRqt{0x70, 20, 16};                     // log_max_rqt
+constexpr Field kLogMaxRqtSize{0x70, 12, 8};                  // log_max_rqt_size
+constexpr Field kLogMaxWqSz{0x78, 4, 0};                      // log_max_wq_sz
+constexpr Field kDisableLocalLbUc{0x7c, 30, 30};              // disable_local_lb_uc
+constexpr Field kDisableLocalLbMc{0x7c, 29, 29};              // disable_local_lb_mc
+constexpr Field kLogMaxVlanList{0x7c, 20, 16};                // log_max_vlan_list
+constexpr Field kLogMaxCurrentMcList{0x7c, 12, 8};            // log_max_current_mc_list
+constexpr Field kLogMaxCurrentUcList{0x7c, 4, 0};             // log_max_current_uc_list
+constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
+constexpr Field kMaxNumEqs{0x8c, 15, 0};                      // max_num_eqs
+constexpr Field kLogUarPageSz{0x90, 15, 0};                   // log_uar_page_sz
+constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequency_khz
+constexpr Field kNativePortNum{0xc0, 23, 16};                 // native_port_num
+constexpr Field kNumVhcaPorts{0xc0, 15, 8};                   // num_vhca_ports
+constexpr Field kSf{0xd0, 31, 31};                            // sf
+}  // namespace gen
+
+// Fixed part of the general caps. Zeros that section 4.3 calls out as "musts" are listed too, so
+// the table says what is switched off and why a feature's commands never come.
+constexpr CapValue kGeneralCaps[] = {
+    {gen::kHcaCap2, 0},                      // no GENERAL_2 query
+    {gen::kLogMaxSrqSz, 15},
+    {gen::kLogMaxQpSz, 15},
+    {gen::kLogMaxQp, 17},
+    {gen::kLogMaxSrq, 16},
+    {gen::kLogMaxCqSz, 22},
+    {gen::kLogMaxCq, 16},
+    {gen::kLogMaxEqSz, 22},
+    {gen::kLogMaxMkey, 16},
+    {gen::kFastTeardown, 0},
+    {gen::kLogMaxMrwSz, 64},
+    {gen::kForceTeardown, 0},
+    {gen::kLogMaxKlmListSize, 16},
+    {gen::kReleaseAllPages, 0},
+    {gen::kLogMaxRaReqQp, 4},
+    {gen::kLogMaxRaResQp, 4},
+    {gen::kCcQueryAllowed, 0},               // no congestion debugfs
+    {gen::kCacheLine128Byte, 0},
+    {gen::kGidTableSize, 0},                 // IB only
+    {gen::kVportCounters, 0},
+    {gen::kDebug, 0},                        // no DEBUG caps, no rsc_dump
+    {gen::kMaxQpCnt, kMaxQueueCounterSets},  // Q counters: mlx5_ib binds QPs, hw_counters in sysfs
+    {gen::kOutOfSeqCnt, 1},                  // ... with out_of_sequence,
+    {gen::kRetransmissionQCounters, 1},      // duplicate_request, rnr_nak_retry_err, packet_seq_err, ...
+    {gen::kEnhancedErrorQCounters, 1},       // and the error CQE counters (objects/queue_counters.h)
+    {gen::kPkeyTableSize, 0},                // 128 entries
+    {gen::kVportGroupManager, 0},            // no eswitch, no LAG
+    {gen::kNicFlowTable, 1},                 // mlx5e needs it
+    {gen::kEswitchManager, 0},
+    {gen::kMcamReg, 0},                      // no MCAM, no fw tracer
+    {gen::kPcamReg, 0},
+    {gen::kLocalCaAckDelay, 16},
+    {gen::kPortType, 1},                     // Ethernet
+    {gen::kNumPorts, kNumPorts},
+    {gen::kLogMaxMsg, 30},
+    {gen::kCqeVersion, 0},
+    {gen::kStridingRq, 0},                   // mlx5e uses the legacy cyclic RQ
+    {gen::kUmrModifyEntitySizeDisabled, 1},  // user MRs by CREATE_MKEY + MTT, no mkey cache
+    {gen::kCmdifChecksum, 0},
+    {gen::kDct, 0},
+    {gen::kQos, 0},
+    {gen::kEthNetOffloads, 1},
+    {gen::kRoce, 1},
+    {gen::kAtomic, 1},                       // 8-byte CS/FA on RC: ATOMIC caps below
+    {gen::kCqResize, 1},
+    {gen::kCqModeration, 1},
+    {gen::kPg, 0},                           // no ODP
+    {gen::kSetDethSqpn, 0},
+    {gen::kXrc, 1},                          // mlx5_ib refuses to load without it
+    {gen::kUd, 1},
+    {gen::kUc, 1},
+    {gen::kRc, 1},
+    {gen::kUar4k, 0},
+    {gen::kLogPgSz, 12},
+    {gen::kBf, 0},                           // no WC self-test, no BlueFlame
+    {gen::kDriverVersion, 0},
+    {gen::kMkeyByName, 0},
+    {gen::kLogBfRegSize, 9},
+    {gen::kLagMaster, 0},
+    {gen::kMaxWqeSzSq, 1024},
+    {gen::kMaxWqeSzRq, 512},
+    {gen::kMaxQpMcg, 0x48},
+    {gen::kLogMaxMcg, 21},
+    {gen::kLogMaxTransportDomain, 16},
+    {gen::kLogMaxPd, 18},
+    {gen::kLogMaxXrcd, 16},
+    {gen::kLogMaxRq, 17},
+    {gen::kLogMaxSq, 17},
+    {gen::kLogMaxTir, 16},
+    {gen::kLogMaxTis, 16},
+    {gen::kLogMaxRmp, 16},
+    {gen::kLogMaxRqt, 16},
+    {gen::kLogMaxRqtSize, 11},
+    {gen::kLogMaxWqSz, 17},
+    {gen::kDisableLocalLbUc, 0},             // no local-loopback MODIFY at load
+    {gen::kDisableLocalLbMc, 0},
+    {gen::kLogMaxVlanList, kLogMaxVlanList},
+    {gen::kLogMaxCurrentMcList, kLogMaxCurrentMcList},
+    {gen::kLogMaxCurrentUcList, kLogMaxCurrentUcList},
+    {gen::kLogMaxUctx, 0},                   // no DEVX
+    {gen::kLogUarPageSz, 0},
+    {gen::kDeviceFrequencyKhz, 0},           // no PTP clock
+    {gen::kNativePortNum, 1},
+    {gen::kNumVhcaPorts, 0},
+    {gen::kSf, 0},                           // no sub-functions
+};
+
+// --- per_protocol_networking_offload_caps (type 1) ---------------------------------------------
+namespace eth {
+constexpr Field kCsumCap{0x00, 31, 31};              // csum_cap
+constexpr Field kVlanCap{0x00, 30, 30};              // vlan_cap
+constexpr Field kLroCap{0x00, 29, 29};               // lro_cap
+constexpr Field kSelfLbEnModifiable{0x00, 23, 23};   // self_lb_en_modifiable
+constexpr Field kMaxLsoCap{0x00, 20, 16};            // max_lso_cap
+constexpr Field kMultiPktSendWqe{0x00, 15, 14};      // multi_pkt_send_wqe
+constexpr Field kWqeInlineMode{0x00, 13, 12};        // wqe_inline_mode
+constexpr Field kRssIndTblCap{0x00, 11, 8};          // rss_ind_tbl_cap
+constexpr Field kSwp{0x04, 31, 31};                  // swp
+}  // namespace eth
+
+constexpr uint32_t kInlineModeNotRequired = 2;
+constexpr CapValue kEthernetCaps[] = {
+    {eth::kCsumCap, 1},
+    {eth::kVlanCap, 1},
+    {eth::kLroCap, 0},
+    {eth::kSelfLbEnModifiable, 1},  // else mlx5e warns; TIR self_lb_block is bookkeeping
+    {eth::kMaxLsoCap, 16},
+    {eth::kMultiPktSendWqe, 0},
+    {eth::kWqeInlineMode, kInlineModeNotRequired},  // 1 would make mlx5e query the vport min inline
+    {eth::kRssIndTblCap, 7},
+    {eth::kSwp, 0},
+};
+
+// --- atomic_caps (type 3) ------------------------------------------------------------------------
+// Standard 8-byte atomics only: compare-swap and fetch-add on RC (and XRC) QPs. No masked/extended
+// atomics (atomic_operations bits 2/3), no atomics on DC (dct = 0, so atomic_size_dc = 0), no PCI
+// atomics. What Linux 6.1 does with this page:
+// - mlx5_core handle_hca_cap_atomic (before INIT_HCA, PF and VF): gated on general `atomic`, it
+//   queries cur and max; when max has supported_atomic_req_8B_endianness_mode_1 it sends
+//   SET_HCA_CAP(op_mod 3 << 1) with an all-zero page except atomic_req_8B_endianness_mode = 1
+//   (MLX5_ATOMIC_REQ_MODE_HOST_ENDIANNESS). After INIT_HCA mlx5_query_hca_caps reads cur/max again.
+// - mlx5_ib get_atomic_caps reads cur: CS and FA in atomic_operations, the 8-byte bit in
+//   atomic_size_qp and a non-zero atomic_req_8B_endianness_mode give atomic_cap = IB_ATOMIC_HCA
+//   (else IB_ATOMIC_NONE); masked_atomic_cap is always NONE. libmlx5 takes its atomic_cap from
+//   there and refuses atomic WRs without it.
+// - qpc.atomic_mode (0x90[19:16]): get_atomic_mode (qp.c) sees no extended ops and CS + FA, so it
+//   returns MLX5_ATOMIC_MODE_IB_COMP = 1; set_qpc_atomic_flags writes atomic_mode = 1 with rae = 1
+//   when the QP's access flags have IB_ACCESS_REMOTE_ATOMIC and its max_dest_rd_atomic is non-zero
+//   (otherwise only rwe survives). max_dest_rd_atomic is first given at INIT2RTR (it is 0 before),
+//   so for an RC QP RST2INIT carries rae = rre = 0, atomic_mode = 0, and INIT2RTR carries rae = 1,
+//   atomic_mode = 1 (the driver remembers the RST2INIT access flags); later transitions repeat the
+//   four fields only when IB_QP_ACCESS_FLAGS or IB_QP_MAX_DEST_RD_ATOMIC is in the attr mask.
+// - Endianness: the WQE atomic segment (swap_add, compare) and AtomicETH/AtomicAckETH on the wire
+//   are big-endian. The 8-byte operand in responder memory is a host-endian integer: the x86 guest
+//   (HOST_ENDIANNESS register he = 0 from the PF) is little-endian, so the responder reads and
+//   writes it little-endian; IB_ATOMIC_HCA means the HCA's atomics see the same uint64_t the CPUs
+//   see. The original value returned to the requester is written into its local 8-byte buffer in
+//   host endianness (little-endian) under mode 1 (cur after the driver's SET), and big-endian
+//   (network order, OFED's IB_ATOMIC_HCA_REPLY_BE) under the power-on mode 0.
+namespace atom {
+constexpr Field kAtomicReq8BEndiannessMode{0x08, 31, 30};           // atomic_req_8B_endianness_mode
+constexpr Field kSupportedAtomicReq8BEndiannessMode1{0x08, 25, 25}; // supported_atomic_req_8B_endianness_mode_1
+constexpr Field kAtomicOperations{0x10, 15, 0};                     // atomic_operations
+constexpr Field kAtomicSizeQp{0x14, 15, 0};                         // atomic_size_qp
+constexpr Field kAtomicSizeDc{0x18, 15, 0};                         // atomic_size_dc
+}  // namespace atom
+
+constexpr CapValue kAtomicCaps[] = {
+    {atom::kAtomicReq8BEndiannessMode, kAtomicReqModeHostEndianness},  // max; cur from HcaCapSettings
+    {atom::kSupportedAtomicReq8BEndiannessMode1, 1},  // makes mlx5_core SET mode 1
+    {atom::kAtomicOperations, kAtomicOpsCompareSwap | kAtomicOpsFetchAdd},
+    {atom::kAtomicSizeQp, kAtomicSize8Bytes},
+    {atom::kAtomicSizeDc, 0},  // no DC
+};
+
+// --- roce_cap (type 4) ---------------------------------------------------------------------------
+namespace roce {
+constexpr Field kRoceApm{0x00, 31, 31};                 // roce_apm
+constexpr Field kSwRRoceSrcUdpPort{0x00, 27, 27};       // sw_r_roce_src_udp_port
+constexpr Field kQpTsFormat{0x00, 1, 0};                // qp_ts_format
+constexpr Field kL3Type{0x10, 19, 16};                  // l3_type
+constexpr Field kRoceVersion{0x10, 7, 0};               // roce_version
+constexpr Field kRRoceDestUdpPort{0x14, 15, 0};         // r_roce_dest_udp_port
+constexpr Field kRRoceMaxSrcUdpPort{0x18, 31, 16};      // r_roce_max_src_udp_port
+constexpr Field kRRoceMinSrcUdpPort{0x18, 15, 0};       // r_roce_min_src_udp_port
+constexpr Field kRoceAddressTableSize{0x1c, 15, 0};     // roce_address_table_size
+}  // namespace roce
+
+constexpr uint32_t kL3TypeIpv4Cap = 0x2, kL3TypeIpv6Cap = 0x4;  // both needed for any RoCE port flag
+constexpr uint32_t kRoceV1Cap = 0x1, kRoceV2Cap = 0x4;
+constexpr uint32_t kRoceV2UdpPort = 4791;  // IANA
+constexpr CapValue kRoceCaps[] = {
+    {roce::kRoceApm, 0},
+    {roce::kSwRRoceSrcUdpPort, 0},  // same in cur and max: no SET_HCA_CAP(ROCE) at probe
+    {roce::kQpTsFormat, 0},
+    {roce::kL3Type, kL3TypeIpv4Cap | kL3TypeIpv6Cap},
+    {roce::kRoceVersion, kRoceV1Cap | kRoceV2Cap},
+    {roce::kRRoceDestUdpPort, kRoceV2UdpPort},
+    {roce::kRRoceMaxSrcUdpPort, 0xffff},
+    {roce::kRRoceMinSrcUdpPort, 0xc000},
+    {roce::kRoceAddressTableSize, kRoceAddressTableSize},
+};
+
+// --- flow_table_nic_cap (type 7): flow_table_properties_nic_receive at 0x40 ------------------------
+namespace ft {
+constexpr uint32_t kNicReceive = 0x40;                        // flow_table_properties_nic_receive
+constexpr Field kFtSupport{kNicReceive + 0x00, 31, 31};       // .ft_support
+constexpr Field kFlowModifyEn{kNicReceive + 0x00, 28, 28};    // .flow_modify_en
+constexpr Field kModifyRoot{kNicReceive + 0x00, 27, 27};      // .modify_root
+constexpr Field kIdentifiedMissTableMode{kNicReceive + 0x00, 26, 26};  // .identified_miss_table_mode
+constexpr Field kFlowTableModify{kNicReceive + 0x00, 25, 25}; // .flow_table_modify
+constexpr Field kLogMaxFtSize{kNicReceive + 0x04, 29, 24};    // .log_max_ft_size
+constexpr Field kMaxFtLevel{kNicReceive + 0x04, 7, 0};        // .max_ft_level
+constexpr Field kLogMaxFtNum{kNicReceive + 0x0c, 7, 0};       // .log_max_ft_num
+constexpr Field kLogMaxDestination{kNicReceive + 0x10, 7, 0}; // .log_max_destination
+constexpr Field kLogMaxFlow{kNicReceive + 0x14, 7, 0};        // .log_max_flow
+constexpr uint32_t kFtFieldSupport = kNicReceive + 0x20;         // .ft_field_support (128 bits)
+constexpr uint32_t kFtFieldBitmaskSupport = kNicReceive + 0x30;  // .ft_field_bitmask_support (128 bits)
+constexpr uint32_t kFieldSupportBytes = 16;
+}  // namespace ft
+
+constexpr CapValue kFlowTableCaps[] = {
+    {ft::kFtSupport, 1},
+    {ft::kFlowModifyEn, 1},  // the four "chaining caps" enable bypass/offloads/ethtool namespaces
+    {ft::kModifyRoot, 1},
+    {ft::kIdentifiedMissTableMode, 1},
+    {ft::kFlowTableModify, 1},
+    {ft::kLogMaxFtSize, 20},
+    {ft::kMaxFtLevel, 63},  // mlx5e requires >= 3
+    // Limits beyond the doc's minimum, generous so no steering path trips on a 0 (= 1 entry).
+    {ft::kLogMaxFtNum, 10},
+    {ft::kLogMaxDestination, 6},
+    {ft::kLogMaxFlow, 20},
+};
+
+constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
+                   kFlowTableBytes = 0x1000;
+
+// --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
+// kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
+// max offers (0 included); checked but never stored (`value` is null): cur keeps reporting max.
+enum class Settable { kLimit, kFlag, kSubset };
+struct SettableField {
+  CapType type;
+  Field field;
+  Settable kind;
+  uint32_t HcaCapSettings::*value;
+};
+constexpr SettableField kSettable[] = {
+    {CapType::kGeneral, gen::kPkeyTableSize, Settable::kLimit, &HcaCapSettings::pkey_table_size},
+    {CapType::kGeneral, gen::kLogMaxQp, Settable::kLimit, &HcaCapSettings::log_max_qp},
+    {CapType::kGeneral, gen::kCmdifChecksum, Settable::kLimit, &HcaCapSettings::cmdif_checksum},
+    {CapType::kGeneral, gen::kLogUarPageSz, Settable::kLimit, &HcaCapSettings::log_uar_page_sz},
+    {CapType::kGeneral, gen::kUar4k, Settable::kFlag, &HcaCapSettings::uar_4k},
+    {CapType::kGeneral, gen::kCacheLine128Byte, Settable::kFlag, &HcaCapSettings::cache_line_128byte},
+    {CapType::kGeneral, gen::kDct, Settable::kFlag, &HcaCapSettings::dct},
+    {CapType::kGeneral, gen::kReleaseAllPages, Settable::kFlag, &HcaCapSettings::release_all_pages},
+    {CapType::kGeneral, gen::kMkeyByName, Settable::kFlag, &HcaCapSettings::mkey_by_name},
+    {CapType::kGeneral, gen::kNumVhcaPorts, Settable::kLimit, &HcaCapSettings::num_vhca_ports},
+    {CapType::kAtomic, atom::kAtomicReq8BEndiannessMode, Settable::kLimit,
+     &HcaCapSettings::atomic_req_8B_endianness_mode},
+    {CapType::kAtomic, atom::kAtomicOperations, Settable::kSubset, nullptr},  // no masked atomics
+    {CapType::kAtomic, atom::kAtomicSizeQp, Settable::kSubset, nullptr},
+    {CapType::kAtomic, atom::kAtomicSizeDc, Settable::kSubset, nullptr},
+    {CapType::kRoce, roce::kSwRRoceSrcUdpPort, Settable::kFlag, &HcaCapSettings::sw_r_roce_src_udp_port},
+};
+constexpr uint16_t kSettableCheckBase = 0x100;
+
+constexpr uint32_t kControlEqs = 4;  // cmd, async, pages EQs plus one spare (MLX5_MAX_ASYNC_EQS)
+constexpr uint32_t kMinLogMaxEq = 6;
+
+void fill(std::span<uint8_t> page, std::span<const CapValue> values) {
+  for (const CapValue& v : values) set(page, v.field, v.value);
+}
+
+void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t> page) {
+  switch (type) {
+    case CapType::kGeneral:
+      fill(page, kGeneralCaps);
+      set(page, gen::kVhcaId, identity.vhca_id);
+      set(page, gen::kLogMaxEq, log_max_eq(identity));
+      set(page, gen::kMaxNumEqs, max_num_eqs(identity));
+      return;
+    case CapType::kEthernetOffloads:
+      fill(page, kEthernetCaps);
+      return;
+    case CapType::kAtomic:
+      fill(page, kAtomicCaps);
+      return;
+    case CapType::kRoce:
+      fill(page, kRoceCaps);
+      return;
+    case CapType::kFlowTable:
+      fill(page, kFlowTableCaps);
+      for (uint32_t i = 0; i < ft::kFieldSupportBytes; ++i) {  // every match field is accepted
+        page[ft::kFtFieldSupport + i] = 0xff;
+        page[ft::kFtFieldBitmaskSupport + i] = 0xff;
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+uint32_t cap_struct_bytes(uint16_t type) {
+  switch (CapType(type)) {
+    case CapType::kGeneral: return kGeneralBytes;
+    case CapType::kEthernetOffloads: return kEthernetBytes;
+    case CapType::kAtomic: return kAtomicBytes;
+    case CapType::kRoce: return kRoceBytes;
+    case CapType::kFlowTable: return kFlowTableBytes;
+    default: return 0;  // ODP (pg=0) and the rest are never offered
+  }
+}
+
+uint32_t max_num_eqs(const FunctionIdentity& identity) {
+  // One completion EQ per MSI-X vector plus the control EQs; the driver never needs more.
+  return std::min<uint32_t>(std::max<uint32_t>(identity.msix_vectors, 1) + kControlEqs, 0xffff);
+}
+
+uint32_t log_max_eq(const FunctionIdentity& identity) {
+  const uint32_t needed = uint32_t(std::bit_width(max_num_eqs(identity) - 1));  // ceil(log2)
+  return std::min<uint32_t>(std::max(needed, kMinLogMaxEq), gen::kLogMaxEq.mask());
+}
+
+bool build_cap_page(const FunctionIdentity& identity, const HcaCapSettings& cur, uint16_t type, CapMode mode,
+                    std::span<uint8_t> page) {
+  const uint32_t bytes = cap_struct_bytes(type);
+  if (bytes == 0 || page.size() < bytes) return false;
+  page = page.first(bytes);
+  std::fill(page.begin(), page.end(), 0);
+  fill_max(identity, CapType(type), page);
+  if (mode == CapMode::kCur) {
+    for (const SettableField& s : kSettable)
+      if (uint16_t(s.type) == type && s.value != nullptr) set(page, s.field, cur.*s.value);
+  }
+  return true;
+}
+
+uint16_t apply_set_hca_cap(const FunctionIdentity& identity, HcaCapSettings& cur, uint16_t type,
+                           std::span<const uint8_t> page) {
+  uint8_t max_page[kCapUnionBytes];
+  if (!build_cap_page(identity, cur, type, CapMode::kMax, max_page)) return kSettableCheckBase - 1;
+  // Validate every field first, then store: a refused SET leaves `cur` untouched.
+  for (uint16_t i = 0; i < std::size(kSettable); ++i) {
+    const SettableField& s = kSettable[i];
+    if (uint16_t(s.type) != type) continue;
+    const uint32_t value = get(page, s.field), max = get(max_page, s.field);
+    bool ok = false;
+    switch (s.kind) {
+      case Settable::kLimit: ok = value <= max; break;
+      case Settable::kFlag: ok = value == 0 || max == 1; break;
+      case Settable::kSubset: ok = (value & ~max) == 0; break;
+    }
+    if (!ok) return uint16_t(kSettableCheckBase + i);
+  }
+  for (const SettableField& s : kSettable)
+    if (uint16_t(s.type) == type && s.value != nullptr) cur.*s.value = get(page, s.field);
+  return 0;
+}
+
+}  // namespace hcaemu::model

@@ -1,0 +1,287 @@
+// Memory keys and shared receive queues (mlx5-device-bringup.md sections 6.5 and 6.6):
+// CREATE/QUERY/DESTROY_MKEY (PA and MTT access modes; the MTT list is kept for the data path),
+// SRQ (ISSI 0), XRC SRQ and RMP (ISSI 1) with their DESTROY/QUERY/ARM/MODIFY. The SRQ kinds share
+// one number space, as the driver keeps them in one table.
+#include "model/firmware/firmware.h"
+#include "model/firmware/resource_helpers.h"
+
+namespace hcaemu::model {
+namespace {
+
+using namespace fw;
+
+constexpr uint16_t kCreateMkey = 0x200, kQueryMkey = 0x201, kDestroyMkey = 0x202;
+constexpr uint16_t kCreateSrq = 0x700, kDestroySrq = 0x701, kQuerySrq = 0x702, kArmRq = 0x703;
+constexpr uint16_t kCreateXrcSrq = 0x705, kDestroyXrcSrq = 0x706, kQueryXrcSrq = 0x707, kArmXrcSrq = 0x708;
+constexpr uint16_t kCreateRmp = 0x90c, kModifyRmp = 0x90d, kDestroyRmp = 0x90e, kQueryRmp = 0x90f;
+
+constexpr Field kObjectNumber{0x08, 23, 0};  // mkey_index / srqn / xrc_srqn / rmpn, in and out
+constexpr uint32_t kPas = 0x110;             // klm_pas_mtt[] / pas[] of every create here
+
+// create_mkey_in / mkc.
+constexpr uint32_t kMkc = 0x10, kMkcSize = 0x40;
+constexpr Field kTranslationsActualSize{0x60, 31, 0};
+namespace mkc {
+constexpr Field kFree{0x00, 30, 30};
+constexpr Field kAccessMode42{0x00, 28, 26};
+constexpr Field kUmrEn{0x00, 15, 15};
+constexpr Field kAtomic{0x00, 14, 14};
+constexpr Field kRemoteWrite{0x00, 13, 13};
+constexpr Field kRemoteRead{0x00, 12, 12};
+constexpr Field kLocalWrite{0x00, 11, 11};
+constexpr Field kLocalRead{0x00, 10, 10};
+constexpr Field kAccessMode10{0x00, 9, 8};
+constexpr Field kVariant{0x04, 7, 0};
+constexpr Field kLength64{0x0c, 31, 31};
+constexpr Field kEnRinval{0x0c, 24, 24};
+constexpr Field kPd{0x0c, 23, 0};
+constexpr uint32_t kStartAddr = 0x10;
+constexpr uint32_t kLen = 0x18;
+constexpr Field kLogPageSize{0x38, 4, 0};  // absolute
+}  // namespace mkc
+constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
+
+// srqc (create_srq_in at 0x10) and xrc_srqc (create_xrc_srq_in at 0x10).
+constexpr uint32_t kSrqc = 0x10, kSrqcSize = 0x40;
+namespace srqc {
+constexpr Field kLogSize{0x00, 27, 24};
+constexpr Field kLogStride{0x04, 26, 24};
+constexpr Field kXrcd{0x04, 23, 0};
+constexpr Field kPageOffset{0x08, 31, 26};
+constexpr Field kCqn{0x08, 23, 0};
+constexpr Field kLogPageSize{0x10, 29, 24};
+constexpr Field kPd{0x18, 23, 0};
+constexpr uint32_t kDbrAddr = 0x28;          // srqc: BE64
+constexpr Field kDbrHigh{0x28, 31, 0};       // xrc_srqc: split address
+constexpr Field kDbrLow{0x2c, 31, 2};
+}  // namespace srqc
+
+// create_rmp_in: rmpc at 0x20, its wq at 0x50.
+constexpr uint32_t kRmpc = 0x20, kRmpcSize = 0xf0, kRmpWq = 0x50;
+namespace wq {
+constexpr Field kPageOffset{0x04, 20, 16};
+constexpr Field kPd{0x08, 23, 0};
+constexpr uint32_t kDbrAddr = 0x10;
+constexpr Field kLogStride{0x20, 19, 16};  // absolute: stride = 1 << n
+constexpr Field kLogPageSize{0x20, 12, 8};  // 4 KiB << n
+constexpr Field kLogSize{0x20, 4, 0};
+}  // namespace wq
+
+// --- MKEY ---
+
+void create_mkey(CommandCall& call) {
+  if (!start(call, kPas)) return;
+  Resources& r = call.function().resources;
+  const auto ctx = sub(call.in(), kMkc, kMkcSize);
+  Mkey mkey;
+  mkey.access_mode = uint8_t((get(ctx, mkc::kAccessMode42) << 2) | get(ctx, mkc::kAccessMode10));
+  mkey.pd = get(ctx, mkc::kPd);
+  mkey.variant = uint8_t(get(ctx, mkc::kVariant));
+  mkey.free = get(ctx, mkc::kFree);
+  mkey.umr_en = get(ctx, mkc::kUmrEn);
+  mkey.remote_invalidate = get(ctx, mkc::kEnRinval);
+  mkey.atomic = get(ctx, mkc::kAtomic);
+  mkey.remote_write = get(ctx, mkc::kRemoteWrite);
+  mkey.remote_read = get(ctx, mkc::kRemoteRead);
+  mkey.local_write = get(ctx, mkc::kLocalWrite);
+  mkey.local_read = get(ctx, mkc::kLocalRead);
+  mkey.length64 = get(ctx, mkc::kLength64);
+  mkey.start = get64(ctx, mkc::kStartAddr);
+  mkey.length = get64(ctx, mkc::kLen);
+  mkey.log_page_size = get(ctx, mkc::kLogPageSize);
+  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt) {  // KLM/KSM: no
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
+    return;
+  }
+  if (!mkey.length64 && mkey.length > ~mkey.start) {  // the region wraps the address space
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSize));
+    return;
+  }
+  ProtectionDomain* pd = lookup(call, r.pds, mkey.pd, kCheckPd);
+  if (pd == nullptr) return;
+  if (mkey.access_mode == Mkey::kAccessMtt) {
+    if (mkey.length64 || mkey.log_page_size < PageList::kMinLogPageSize) {
+      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kPageSize)));
+      return;
+    }
+    const uint64_t declared = uint64_t(get(call.in(), kTranslationsActualSize)) * 2;  // octwords of 2 entries
+    if (declared > pas_of(call, kPas).size() / 8) {
+      call.fail(CommandStatus::kBadInputLength, syndrome(kCreateMkey, kCheckPas));
+      return;
+    }
+    const uint64_t needed = mkey.length == 0 ? 0
+                                             : ((mkey.start + mkey.length - 1) >> mkey.log_page_size) -
+                                                   (mkey.start >> mkey.log_page_size) + 1;
+    if (!mkey.free && declared < needed) {  // a usable key must translate its whole range
+      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
+      return;
+    }
+    const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
+    mkey.mtt.reserve(declared);
+    for (uint64_t i = 0; i < declared; ++i) {
+      const uint64_t entry = get64(call.in(), uint32_t(kPas + 8 * i));
+      if ((entry & page_mask & ~kMttFlagBits) != 0) {
+        call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kMisaligned)));
+        return;
+      }
+      mkey.mtt.push_back(entry);
+    }
+  }
+  std::copy(ctx.begin(), ctx.end(), mkey.context.begin());
+  if (uint32_t index = insert(call, r.mkeys, r.limits.log_max_mkey, std::move(mkey))) {
+    ++pd->refs;
+    set(call.out(), kObjectNumber, index);
+  }
+}
+
+void query_mkey(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, kMkc + kMkcSize)) return;
+  Mkey* mkey = lookup(call, call.function().resources.mkeys, get(call.in(), kObjectNumber), kCheckLookup);
+  if (mkey == nullptr) return;
+  auto out = sub(call.out(), kMkc, kMkcSize);
+  std::copy(mkey->context.begin(), mkey->context.end(), out.begin());
+}
+
+void destroy_mkey(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t index = get(call.in(), kObjectNumber);
+  Mkey* mkey = lookup(call, r.mkeys, index, kCheckLookup);
+  if (mkey == nullptr) return;
+  if (ProtectionDomain* pd = r.pds.find(mkey->pd)) --pd->refs;
+  r.mkeys.erase(index);
+}
+
+// --- SRQ / XRC SRQ / RMP ---
+
+struct SrqRequest {
+  SrqKind kind;
+  std::span<const uint8_t> context;
+  uint32_t log_size, log_stride, pd, cqn, xrcd, log_page_size, page_offset;
+  uint64_t dbr_addr;
+};
+
+void create_srq_common(CommandCall& call, const SrqRequest& req) {
+  Resources& r = call.function().resources;
+  if (!check_log_size(call, req.log_size, r.limits.log_max_srq_sz) || !check_dbr(call, req.dbr_addr)) return;
+  ProtectionDomain* pd = lookup(call, r.pds, req.pd, kCheckPd);
+  if (pd == nullptr) return;
+  CompletionQueue* cq = nullptr;
+  if (req.cqn != 0 && (cq = lookup(call, r.cqs, req.cqn, kCheckCq)) == nullptr) return;
+  XrcDomain* xrcd = nullptr;
+  if ((req.xrcd != 0 || req.kind == SrqKind::kXrcSrq) && (xrcd = lookup(call, r.xrcds, req.xrcd, kCheckXrcd)) == nullptr)
+    return;
+  const uint32_t log_page_size = PageList::kMinLogPageSize + req.log_page_size;
+  if (log_page_size > PageList::kMaxLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckPas + uint16_t(PageListError::kPageSize)));
+    return;
+  }
+  auto buffer = page_list(call, kPas, log_page_size, quantized_offset(req.page_offset, log_page_size),
+                          (uint64_t(1) << req.log_size) << (4 + req.log_stride));
+  if (!buffer) return;
+  SharedReceiveQueue srq;
+  srq.kind = req.kind;
+  srq.context.assign(req.context.begin(), req.context.end());
+  srq.pd = req.pd;
+  srq.cqn = cq != nullptr ? req.cqn : 0;
+  srq.xrcd = xrcd != nullptr ? req.xrcd : 0;
+  srq.log_size = req.log_size;
+  srq.log_stride = req.log_stride;
+  srq.dbr_addr = req.dbr_addr;
+  srq.buffer = std::move(*buffer);
+  if (uint32_t srqn = insert(call, r.srqs, r.limits.log_max_srq, std::move(srq))) {
+    ++pd->refs;
+    if (cq != nullptr) ++cq->refs;
+    if (xrcd != nullptr) ++xrcd->refs;
+    set(call.out(), kObjectNumber, srqn);
+  }
+}
+
+SharedReceiveQueue* find_srq(CommandCall& call, SrqKind kind) {
+  SharedReceiveQueue* srq = lookup(call, call.function().resources.srqs, get(call.in(), kObjectNumber), kCheckLookup);
+  if (srq != nullptr && srq->kind != kind) {  // a number of another kind of SRQ
+    call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckLookup));
+    return nullptr;
+  }
+  return srq;
+}
+
+void destroy_srq_common(CommandCall& call, SrqKind kind) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  SharedReceiveQueue* srq = find_srq(call, kind);
+  if (srq == nullptr || !not_in_use(call, srq->refs)) return;
+  if (ProtectionDomain* pd = r.pds.find(srq->pd)) --pd->refs;
+  if (CompletionQueue* cq = srq->cqn != 0 ? r.cqs.find(srq->cqn) : nullptr) --cq->refs;
+  if (XrcDomain* xrcd = srq->xrcd != 0 ? r.xrcds.find(srq->xrcd) : nullptr) --xrcd->refs;
+  r.srqs.erase(get(call.in(), kObjectNumber));
+}
+
+void query_srq_common(CommandCall& call, SrqKind kind, uint32_t context_offset) {
+  if (!start(call, mbox::kHeaderSize, context_offset)) return;
+  SharedReceiveQueue* srq = find_srq(call, kind);
+  if (srq == nullptr) return;
+  auto out = call.out();
+  for (size_t i = 0; i < srq->context.size() && context_offset + i < out.size(); ++i)
+    out[context_offset + i] = srq->context[i];
+}
+
+// ARM_RQ / ARM_XRC_SRQ / MODIFY_RMP: the limit event (lwm) is not generated by the model; the
+// command is accepted for an existing queue.
+void arm_srq_common(CommandCall& call, SrqKind kind) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  find_srq(call, kind);
+}
+
+void create_srq(CommandCall& call) {
+  if (!start(call, kPas)) return;
+  const auto ctx = sub(call.in(), kSrqc, kSrqcSize);
+  create_srq_common(call, SrqRequest{SrqKind::kSrq, ctx, get(ctx, srqc::kLogSize), get(ctx, srqc::kLogStride),
+                                     get(ctx, srqc::kPd), get(ctx, srqc::kCqn), get(ctx, srqc::kXrcd),
+                                     get(ctx, srqc::kLogPageSize), get(ctx, srqc::kPageOffset),
+                                     get64(ctx, srqc::kDbrAddr)});
+}
+
+void create_xrc_srq(CommandCall& call) {
+  if (!start(call, kPas)) return;
+  const auto ctx = sub(call.in(), kSrqc, kSrqcSize);
+  const uint64_t dbr = (uint64_t(get(ctx, srqc::kDbrHigh)) << 32) | (uint64_t(get(ctx, srqc::kDbrLow)) << 2);
+  create_srq_common(call, SrqRequest{SrqKind::kXrcSrq, ctx, get(ctx, srqc::kLogSize), get(ctx, srqc::kLogStride),
+                                     get(ctx, srqc::kPd), get(ctx, srqc::kCqn), get(ctx, srqc::kXrcd),
+                                     get(ctx, srqc::kLogPageSize), get(ctx, srqc::kPageOffset), dbr});
+}
+
+void create_rmp(CommandCall& call) {
+  if (!start(call, kPas)) return;
+  const auto ctx = sub(call.in(), kRmpc, kRmpcSize);
+  const auto w = sub(call.in(), kRmpWq, kPas - kRmpWq);
+  const uint32_t log_stride = get(w, wq::kLogStride);
+  if (log_stride < 4) {  // receive WQEs are at least one 16-byte data segment
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateRmp, kCheckParameter));
+    return;
+  }
+  create_srq_common(call, SrqRequest{SrqKind::kRmp, ctx, get(w, wq::kLogSize), log_stride - 4, get(w, wq::kPd), 0, 0,
+                                     get(w, wq::kLogPageSize), get(w, wq::kPageOffset), get64(w, wq::kDbrAddr)});
+}
+
+}  // namespace
+
+void register_mkey_srq_commands(CommandTable& table) {
+  table.add(kCreateMkey, "CREATE_MKEY", create_mkey);
+  table.add(kQueryMkey, "QUERY_MKEY", query_mkey);
+  table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey);
+  table.add(kCreateSrq, "CREATE_SRQ", create_srq);
+  table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); });
+  table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); });
+  table.add(kArmRq, "ARM_RQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kSrq); });
+  table.add(kCreateXrcSrq, "CREATE_XRC_SRQ", create_xrc_srq);
+  table.add(kDestroyXrcSrq, "DESTROY_XRC_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kXrcSrq); });
+  table.add(kQueryXrcSrq, "QUERY_XRC_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kXrcSrq, kSrqc); });
+  table.add(kArmXrcSrq, "ARM_XRC_SRQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kXrcSrq); });
+  table.add(kCreateRmp, "CREATE_RMP", create_rmp);
+  table.add(kModifyRmp, "MODIFY_RMP", [](CommandCall& c) { arm_srq_common(c, SrqKind::kRmp); });
+  table.add(kDestroyRmp, "DESTROY_RMP", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kRmp); });
+  table.add(kQueryRmp, "QUERY_RMP", [](CommandCall& c) { query_srq_common(c, SrqKind::kRmp, kRmpc); });
+}
+
+}  // namespace hcaemu::model

@@ -1,0 +1,109 @@
+#pragma once
+// Checks shared by the resource command handlers (firmware/uar_pd_eq_cq.cpp, firmware/mkey_srq.cpp, firmware/qp.cpp).
+// Each one ends the command with a PRM status and a syndrome naming the check, and returns false
+// (or null), so a handler reads as a list of checks followed by the happy path.
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "model/firmware/command_table.h"
+#include "model/function_context.h"
+
+namespace hcaemu::model::fw {
+
+// Check numbers inside a command's syndrome range (syndrome(opcode, check)).
+enum Check : uint16_t {
+  kCheckUid = 0x01,
+  kCheckLookup = 0x02,       // the object the command names
+  kCheckFull = 0x03,         // table at its log_max_* limit
+  kCheckSize = 0x04,         // log size out of range
+  kCheckPd = 0x05,
+  kCheckCq = 0x06,
+  kCheckEq = 0x07,
+  kCheckUar = 0x08,
+  kCheckXrcd = 0x09,
+  kCheckSrq = 0x0a,
+  kCheckDbr = 0x0b,
+  kCheckInUse = 0x0c,
+  kCheckParameter = 0x0d,    // an unsupported mode or a value out of its range
+  kCheckVector = 0x0e,
+  kCheckState = 0x0f,
+  kCheckPas = 0x10,          // + PageListError
+};
+
+// No DEVX: every object belongs to the function's kernel driver (uid 0).
+inline bool no_uid(CommandCall& call) {
+  if (get(call.in(), mbox::kUid) == 0) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckUid));
+  return false;
+}
+
+inline bool start(CommandCall& call, uint32_t in_bytes, uint32_t out_bytes = mbox::kHeaderSize) {
+  return call.need_input(in_bytes) && call.need_output(out_bytes) && no_uid(call);
+}
+
+// Looks up an ID from the driver: BAD_INDEX when it cannot name an object of this kind at all,
+// BAD_RESOURCE when no such object exists in this function (stale, foreign or never created).
+template <typename T>
+T* lookup(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check) {
+  if (!table.in_range(id)) {
+    call.fail(CommandStatus::kBadIndex, syndrome(call.opcode(), check));
+    return nullptr;
+  }
+  T* object = table.find(id);
+  if (object == nullptr) call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), check));
+  return object;
+}
+
+template <typename T>
+uint32_t insert(CommandCall& call, ObjectTable<T>& table, uint32_t log_max, T object) {
+  table.set_limit(log_max >= 32 ? 0xffffffffu : (1u << log_max));
+  const uint32_t id = table.insert(std::move(object));
+  if (id == 0) call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckFull));
+  return id;
+}
+
+inline bool check_log_size(CommandCall& call, uint32_t log_size, uint32_t log_max) {
+  if (log_size <= log_max) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckSize));
+  return false;
+}
+
+// The PAS list from `pas_offset` to the end of the input.
+inline std::span<const uint8_t> pas_of(CommandCall& call, uint32_t pas_offset) {
+  return call.in().size() > pas_offset ? call.in().subspan(pas_offset) : std::span<const uint8_t>{};
+}
+
+// Builds a queue buffer; `log_page_size` absolute, `offset` in bytes.
+inline std::optional<PageList> page_list(CommandCall& call, uint32_t pas_offset, uint32_t log_page_size,
+                                         uint64_t offset, uint64_t size) {
+  PageListError error = PageListError::kNone;
+  auto list = PageList::build(pas_of(call, pas_offset), log_page_size, offset, size, error);
+  if (!list) call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), uint16_t(kCheckPas + uint16_t(error))));
+  return list;
+}
+
+// Queue contexts give page_offset in units of page_size / 64.
+inline uint64_t quantized_offset(uint32_t page_offset, uint32_t log_page_size) {
+  return uint64_t(page_offset) << (log_page_size - 6);
+}
+
+inline bool check_dbr(CommandCall& call, uint64_t dbr_addr) {
+  if ((dbr_addr & 0x7) == 0) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckDbr));
+  return false;
+}
+
+inline bool check_uar(CommandCall& call, uint32_t uar_index) {
+  if (call.function().resources.uars.contains(uar_index)) return true;
+  call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckUar));
+  return false;
+}
+
+inline bool not_in_use(CommandCall& call, uint32_t refs) {
+  if (refs == 0) return true;
+  call.fail(CommandStatus::kBadResourceState, syndrome(call.opcode(), kCheckInUse));
+  return false;
+}
+
+}  // namespace hcaemu::model::fw

@@ -1,0 +1,288 @@
+// Resource commands (mlx5-device-bringup.md sections 4.1 rows 19-23 and 6.1-6.3): UAR, PD,
+// transport domain, XRCD, EQ and CQ. MKEY/SRQ/RMP live in firmware/mkey_srq.cpp, QPs in firmware/qp.cpp; this
+// file registers all of them. Objects live in the issuing function's tables only, so a number
+// from another function (or a stale one) finds nothing and gets BAD_RESOURCE.
+#include "model/firmware/firmware.h"
+#include "model/firmware/resource_helpers.h"
+
+namespace hcaemu::model {
+namespace {
+
+using namespace fw;
+
+constexpr uint16_t kAllocPd = 0x800, kDeallocPd = 0x801, kAllocUar = 0x802, kDeallocUar = 0x803;
+constexpr uint16_t kAllocXrcd = 0x80e, kDeallocXrcd = 0x80f;
+constexpr uint16_t kAllocTransportDomain = 0x816, kDeallocTransportDomain = 0x817;
+constexpr uint16_t kCreateEq = 0x301, kDestroyEq = 0x302, kQueryEq = 0x303, kGenEqe = 0x304;
+constexpr uint16_t kCreateCq = 0x400, kDestroyCq = 0x401, kQueryCq = 0x402, kModifyCq = 0x403;
+
+// The object number of ALLOC_*/DEALLOC_*/CREATE_CQ/DESTROY_* (in and out at 0x08 [23:0]).
+constexpr Field kObjectNumber{0x08, 23, 0};
+constexpr Field kEqNumber{0x08, 7, 0};
+
+// eqc (create_eq_in at 0x10).
+constexpr uint32_t kEqc = 0x10, kEqcSize = 0x40;
+namespace eqc {
+constexpr Field kPageOffset{0x08, 11, 6};
+constexpr Field kLogEqSize{0x0c, 28, 24};
+constexpr Field kUarPage{0x0c, 23, 0};
+constexpr Field kIntr{0x14, 11, 0};
+constexpr Field kLogPageSize{0x18, 28, 24};
+constexpr Field kConsumerCounter{0x28, 23, 0};
+constexpr Field kProducerCounter{0x2c, 23, 0};
+}  // namespace eqc
+constexpr uint32_t kEventBitmask = 0x58;
+constexpr uint32_t kQueuePas = 0x110;  // pas[] of create_eq_in / create_cq_in / modify_cq_in
+constexpr uint32_t kGenEqeEntry = 0x10;
+
+// cqc (create_cq_in at 0x10).
+constexpr uint32_t kCqc = 0x10, kCqcSize = 0x40;
+namespace cqc {
+constexpr Field kCqeSize{0x00, 23, 21};
+constexpr Field kPageOffset{0x08, 11, 6};
+constexpr Field kLogCqSize{0x0c, 28, 24};
+constexpr Field kUarPage{0x0c, 23, 0};
+constexpr Field kCqPeriod{0x10, 27, 16};
+constexpr Field kCqMaxCount{0x10, 15, 0};
+constexpr Field kCEqn{0x14, 31, 0};
+constexpr Field kLogPageSize{0x18, 28, 24};
+constexpr Field kConsumerCounter{0x28, 23, 0};
+constexpr Field kProducerCounter{0x2c, 23, 0};
+constexpr uint32_t kDbrAddr = 0x38;
+}  // namespace cqc
+constexpr Field kModifyCqSelect{0x0c, 31, 0};
+constexpr uint32_t kModifyPeriod = 1u << 0, kModifyCount = 1u << 1;
+enum ModifyCqOpMod : uint16_t { kModifyCqModerate = 0, kModifyCqResize = 1 };
+
+// --- UAR ---
+
+void alloc_uar(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  FunctionContext& f = call.function();
+  // UAR page n is BAR0 + n * 4 KiB; pages 0-2 are the init segment, the last page ends the BAR.
+  const uint64_t pages = std::min<uint64_t>(f.bar0_size / kUarPageSize, uint64_t(kMaxObjectId) + 1);
+  f.resources.uars.set_range(kFirstUarIndex, uint32_t(pages > kFirstUarIndex ? pages - 1 : kFirstUarIndex - 1));
+  if (uint32_t index = insert(call, f.resources.uars, 32, Uar{})) set(call.out(), kObjectNumber, index);
+}
+
+void dealloc_uar(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  auto& uars = call.function().resources.uars;
+  const uint32_t index = get(call.in(), kObjectNumber);
+  if (!uars.contains(index)) {
+    call.fail(uars.in_range(index) ? CommandStatus::kBadResource : CommandStatus::kBadIndex,
+              syndrome(kDeallocUar, kCheckLookup));
+    return;
+  }
+  uars.erase(index);
+}
+
+// --- PD, transport domain, XRCD ---
+
+void alloc_pd(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  if (uint32_t pd = insert(call, r.pds, r.limits.log_max_pd, ProtectionDomain{})) set(call.out(), kObjectNumber, pd);
+}
+
+void dealloc_pd(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t pd = get(call.in(), kObjectNumber);
+  ProtectionDomain* object = lookup(call, r.pds, pd, kCheckLookup);
+  if (object == nullptr || !not_in_use(call, object->refs)) return;
+  r.pds.erase(pd);
+}
+
+void alloc_transport_domain(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  if (uint32_t td = insert(call, r.tds, r.limits.log_max_transport_domain, TransportDomain{}))
+    set(call.out(), kObjectNumber, td);
+}
+
+void dealloc_transport_domain(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t td = get(call.in(), kObjectNumber);
+  if (lookup(call, r.tds, td, kCheckLookup) != nullptr) r.tds.erase(td);
+}
+
+void alloc_xrcd(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  if (uint32_t xrcd = insert(call, r.xrcds, r.limits.log_max_xrcd, XrcDomain{})) set(call.out(), kObjectNumber, xrcd);
+}
+
+void dealloc_xrcd(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t xrcd = get(call.in(), kObjectNumber);
+  XrcDomain* object = lookup(call, r.xrcds, xrcd, kCheckLookup);
+  if (object == nullptr || !not_in_use(call, object->refs)) return;
+  r.xrcds.erase(xrcd);
+}
+
+// --- EQ ---
+
+void create_eq(CommandCall& call) {
+  if (!start(call, kQueuePas)) return;
+  FunctionContext& f = call.function();
+  Resources& r = f.resources;
+  const auto ctx = sub(call.in(), kEqc, kEqcSize);
+  EventQueue eq;
+  eq.log_size = get(ctx, eqc::kLogEqSize);
+  eq.uar_page = get(ctx, eqc::kUarPage);
+  eq.vector = get(ctx, eqc::kIntr);
+  if (!check_log_size(call, eq.log_size, r.limits.log_max_eq_sz) || !check_uar(call, eq.uar_page)) return;
+  if (f.identity.msix_vectors != 0 && eq.vector >= f.identity.msix_vectors) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateEq, kCheckVector));
+    return;
+  }
+  const uint32_t log_page_size = PageList::kMinLogPageSize + get(ctx, eqc::kLogPageSize);
+  if (log_page_size > PageList::kMaxLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateEq, kCheckPas + uint16_t(PageListError::kPageSize)));
+    return;
+  }
+  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(get(ctx, eqc::kPageOffset), log_page_size),
+                        uint64_t(eqe::kSize) << eq.log_size);
+  if (!ring) return;
+  eq.ring = std::move(*ring);
+  for (uint32_t i = 0; i < eq.event_mask.size(); ++i) eq.event_mask[i] = get64(call.in(), kEventBitmask + 8 * i);
+  if (uint32_t eqn = insert(call, r.eqs, r.limits.log_max_eq, std::move(eq))) set(call.out(), kEqNumber, eqn);
+}
+
+void destroy_eq(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t eqn = get(call.in(), kEqNumber);
+  EventQueue* eq = lookup(call, r.eqs, eqn, kCheckLookup);
+  if (eq == nullptr || !not_in_use(call, eq->cq_refs)) return;
+  r.eqs.erase(eqn);
+}
+
+void query_eq(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, kEqc + kEqcSize)) return;
+  EventQueue* eq = lookup(call, call.function().resources.eqs, get(call.in(), kEqNumber), kCheckLookup);
+  if (eq == nullptr) return;
+  auto ctx = sub(call.out(), kEqc, kEqcSize);
+  set(ctx, eqc::kLogEqSize, eq->log_size);
+  set(ctx, eqc::kUarPage, eq->uar_page);
+  set(ctx, eqc::kIntr, eq->vector);
+  set(ctx, eqc::kLogPageSize, eq->ring.log_page_size() - PageList::kMinLogPageSize);
+  set(ctx, eqc::kPageOffset, uint32_t(eq->ring.offset() >> (eq->ring.log_page_size() - 6)));
+  set(ctx, eqc::kConsumerCounter, eq->consumer);
+  set(ctx, eqc::kProducerCounter, eq->producer);
+  for (uint32_t i = 0; i < eq->event_mask.size(); ++i) set64(call.out(), kEventBitmask + 8 * i, eq->event_mask[i]);
+}
+
+// GEN_EQE: the driver asks for an EQE of its choosing (type, sub_type, data) on one of its EQs.
+void gen_eqe(CommandCall& call) {
+  if (!start(call, kGenEqeEntry + eqe::kSize)) return;
+  const uint32_t eqn = get(call.in(), kEqNumber);
+  if (lookup(call, call.function().resources.eqs, eqn, kCheckLookup) == nullptr) return;
+  const auto entry = sub(call.in(), kGenEqeEntry, eqe::kSize);
+  if (!eq_write(call.function(), eqn, uint8_t(get(entry, eqe::kType)), uint8_t(get(entry, eqe::kSubType)),
+                entry.subspan(eqe::kData, eqe::kDataSize)))
+    call.fail(CommandStatus::kResourceBusy, syndrome(kGenEqe, kCheckState));  // EQ full or DMA refused
+}
+
+// --- CQ ---
+
+void create_cq(CommandCall& call) {
+  if (!start(call, kQueuePas)) return;
+  Resources& r = call.function().resources;
+  const auto ctx = sub(call.in(), kCqc, kCqcSize);
+  CompletionQueue cq;
+  cq.log_size = get(ctx, cqc::kLogCqSize);
+  cq.uar_page = get(ctx, cqc::kUarPage);
+  cq.eqn = get(ctx, cqc::kCEqn);
+  cq.dbr_addr = get64(ctx, cqc::kDbrAddr);
+  if (get(ctx, cqc::kCqeSize) != 0) {  // only 64-byte CQEs (cqe_128_always = 0)
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckParameter));
+    return;
+  }
+  if (!check_log_size(call, cq.log_size, r.limits.log_max_cq_sz) || !check_uar(call, cq.uar_page) ||
+      !check_dbr(call, cq.dbr_addr))
+    return;
+  EventQueue* eq = lookup(call, r.eqs, cq.eqn, kCheckEq);
+  if (eq == nullptr) return;
+  const uint32_t log_page_size = PageList::kMinLogPageSize + get(ctx, cqc::kLogPageSize);
+  if (log_page_size > PageList::kMaxLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckPas + uint16_t(PageListError::kPageSize)));
+    return;
+  }
+  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(get(ctx, cqc::kPageOffset), log_page_size),
+                        uint64_t(cqe::kSize) << cq.log_size);
+  if (!ring) return;
+  cq.ring = std::move(*ring);
+  std::copy(ctx.begin(), ctx.end(), cq.context.begin());
+  if (uint32_t cqn = insert(call, r.cqs, r.limits.log_max_cq, std::move(cq))) {
+    ++eq->cq_refs;
+    set(call.out(), kObjectNumber, cqn);
+  }
+}
+
+void destroy_cq(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize)) return;
+  Resources& r = call.function().resources;
+  const uint32_t cqn = get(call.in(), kObjectNumber);
+  CompletionQueue* cq = lookup(call, r.cqs, cqn, kCheckLookup);
+  if (cq == nullptr || !not_in_use(call, cq->refs)) return;
+  if (EventQueue* eq = r.eqs.find(cq->eqn)) --eq->cq_refs;
+  r.cqs.erase(cqn);
+}
+
+void query_cq(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, kCqc + kCqcSize)) return;
+  FunctionContext& f = call.function();
+  CompletionQueue* cq = lookup(call, f.resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
+  if (cq == nullptr) return;
+  auto ctx = sub(call.out(), kCqc, kCqcSize);
+  std::copy(cq->context.begin(), cq->context.end(), ctx.begin());
+  set(ctx, cqc::kProducerCounter, cq->producer);
+  set(ctx, cqc::kConsumerCounter, cq->arm_ci);
+  if (cq->in_error) set(ctx, Field{0x00, 31, 28}, 0x9);  // status: CQ overflow
+}
+
+// MODIFY_CQ: moderation is accepted (the model completes at once); resize is refused - it needs
+// a RESIZE CQE in the old ring and a buffer switch the model does not implement (report
+// cq_resize = 0 in the caps).
+void modify_cq(CommandCall& call) {
+  if (!start(call, kCqc + kCqcSize)) return;
+  CompletionQueue* cq = lookup(call, call.function().resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
+  if (cq == nullptr) return;
+  if (call.op_mod() != kModifyCqModerate) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckParameter));
+    return;
+  }
+  const auto ctx = sub(call.in(), kCqc, kCqcSize);
+  const uint32_t select = get(call.in(), kModifyCqSelect);
+  if (select & kModifyPeriod) set(cq->context, cqc::kCqPeriod, get(ctx, cqc::kCqPeriod));
+  if (select & kModifyCount) set(cq->context, cqc::kCqMaxCount, get(ctx, cqc::kCqMaxCount));
+}
+
+}  // namespace
+
+void register_resource_commands(CommandTable& table) {
+  table.add(kAllocUar, "ALLOC_UAR", alloc_uar);
+  table.add(kDeallocUar, "DEALLOC_UAR", dealloc_uar);
+  table.add(kAllocPd, "ALLOC_PD", alloc_pd);
+  table.add(kDeallocPd, "DEALLOC_PD", dealloc_pd);
+  table.add(kAllocTransportDomain, "ALLOC_TRANSPORT_DOMAIN", alloc_transport_domain);
+  table.add(kDeallocTransportDomain, "DEALLOC_TRANSPORT_DOMAIN", dealloc_transport_domain);
+  table.add(kAllocXrcd, "ALLOC_XRCD", alloc_xrcd);
+  table.add(kDeallocXrcd, "DEALLOC_XRCD", dealloc_xrcd);
+  table.add(kCreateEq, "CREATE_EQ", create_eq);
+  table.add(kDestroyEq, "DESTROY_EQ", destroy_eq);
+  table.add(kQueryEq, "QUERY_EQ", query_eq);
+  table.add(kGenEqe, "GEN_EQE", gen_eqe);
+  table.add(kCreateCq, "CREATE_CQ", create_cq);
+  table.add(kDestroyCq, "DESTROY_CQ", destroy_cq);
+  table.add(kQueryCq, "QUERY_CQ", query_cq);
+  table.add(kModifyCq, "MODIFY_CQ", modify_cq);
+  register_mkey_srq_commands(table);
+  register_qp_commands(table);
+}
+
+}  // namespace hcaemu::model

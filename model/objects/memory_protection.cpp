@@ -1,0 +1,185 @@
+// MKEY checks and translation on the data path (mlx5-device-bringup.md section 6.5). The checks
+// run in a fixed order - key, state, PD, access, bounds, translation - so one bad WQE always
+// reports the same error; nothing is appended before every check of the range has passed or
+// the list is restored.
+#include "model/objects/memory_protection.h"
+
+#include <algorithm>
+
+namespace hcaemu::model {
+namespace {
+
+constexpr uint32_t kKeyIndexShift = 8;      // key = (mkey_index << 8) | variant
+constexpr uint32_t kKeyVariantMask = 0xff;
+constexpr uint32_t kMaxLogPageSize = 63;
+
+bool granted(const Mkey& m, uint8_t wanted) {
+  // Local read needs no flag: mlx5 MKEYs always carry lr.
+  if ((wanted & access::kLocalWrite) && !m.local_write) return false;
+  if ((wanted & access::kRemoteRead) && !m.remote_read) return false;
+  if ((wanted & access::kRemoteWrite) && !m.remote_write) return false;
+  if ((wanted & access::kAtomic) && !m.atomic) return false;
+  return true;
+}
+
+// Appends [address, address + length) to `out`, extending the last chunk when it ends where this
+// range starts, and splitting at kMaxDmaChunk.
+void append(std::vector<DmaChunk>& out, uint64_t address, uint64_t length) {
+  while (length > 0) {
+    if (!out.empty()) {
+      DmaChunk& last = out.back();
+      const uint64_t last_end = last.address + last.length;
+      if (last_end >= last.address && last_end == address && last.length < kMaxDmaChunk) {
+        const uint64_t n = std::min<uint64_t>(length, kMaxDmaChunk - last.length);
+        last.length += uint32_t(n);
+        address += n;
+        length -= n;
+        continue;
+      }
+    }
+    const uint64_t n = std::min<uint64_t>(length, kMaxDmaChunk);
+    out.push_back({address, uint32_t(n)});
+    address += n;
+    length -= n;
+  }
+}
+
+// Undoes appends on error: `out` back to `size` entries, its last one to `last_length`.
+struct Checkpoint {
+  std::vector<DmaChunk>& out;
+  size_t size;
+  uint32_t last_length;
+
+  explicit Checkpoint(std::vector<DmaChunk>& v) : out(v), size(v.size()), last_length(v.empty() ? 0 : v.back().length) {}
+  ProtectionError fail(ProtectionError e) {
+    out.resize(size);
+    if (size > 0) out.back().length = last_length;
+    return e;
+  }
+};
+
+ProtectionError translate_mtt(const Mkey& m, uint64_t va, uint64_t length, std::vector<DmaChunk>& out) {
+  if (m.log_page_size > kMaxLogPageSize) return ProtectionError::kTranslation;
+  Checkpoint checkpoint(out);
+  const uint64_t page_mask = (uint64_t(1) << m.log_page_size) - 1;
+  // MTT entry k maps page k of the region aligned down to the page size. `va >= start` (bounds),
+  // or the index underflows to a huge value that the size check below refuses.
+  uint64_t index = (va >> m.log_page_size) - (m.start >> m.log_page_size);
+  while (length > 0) {
+    if (index >= m.mtt.size()) return checkpoint.fail(ProtectionError::kTranslation);
+    // Entries are stored as read (host order); their low bits carry flags and firmware/mkey_srq.cpp
+    // refused any other bit below the page size, so the page base is the entry without them.
+    const uint64_t base = m.mtt[index] & ~page_mask;
+    if (base == 0) return checkpoint.fail(ProtectionError::kTranslation);  // not present
+    const uint64_t in_page = va & page_mask;
+    const uint64_t n = std::min(length, page_mask + 1 - in_page);
+    append(out, base + in_page, n);
+    va += n;
+    length -= n;
+    ++index;
+  }
+  return ProtectionError::kNone;
+}
+
+// Calls dma(address, buffer offset, n) for each piece of the `size` bytes that start `offset`
+// bytes into the chunk list: one DMA per touched chunk, after checking the list is long enough.
+template <typename Dma>
+bool for_each_piece(std::span<const DmaChunk> chunks, uint64_t offset, uint64_t size, Dma dma) {
+  uint64_t available = 0;
+  for (const DmaChunk& c : chunks) available += c.length;  // < 2^32 per chunk: no overflow in practice
+  if (offset > available || size > available - offset) return false;
+  uint64_t done = 0;
+  for (const DmaChunk& c : chunks) {
+    if (done == size) break;
+    if (offset >= c.length) {
+      offset -= c.length;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>(c.length - offset, size - done);
+    const uint64_t address = c.address + offset;
+    if (address < c.address || address + n < address) return false;  // a chunk that wraps
+    if (!dma(address, done, n)) return false;
+    done += n;
+    offset = 0;
+  }
+  return done == size;
+}
+
+}  // namespace
+
+const char* protection_error_name(ProtectionError error) {
+  switch (error) {
+    case ProtectionError::kNone: return "none";
+    case ProtectionError::kBadKey: return "bad_key";
+    case ProtectionError::kFreeKey: return "free_key";
+    case ProtectionError::kPdMismatch: return "pd_mismatch";
+    case ProtectionError::kAccess: return "access";
+    case ProtectionError::kBounds: return "bounds";
+    case ProtectionError::kTranslation: return "translation";
+  }
+  return "unknown";
+}
+
+ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_t va, uint64_t length, uint8_t wanted,
+                          std::vector<DmaChunk>& out) {
+  if (key == wqe_format::kInvalidLkey) return ProtectionError::kBadKey;
+  const Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
+  if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
+  if (m->free) return ProtectionError::kFreeKey;
+  if (m->pd != pd) return ProtectionError::kPdMismatch;
+  if (!granted(*m, wanted)) return ProtectionError::kAccess;
+  if (length == 0) return ProtectionError::kNone;
+  // No WQE or packet asks for more than a message (2^31); refusing more keeps chunk lists bounded.
+  if (length > wqe_format::kMaxMessage) return ProtectionError::kBounds;
+  const uint64_t last = va + (length - 1);
+  if (last < va) return ProtectionError::kBounds;  // wraps the address space
+  if (!m->length64 && (m->length == 0 || va < m->start || last - m->start > m->length - 1))
+    return ProtectionError::kBounds;
+  switch (m->access_mode) {
+    case Mkey::kAccessPa:
+      append(out, va, length);
+      return ProtectionError::kNone;
+    case Mkey::kAccessMtt:
+      return translate_mtt(*m, va, length, out);
+    default:
+      return ProtectionError::kTranslation;  // KLM/KSM are refused at CREATE_MKEY
+  }
+}
+
+ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd) {
+  Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
+  if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
+  if (m->free) return ProtectionError::kFreeKey;
+  if (m->pd != pd) return ProtectionError::kPdMismatch;
+  if (!m->umr_en && !m->remote_invalidate) return ProtectionError::kAccess;
+  m->free = true;
+  return ProtectionError::kNone;
+}
+
+ProtectionError translate_sges(const Resources& r, std::span<const Sge> sges, uint32_t pd, uint8_t wanted,
+                               std::vector<DmaChunk>& out, uint64_t& total) {
+  Checkpoint checkpoint(out);
+  total = 0;
+  for (const Sge& s : sges) {
+    const ProtectionError e = translate(r, s.lkey, pd, s.addr, s.length, wanted, out);
+    if (e != ProtectionError::kNone) return total = 0, checkpoint.fail(e);
+    if (total + s.length < total) return total = 0, checkpoint.fail(ProtectionError::kBounds);
+    total += s.length;
+  }
+  return ProtectionError::kNone;
+}
+
+bool read_chunks(pcie::HostMemory& m, std::span<const DmaChunk> chunks, uint64_t offset, std::span<uint8_t> out) {
+  return for_each_piece(chunks, offset, out.size(), [&](uint64_t address, uint64_t at, uint64_t n) {
+    return m.read(address, out.subspan(at, n));
+  });
+}
+
+bool write_chunks(pcie::HostMemory& m, std::span<const DmaChunk> chunks, uint64_t offset,
+                  std::span<const uint8_t> in) {
+  return for_each_piece(chunks, offset, in.size(), [&](uint64_t address, uint64_t at, uint64_t n) {
+    return m.write(address, in.subspan(at, n));
+  });
+}
+
+}  // namespace hcaemu::model

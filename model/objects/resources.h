@@ -1,0 +1,165 @@
+#pragma once
+// The objects a function creates through firmware/uar_pd_eq_cq.cpp / firmware/qp.cpp (mlx5-device-bringup.md
+// section 6) and the per-function tables that hold them. Everything is plain data so it could be
+// serialised; the engines (event_queue, completion_queue) and the handlers work on it through the
+// FunctionContext that owns it. References between objects (a QP's CQs, an MKEY's PD...) are
+// counted, so an object in use cannot be destroyed and no reference ever dangles.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "model/queues/completion_queue.h"
+#include "model/queues/event_queue.h"
+#include "model/objects/object_table.h"
+#include "model/queues/page_list.h"
+#include "model/rdma/rc_state.h"
+
+namespace hcaemu::model {
+
+class CommandTable;
+
+// Limits of the tables and sizes, as the general caps report them (log2). Defaults follow the
+// cap table of mlx5-device-bringup.md section 4.3; whoever owns the caps may overwrite them.
+struct ResourceLimits {
+  uint32_t log_max_eq = 6;
+  uint32_t log_max_eq_sz = 22;
+  uint32_t log_max_cq = 16;
+  uint32_t log_max_cq_sz = 22;
+  uint32_t log_max_pd = 18;
+  uint32_t log_max_transport_domain = 16;
+  uint32_t log_max_xrcd = 16;
+  uint32_t log_max_mkey = 16;
+  uint32_t log_max_qp = 17;
+  uint32_t log_max_qp_sz = 15;
+  uint32_t log_max_srq = 16;
+  uint32_t log_max_srq_sz = 15;
+  uint32_t log_max_msg = 30;
+  uint32_t roce_address_table_size = 256;
+  uint32_t num_ports = 1;
+};
+
+inline constexpr uint32_t kUarPageSize = 4096;
+inline constexpr uint32_t kFirstUarIndex = 3;    // pages 0-2 hold the 0x2010-byte init segment
+inline constexpr uint32_t kMaxObjectId = 0xffffff;
+inline constexpr uint32_t kMaxEqn = 0xff;         // create_eq_out.eq_number is 8 bits
+inline constexpr uint32_t kFirstMkeyIndex = 2;    // index 1 with variant 0 would be 0x100 = MLX5_INVALID_LKEY
+inline constexpr uint32_t kFirstQpn = 8;          // keep clear of the IB special QPNs 0 and 1
+inline constexpr uint32_t kLastQpn = 0xbfffff;    // Ethernet SQs and RQs share the number space above (eth/objects.h)
+
+struct Uar {};
+struct TransportDomain {};
+
+struct ProtectionDomain {
+  uint32_t refs = 0;  // MKEYs, QPs, SRQs
+};
+
+struct XrcDomain {
+  uint32_t refs = 0;  // XRC SRQs and XRC QPs
+};
+
+struct Mkey {
+  std::array<uint8_t, 0x40> context{};  // mkc as created (QUERY_MKEY)
+  uint8_t variant = 0;                  // mkey_7_0: key = (index << 8) | variant
+  uint32_t pd = 0;
+  uint8_t access_mode = 0;              // 0 PA, 1 MTT
+  bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
+  bool free = false;                    // created in the free state (to be enabled by UMR)
+  bool umr_en = false;
+  bool remote_invalidate = false;       // en_rinval: a SEND with Invalidate may free it
+  bool length64 = false;                // the whole address space (PA mode)
+  uint64_t start = 0;                   // iova
+  uint64_t length = 0;
+  uint32_t log_page_size = 12;          // absolute, MTT page size
+  std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
+
+  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1;
+};
+
+enum class SrqKind : uint8_t { kSrq, kXrcSrq, kRmp };
+
+// SRQ, XRC SRQ and RMP share one number space (the driver keeps them in one table).
+struct SharedReceiveQueue {
+  SrqKind kind = SrqKind::kSrq;
+  std::vector<uint8_t> context;  // srqc / xrc_srqc / rmpc as created
+  uint32_t pd = 0, cqn = 0, xrcd = 0;
+  uint32_t log_size = 0;
+  uint32_t log_stride = 0;       // WQE stride = 16 << log_stride
+  uint64_t dbr_addr = 0;
+  PageList buffer;
+  uint32_t refs = 0;             // QPs with rq_type SRQ pointing here
+  // Receive side (rdma/engine.cpp): WQEs form a list the driver links through each WQE's
+  // next_wqe_index; the device takes them from `head` while `consumed` trails the doorbell counter.
+  uint32_t head = 0;
+  uint32_t consumed = 0;
+};
+
+enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqError = 4, kSqDrained = 5, kError = 6 };
+const char* qp_state_name(QpState state);
+
+namespace qp_st {
+inline constexpr uint8_t kRc = 0x0, kUc = 0x1, kUd = 0x2, kXrc = 0x3, kQp1 = 0x8, kRegUmr = 0xc;
+}
+namespace rq_type {
+inline constexpr uint8_t kRegular = 0, kSrq = 1, kZeroLength = 3;
+}
+
+struct QueuePair {
+  std::array<uint8_t, 0xe8> context{};  // the whole qpc, state included (QUERY_QP)
+  QpState state = QpState::kReset;
+  uint8_t st = 0;
+  uint32_t pd = 0, cqn_snd = 0, cqn_rcv = 0, srqn = 0, xrcd = 0;
+  uint8_t rq_type = 0;
+  uint32_t log_rq_size = 0, log_rq_stride = 0, log_sq_size = 0;
+  bool no_sq = false;
+  uint32_t uar_page = 0;
+  uint64_t dbr_addr = 0;        // dword0 RQ producer, dword1 SQ producer
+  PageList buffer;              // RQ at offset 0, SQ at sq_offset
+  uint64_t sq_offset = 0;
+  uint32_t opt_param_mask = 0;  // of the last transition
+  // Data path position (reset by 2RST).
+  uint32_t sq_consumer = 0;
+  uint32_t rq_consumer = 0;
+  RcState rc;                   // RC transport (rdma/engine.cpp), reset with the QP
+
+  uint64_t rq_bytes() const {
+    return rq_type == rq_type::kRegular ? (uint64_t(1) << log_rq_size) << (4 + log_rq_stride) : 0;
+  }
+  uint64_t sq_bytes() const { return no_sq ? 0 : (uint64_t(1) << log_sq_size) * 64; }
+};
+
+struct ResourceCounters {
+  uint64_t uar_writes_ignored = 0;  // kept by the doorbell unit; here for a single snapshot
+  uint64_t cq_error_events = 0;
+};
+
+struct Resources {
+  ResourceLimits limits;
+  ObjectTable<Uar> uars{kFirstUarIndex, kFirstUarIndex - 1, 0};  // range set from the BAR0 size
+  ObjectTable<ProtectionDomain> pds{1, kMaxObjectId, 1u << 18};
+  ObjectTable<TransportDomain> tds{1, kMaxObjectId, 1u << 16};
+  ObjectTable<XrcDomain> xrcds{1, kMaxObjectId, 1u << 16};
+  ObjectTable<EventQueue> eqs{1, kMaxEqn, 1u << 6};
+  ObjectTable<CompletionQueue> cqs{1, kMaxObjectId, 1u << 16};
+  ObjectTable<Mkey> mkeys{kFirstMkeyIndex, kMaxObjectId, 1u << 16};
+  ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
+  ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
+  ResourceCounters counters;
+
+  void clear() {
+    uars.clear();
+    pds.clear();
+    tds.clear();
+    xrcds.clear();
+    eqs.clear();
+    cqs.clear();
+    mkeys.clear();
+    srqs.clear();
+    qps.clear();
+  }
+};
+
+// Called by register_resource_commands (firmware/uar_pd_eq_cq.cpp).
+void register_mkey_srq_commands(CommandTable& table);  // firmware/mkey_srq.cpp
+void register_qp_commands(CommandTable& table);        // firmware/qp.cpp
+
+}  // namespace hcaemu::model

@@ -1,0 +1,106 @@
+#include "model/queues/completion_queue.h"
+
+#include "common/endian.h"
+#include "common/log.h"
+#include "model/queues/doorbell_unit.h"
+#include "model/function_context.h"
+
+namespace hcaemu::model {
+namespace {
+
+constexpr uint32_t kCounterMask = 0xffffff;
+constexpr uint32_t kCompletionCqn = 0x18;  // in the EQE data: cqn of a completion event
+constexpr uint32_t kCqErrorCqn = 0x00;     // CQ error event: cqn, then the syndrome byte
+constexpr uint32_t kCqErrorSyndrome = 0x0b;
+
+void notify(FunctionContext& f, uint32_t cqn, CompletionQueue& cq) {
+  cq.arm = CqArm::kNone;
+  std::array<uint8_t, eqe::kDataSize> data{};
+  store_be32(&data[kCompletionCqn], cqn & kCounterMask);
+  ++cq.completion_events;
+  eq_write(f, cq.eqn, eqe::kCompletion, 0, data);
+}
+
+// Consumer index the driver last published in the doorbell record; the arm CI when unreadable.
+uint32_t consumer_index(FunctionContext& f, CompletionQueue& cq) {
+  uint32_t record = 0;
+  return read_doorbell_record(f.memory, cq.dbr_addr, record) ? record & kCounterMask : cq.arm_ci;
+}
+
+bool solicited_pending(const CompletionQueue& cq, uint32_t ci) {
+  if (!cq.has_solicited) return false;
+  const uint32_t solicited = (cq.last_solicited - ci) & kCounterMask;
+  const uint32_t pending = (cq.producer - ci) & kCounterMask;
+  return solicited != 0 && solicited <= pending;
+}
+
+}  // namespace
+
+CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool solicited) {
+  CompletionQueue* cq = f.resources.cqs.find(cqn);
+  if (cq == nullptr) return CqeResult::kNoSuchCq;
+  if (cq->in_error) {
+    ++cq->dropped_in_error;
+    return CqeResult::kInError;
+  }
+  // The doorbell record is read only when the CI last seen says the ring may be full: a DMA read
+  // per CQE would cost a PCIe round trip that the hardware does not spend.
+  if (((cq->producer - cq->known_ci) & kCounterMask) >= cq->entries()) cq->known_ci = consumer_index(f, *cq);
+  const uint32_t ci = cq->known_ci;
+  cq = f.resources.cqs.find(cqn);  // the read spent model time
+  if (cq == nullptr) return CqeResult::kNoSuchCq;
+  if (((cq->producer - ci) & kCounterMask) >= cq->entries()) {
+    // Overrun: the CQ goes to error, the driver hears of it on its async EQ (type 0x04).
+    cq->in_error = true;
+    ++cq->overruns;
+    ++f.resources.counters.cq_error_events;
+    log().warn("cq {}: overrun (producer {:#x}, ci {:#x}, {} entries); CQ error event", cqn, cq->producer, ci,
+               cq->entries());
+    std::array<uint8_t, eqe::kDataSize> data{};
+    store_be32(&data[kCqErrorCqn], cqn & kCounterMask);
+    data[kCqErrorSyndrome] = cqe::kCqErrorOverrun;
+    eq_post(f, eqe::kCqError, 0, data);
+    return CqeResult::kOverrun;
+  }
+  std::array<uint8_t, cqe::kSize> entry{};
+  if (fill) fill(entry);
+  // Slot taken before the DMA (which spends model time), as in eq_write.
+  const uint32_t slot = cq->producer;
+  cq->producer = (cq->producer + 1) & kCounterMask;
+  const uint8_t owner = uint8_t((slot >> cq->log_size) & 1);
+  entry[cqe::kOpOwn] = uint8_t((entry[cqe::kOpOwn] & 0xf0) | owner);
+  const uint64_t at = uint64_t(slot & (cq->entries() - 1)) * cqe::kSize;
+  if (f.memory == nullptr || !cq->ring.write(*f.memory, at, std::span<const uint8_t>(entry.data(), cqe::kOpOwn)) ||
+      !cq->ring.write(*f.memory, at + cqe::kOpOwn, std::span<const uint8_t>(&entry[cqe::kOpOwn], 1))) {
+    ++cq->dma_faults;
+    return CqeResult::kDmaFault;
+  }
+  cq = f.resources.cqs.find(cqn);  // destroyed while the DMA ran?
+  if (cq == nullptr) return CqeResult::kNoSuchCq;
+  ++cq->cqes;
+  const uint8_t opcode = entry[cqe::kOpOwn] >> 4;
+  if (solicited || opcode == cqe::kRequesterError || opcode == cqe::kResponderError) {
+    cq->has_solicited = true;
+    cq->last_solicited = cq->producer;
+    solicited = true;
+  }
+  if (cq->arm == CqArm::kNext || (cq->arm == CqArm::kSolicited && solicited)) notify(f, cqn, *cq);
+  return CqeResult::kWritten;
+}
+
+bool cq_arm_doorbell(FunctionContext& f, uint32_t cqn, uint32_t ci, uint32_t cmd, uint32_t arm_sn) {
+  CompletionQueue* cq = f.resources.cqs.find(cqn);
+  if (cq == nullptr || cmd > 1) return false;
+  ci &= kCounterMask;
+  if (((cq->producer - ci) & kCounterMask) > cq->entries()) return false;  // CI ahead of what we wrote
+  cq->arm_ci = ci;
+  if (((ci - cq->known_ci) & kCounterMask) <= cq->entries()) cq->known_ci = ci;
+  cq->arm_sn = arm_sn;
+  cq->arm = cmd == 0 ? CqArm::kNext : CqArm::kSolicited;
+  const bool pending = ((cq->producer - ci) & kCounterMask) != 0;
+  if ((cq->arm == CqArm::kNext && pending) || (cq->arm == CqArm::kSolicited && solicited_pending(*cq, ci)))
+    notify(f, cqn, *cq);
+  return true;
+}
+
+}  // namespace hcaemu::model

@@ -1,0 +1,325 @@
+// The RDMA engine's shared parts: frame addressing and transmission, trace stamps, error CQEs and
+// flushes, and the dispatch of received frames by QP service (requester: rdma/requester.cpp,
+// responder: rdma/responder.cpp, datagrams: rdma/datagram.cpp).
+#include "model/rdma/engine.h"
+
+#include <algorithm>
+
+#include "common/endian.h"
+#include "common/log.h"
+#include "model/queues/completion_queue.h"
+#include "model/queues/doorbell_unit.h"
+#include "model/function_context.h"
+#include "model/rdma/internal.h"
+
+namespace hcaemu::model {
+
+using namespace rdma_internal;
+
+
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps) {
+  if (stage_hook_)
+    stage_hook_({.time_ps = time_ps, .qpn = qpn, .message = message.id, .opcode = message.wqe.opcode,
+                 .bytes = uint32_t(message.length), .stage = stage});
+}
+
+void RdmaEngine::stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
+                                       uint8_t opcode, uint32_t bytes) {
+  if (!stage_hook_ || !peer_lookup_) return;
+  const int32_t requester = peer_lookup_(requester_mac);
+  if (requester < 0) return;
+  // The requester's trace id for the message: its QPN (our remote QPN) and the message's last PSN.
+  const uint32_t remote_qpn = get(qp.context, qpc::kRemoteQpn);
+  stage_hook_({.function = requester, .qpn = remote_qpn, .message = (uint64_t(remote_qpn) << 24) | last_psn,
+               .opcode = opcode, .bytes = bytes, .stage = RdmaStage::kRemoteDelivery});
+}
+
+void RdmaEngine::send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original) {
+  RocePacket ack;
+  if (!address(qp, ack)) return;
+  ack.opcode = uint8_t(op::kRcAtomicAcknowledge | opcode_base(qp.st));
+  ack.psn = psn;
+  ack.aeth = {.syndrome = transport::aeth_ack(transport::kAethCreditsInvalid), .msn = qp.rc.resp.msn & transport::kPsnMask};
+  ack.atomic_ack = original;
+  send_frame(ack);
+}
+
+bool RdmaEngine::source_address(uint32_t index, RocePacket& packet) {
+  if (index >= f_.vport.roce_addresses.size()) return false;
+  const RoceAddress& source = f_.vport.roce_addresses[index];
+  if (!source.in_use() || source.roce_version != 2) {
+    ++counters_.rx_roce_v1_unsupported;
+    return false;
+  }
+  packet.src_mac = source.mac;
+  if (source.vlan_valid) packet.vlan_tci = source.vlan_id;
+  packet.src_gid = source.gid;
+  return true;
+}
+
+bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
+  if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
+  std::copy_n(qp.context.begin() + qpc::kRgid, 16, packet.dst_gid.begin());
+  const uint64_t rmac = (uint64_t(get(qp.context, qpc::kRmacHigh)) << 32) | get(qp.context, qpc::kRmacLow);
+  for (int i = 0; i < 6; ++i) packet.dst_mac[i] = uint8_t(rmac >> (40 - 8 * i));
+  const uint32_t dscp = get(qp.context, qpc::kDscp);
+  packet.traffic_class = uint8_t(dscp != 0 ? dscp << 2 : get(qp.context, qpc::kTclass));
+  const uint32_t hop_limit = get(qp.context, qpc::kHopLimit);
+  packet.hop_limit = uint8_t(hop_limit != 0 ? hop_limit : 64);
+  packet.flow_label = get(qp.context, qpc::kFlowLabel);
+  const uint32_t sport = get(qp.context, qpc::kUdpSport);
+  packet.udp_sport = uint16_t(sport != 0 ? sport : transport::kDefaultUdpSourcePort);
+  packet.dest_qp = get(qp.context, qpc::kRemoteQpn);
+  return true;
+}
+
+bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
+  std::vector<uint8_t> frame = transport::build_frame(packet);
+  // The pipeline builds a packet while the one before it is on the wire: it leaves when the wire
+  // is free (this thread's now) or when its inputs are there plus the pipeline's time, the later.
+  const uint64_t now = now_ps();
+  const uint64_t depart = std::max(now, (inputs_ready_ps != 0 ? inputs_ready_ps : now) + timing_.per_packet_tx_ps);
+  pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS));
+  // Serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included).
+  const double wire_ns = double(frame.size() + 24) * 8.0 / timing_.link_gbps;
+  pcie::consume_model_time(sc_core::sc_time(wire_ns, sc_core::SC_NS));
+  if (port_ == nullptr) {
+    ++counters_.tx_no_port;
+    return false;
+  }
+  ++counters_.tx_packets;
+  counters_.tx_bytes += frame.size();
+  port_->transmit(frame);
+  return true;
+}
+
+void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syn,
+                           bool responder, uint32_t srqn) {
+  ++counters_.error_cqes;
+  count_error_cqe(qpn, syn, responder);
+  write_cqe(
+      f_, cqn,
+      [&](std::span<uint8_t> cqe) {
+        cqe[cqe::kErrSyndrome] = syn;
+        cqe[cqe::kVendorErrSyndrome] = syn == syndrome::kWrFlushed ? 0xf9 : 0x00;
+        store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(opcode) << 24) | (qpn & 0xffffff));
+        // libmlx5 frees a receive WQE in the SRQ this names, or else in the QP's own RQ.
+        if (srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], srqn & 0xffffff);
+        store_be16(&cqe[cqe::kWqeCounter], wqe_index);
+        cqe[cqe::kOpOwn] = uint8_t((responder ? cqe::kResponderError : cqe::kRequesterError) << 4);
+      },
+      true);
+}
+
+void RdmaEngine::count(const QueuePair& qp, uint32_t offset) {
+  count_into(f_.q_counters, get(qp.context, qpc::kCounterSetId), offset);
+}
+
+void RdmaEngine::count_error_cqe(uint32_t qpn, uint8_t syn, bool responder) {
+  const QueuePair* qp = f_.resources.qps.find(qpn);
+  if (qp == nullptr) return;
+  namespace qc = q_counter;
+  if (syn == syndrome::kWrFlushed) {
+    count(*qp, responder ? qc::kRespCqeFlushError : qc::kReqCqeFlushError);
+    return;
+  }
+  count(*qp, responder ? qc::kRespCqeError : qc::kReqCqeError);
+  // The cause, where the set has a counter for it (remote errors at the responder are counted
+  // when it answers them: responder_error).
+  uint32_t cause = 0;
+  switch (syn) {
+    case syndrome::kLocalLength: cause = responder ? qc::kRespLocalLengthError : qc::kReqLocalLengthError; break;
+    case syndrome::kLocalQpOperation: cause = responder ? qc::kRespLocalQpError : qc::kLocalOperationError; break;
+    case syndrome::kLocalProtection: cause = responder ? qc::kRespLocalProtection : qc::kReqLocalProtection; break;
+    case syndrome::kBadResponse: cause = responder ? 0 : qc::kReqBadResponse; break;
+    case syndrome::kRemoteInvalidRequest: cause = responder ? 0 : qc::kReqRemoteInvalidRequest; break;
+    case syndrome::kRemoteAccess: cause = responder ? 0 : qc::kReqRemoteAccessErrors; break;
+    case syndrome::kRemoteOperation: cause = responder ? 0 : qc::kReqRemoteOperationErrors; break;
+    case syndrome::kRetryExceeded: cause = qc::kReqTransportRetriesExceeded; break;
+    case syndrome::kRnrRetryExceeded: cause = qc::kReqRnrRetriesExceeded; break;
+    default: break;
+  }
+  if (cause != 0) count(*qp, cause);
+}
+
+RdmaEngine::ReceiveTarget RdmaEngine::receive_target(const QueuePair& qp) {
+  if (qp.st == qp_st::kXrc) {
+    const SharedReceiveQueue* srq = f_.resources.srqs.find(qp.rc.resp.xrc_srqn);
+    return {srq != nullptr ? srq->cqn : qp.cqn_rcv, qp.rc.resp.xrc_srqn};
+  }
+  return {qp.cqn_rcv, qp.rq_type == rq_type::kSrq ? qp.srqn : 0};
+}
+
+uint32_t RdmaEngine::responder_pd(const QueuePair& qp) {
+  if (qp.st != qp_st::kXrc) return qp.pd;
+  const SharedReceiveQueue* srq = f_.resources.srqs.find(qp.rc.resp.xrc_srqn);
+  return srq != nullptr ? srq->pd : 0;  // no PD 0 exists: every check fails
+}
+
+SharedReceiveQueue* RdmaEngine::xrc_srq_for(const QueuePair& qp, uint32_t xrc_srqn) {
+  SharedReceiveQueue* srq = f_.resources.srqs.find(xrc_srqn);
+  if (srq == nullptr || srq->kind != SrqKind::kXrcSrq || srq->xrcd != qp.xrcd) return nullptr;
+  return srq;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syn) {
+  // `wqe` may be an element of `outstanding`: keep what the CQE needs before it is erased.
+  const uint8_t opcode = wqe.opcode;
+  const uint16_t index = wqe.wqe_index;
+  log().debug("function {}: QP {:#x}: requester error {:#x} on WQE {:#x} (opcode {:#x})", f_.identity.vhca_id, qpn, syn,
+              index, opcode);
+  // Work acknowledged before the failing WQE has completed normally (retire). Completions stay in
+  // SQ order: what was posted before it and is not acknowledged yet is flushed ahead of its error
+  // CQE, what follows it is flushed by enter_error.
+  RcRequester& req = qp.rc.req;
+  auto failing = std::find_if(req.outstanding.begin(), req.outstanding.end(),
+                              [&](const SendMessage& m) { return m.wqe.wqe_index == index; });
+  for (auto it = req.outstanding.begin(); it != failing; ++it) {
+    ++counters_.flushed_wqes;
+    error_cqe(qp.cqn_snd, qpn, it->wqe.opcode, it->wqe.wqe_index, syndrome::kWrFlushed, false);
+  }
+  req.outstanding.erase(req.outstanding.begin(), failing == req.outstanding.end() ? failing : std::next(failing));
+  error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false);
+  if (reliable_connected(qp.st))
+    enter_error(qpn, qp);
+  else
+    enter_send_queue_error(qpn, qp);
+}
+
+void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool consumed_wqe) {
+  RcResponder& resp = qp.rc.resp;
+  if (syn == syndrome::kRemoteInvalidRequest) count(qp, q_counter::kRespRemoteInvalidRequest);
+  if (syn == syndrome::kRemoteAccess) count(qp, q_counter::kRespRemoteAccessErrors);
+  if (consumed_wqe && resp.have_wqe) {
+    const ReceiveTarget target = receive_target(qp);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syn, true, target.srqn);
+  }
+  resp.have_wqe = false;
+  resp.incoming = RcResponder::Incoming::kNone;
+  enter_error(qpn, qp);
+}
+
+void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
+  if (qp.state == QpState::kError) return;
+  qp.state = QpState::kError;
+  set(qp.context, qpc::kState, uint32_t(QpState::kError));
+  flush(qpn, qp);
+}
+
+void RdmaEngine::enter_send_queue_error(uint32_t qpn, QueuePair& qp) {
+  if (send_queue_stopped(qp)) return;
+  qp.state = QpState::kSqError;
+  set(qp.context, qpc::kState, uint32_t(QpState::kSqError));
+  flush_send_queue(qpn, qp);
+}
+
+bool RdmaEngine::send_queue_stopped(const QueuePair& qp) {
+  return qp.state == QpState::kError || qp.state == QpState::kSqError;
+}
+
+void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
+  QueuePair* qp = f_.resources.qps.find(qpn);
+  if (qp == nullptr || qp->state != QpState::kError ||
+      (!reliable_connected(qp->st) && qp->st != qp_st::kUc && !is_datagram(*qp)))
+    return;
+  // A receive WQE the responder was filling completes as flushed too (IBA 10.3.1: every WQE
+  // outstanding when the QP enters ERR).
+  RcResponder& resp = qp->rc.resp;
+  if (resp.have_wqe) {
+    ++counters_.flushed_wqes;
+    const ReceiveTarget target = receive_target(*qp);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true, target.srqn);
+  }
+  resp.have_wqe = false;
+  resp.incoming = RcResponder::Incoming::kNone;
+  flush(qpn, *qp);
+}
+
+void RdmaEngine::flush_send_queue(uint32_t qpn, QueuePair& qp) {
+  RcRequester& req = qp.rc.req;
+  req.timer_armed = false;
+  req.rnr_wait = false;
+  // Everything still outstanding or posted completes with "flushed" (one CQE per WQE).
+  for (const SendMessage& message : req.outstanding) {
+    ++counters_.flushed_wqes;
+    error_cqe(qp.cqn_snd, qpn, message.wqe.opcode, message.wqe.wqe_index, syndrome::kWrFlushed, false);
+  }
+  req.outstanding.clear();
+  process_sq(qpn, qp);  // WQEs posted but not fetched yet
+}
+
+void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
+  flush_send_queue(qpn, qp);
+  if (qp.rq_type == rq_type::kRegular && qp.rq_bytes() != 0) {
+    uint32_t producer = 0;
+    if (read_doorbell_record(f_.memory, qp.dbr_addr + kRqDbrOffset, producer)) {
+      while (((producer - qp.rq_consumer) & kCounterMask16) != 0 &&
+             ((producer - qp.rq_consumer) & kCounterMask16) <= (1u << qp.log_rq_size)) {
+        ++counters_.flushed_wqes;
+        error_cqe(qp.cqn_rcv, qpn, 0, uint16_t(qp.rq_consumer), syndrome::kWrFlushed, true);
+        qp.rq_consumer = (qp.rq_consumer + 1) & kCounterMask16;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Receive
+
+bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
+  if (!f_.vport.roce_en || !transport::is_roce_v2(frame)) return false;
+  rx_arrival_ps_ = arrival_ps != 0 ? arrival_ps : now_ps();
+  ++counters_.rx_packets;
+  counters_.rx_bytes += frame.size();
+  const transport::ParseResult parsed = transport::parse_frame(frame);
+  if (parsed.error != transport::ParseError::kNone) {
+    if (parsed.error == transport::ParseError::kBadIcrc)
+      ++counters_.rx_bad_icrc;
+    else
+      ++counters_.rx_parse_errors;
+    return true;
+  }
+  const RocePacket& packet = parsed.packet;
+  const bool to_gsi = packet.dest_qp == kGsiQpn;
+  uint32_t qpn = packet.dest_qp;
+  QueuePair* qp = to_gsi ? gsi_qp(qpn) : f_.resources.qps.find(qpn);
+  if (qp == nullptr || (!reliable_connected(qp->st) && qp->st != qp_st::kUc && !is_datagram(*qp)) ||
+      (qp->st == qp_st::kQp1 && !to_gsi)) {
+    ++counters_.rx_unknown_qp;
+    return true;
+  }
+  // In SQE only the send queue has stopped (UC and UD/QP1 QPs).
+  const bool receiving = qp->state == QpState::kRtr || qp->state == QpState::kRts || qp->state == QpState::kSqError;
+  if (is_datagram(*qp)) {
+    if (!receiving) {
+      ++counters_.rx_qp_not_ready;
+      return true;
+    }
+    receive_datagram(qpn, *qp, packet, frame);
+    return true;
+  }
+  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f, XRC 0xa0-0xbf.
+  if ((packet.opcode & 0xe0) != opcode_base(qp->st)) {
+    ++counters_.rx_wrong_service;
+    return true;
+  }
+  const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);
+  if (response ? qp->state != QpState::kRts : !receiving) {
+    ++counters_.rx_qp_not_ready;
+    return true;
+  }
+  if (response)
+    handle_response(packet.dest_qp, *qp, packet);
+  else
+    handle_request(packet.dest_qp, *qp, packet);
+  return true;
+}
+
+}  // namespace hcaemu::model

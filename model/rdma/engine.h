@@ -1,0 +1,193 @@
+#pragma once
+// The RDMA data path of one function (ARCHITECTURE.md "Data flow of one RDMA WRITE"): RC QPs over
+// RoCEv2. The requester fetches send WQEs on the SQ doorbell, checks their local keys, cuts the
+// message into MTU packets with PSNs and hands the frames to the port; the completer retires WQEs
+// on ACKs, READ responses and atomic ACKs and writes requester CQEs. The responder checks PSN,
+// rkey, access and bounds, scatters into receive WQEs or the remote range, executes READs and
+// atomics and answers with ACK/NAK. Errors end as IBA chapter 9 says: error CQEs, NAKs, the QP in
+// ERR, outstanding work flushed. Per-QP state lives in QueuePair::rc; this class holds the port,
+// the timer hook and counters.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/eth/queues.h"
+#include "model/rdma/rc_state.h"
+#include "model/objects/resources.h"
+#include "transport/roce_packet.h"
+
+namespace hcaemu::model {
+
+struct FunctionContext;
+
+// Stages of a message the latency trace stamps (same order as traces::Stage).
+enum class RdmaStage : uint8_t { kDoorbell, kWqeFetch, kPayloadDma, kWireFirstPacket, kRemoteDelivery, kAck, kCqeWrite, kInterrupt };
+struct StageStamp {
+  int32_t function = -1;  // vhca id the stamp belongs to; -1 = this function (remote delivery is
+                          // stamped by the responder on the requester's message)
+  uint64_t time_ps = 0;   // 0 = now
+  uint32_t qpn = 0;
+  uint64_t message = 0;
+  uint8_t opcode = 0;   // mlx5 WQE opcode
+  uint32_t bytes = 0;
+  RdmaStage stage = RdmaStage::kDoorbell;
+};
+using StageHook = std::function<void(const StageStamp&)>;
+
+struct RdmaTiming {
+  uint64_t per_packet_tx_ps = 20'000;   // pipeline per transmitted packet
+  uint64_t per_packet_rx_ps = 20'000;   // pipeline per received packet
+  uint64_t wqe_parse_ps = 10'000;
+  double link_gbps = 100.0;             // wire serialisation of each frame
+};
+
+struct RdmaCounters {
+  uint64_t sq_doorbells = 0, wqes = 0, messages_completed = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0, acks_received = 0, naks_received = 0, rnr_naks_received = 0;
+  uint64_t retransmits = 0, timeouts = 0, duplicates = 0, sequence_errors = 0;
+  uint64_t requester_cqes = 0, responder_cqes = 0, error_cqes = 0, flushed_wqes = 0;
+  uint64_t local_protection_errors = 0, remote_access_errors = 0, invalid_requests = 0, bad_wqes = 0;
+  uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
+           rx_wrong_service = 0;
+  uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
+  uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma/umr_queue.cpp)
+  uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
+  uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
+  uint64_t datagrams_sent = 0, datagrams_received = 0;
+  uint64_t datagrams_dropped_no_receive = 0;  // UD/QP1: no receive WQE posted (IBA: silently dropped)
+  uint64_t datagrams_too_long = 0;            // UD/QP1: the receive WQE completed with a length error
+  uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
+};
+
+class RdmaEngine {
+ public:
+  static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
+
+  explicit RdmaEngine(FunctionContext& function) : f_(function) {}
+
+  void set_port(EthernetPort* port) { port_ = port; }
+  void set_timing(const RdmaTiming& timing) { timing_ = timing; }
+  void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
+  // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the
+  // remote delivery of a message on the requester's trace record.
+  void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) { peer_lookup_ = std::move(lookup); }
+  // Called with each deadline of a retransmission/RNR timer (model/rdma/transport_timer.h); the owner
+  // calls on_timer() once it has passed (earlier calls do nothing).
+  void set_timer_hook(std::function<void(const TimerDeadline&)> hook) { timer_hook_ = std::move(hook); }
+  // Whether this run's timers also wait out a wall-clock floor (full-system runs), and their floors.
+  void set_timer_policy(const TimerPolicy& policy) { timer_policy_ = policy; }
+  // The model time timers count in (default: the SystemC kernel's); a test without a running
+  // kernel gives its own clock.
+  void set_timer_clock(std::function<uint64_t()> now_ps) { timer_clock_ = std::move(now_ps); }
+  // Called between the messages of an SQ batch so the owner can hand over frames that have
+  // arrived meanwhile (through receive()); returns whether it handled any.
+  void set_yield_hook(std::function<bool()> hook) { yield_hook_ = std::move(hook); }
+
+  // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
+  bool doorbell(std::span<const uint8_t> data);
+  // A frame from the switch that arrived at arrival_ps (model time; 0 = now). False when it is not
+  // RoCEv2 for this function (the Ethernet path takes it).
+  bool receive(std::span<const uint8_t> frame, uint64_t arrival_ps = 0);
+  // Retransmission and RNR timers that have expired.
+  void on_timer();
+  // The driver moved the QP to ERR by command (2ERR_QP or a modify to ERR): everything outstanding or
+  // posted on its SQ and RQ completes with a flush error, as when the engine itself finds an error.
+  void qp_moved_to_error(uint32_t qpn);
+
+  const RdmaCounters& counters() const { return counters_; }
+
+ private:
+  // Requester.
+  void process_sq(uint32_t qpn, QueuePair& qp);
+  void process_umr_sq(uint32_t qpn, QueuePair& qp);  // the driver's UMR QP: MKEY changes (rdma/umr_queue.cpp)
+  bool fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
+  // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
+  void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);
+  void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  // IBA ch. 9 implied NAK: an ACK or response for `psn` overtook a READ or atomic still waiting
+  // for its response, so that response was lost: resend from it at once. True when it did.
+  bool implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
+  void retire(uint32_t qpn, QueuePair& qp);
+  void arm_timer(QueuePair& qp);
+
+  // Datagram services, UD and QP1 (rdma/datagram.cpp).
+  static bool is_datagram(const QueuePair& qp);
+  QueuePair* gsi_qp(uint32_t& qpn);  // the function's QP1 (answers to QPN 1 on the wire) and its QPN
+  bool datagram_address(const UdAddress& av, transport::RocePacket& packet);
+  void transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& message, uint64_t issue_ps);
+  void receive_datagram(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet,
+                        std::span<const uint8_t> frame);
+
+  // Responder.
+  void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
+  bool take_receive_wqe(QueuePair& qp);
+  bool take_srq_wqe(QueuePair& qp, uint32_t srqn);  // basic SRQ / RMP / XRC SRQ: the driver-linked list of WQEs
+  // The WQE in `slot` of a receive ring (RQ or SRQ) when the driver's doorbell record at `record`
+  // is past `consumed`; false when none is posted or a DMA fails (counted).
+  bool read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
+                           uint32_t slot, std::vector<uint8_t>& bytes);
+  void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
+  void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
+
+  // Errors and completions.
+  void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
+  void responder_error(uint32_t qpn, QueuePair& qp, uint8_t syndrome, bool consumed_wqe);
+  void enter_error(uint32_t qpn, QueuePair& qp);
+  // UC and UD/QP1: a send error stops only the send queue (SQE, IBA 10.3.1); receives go on and
+  // SQERR2RTS restarts it.
+  void enter_send_queue_error(uint32_t qpn, QueuePair& qp);
+  static bool send_queue_stopped(const QueuePair& qp);  // ERR or SQE: posted sends are flushed
+  void flush(uint32_t qpn, QueuePair& qp);             // of a QP in ERR: outstanding and posted WQEs
+  void flush_send_queue(uint32_t qpn, QueuePair& qp);
+  void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
+  void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder,
+                 uint32_t srqn = 0);
+  // Queue counters (objects/queue_counters.h): one more in the set the QP is bound to, if any.
+  void count(const QueuePair& qp, uint32_t offset);
+  void count_error_cqe(uint32_t qpn, uint8_t syndrome, bool responder);
+  // Where a QP's receive completions go and the SRQ they name (0: none). An XRC target QP takes
+  // both from the XRC SRQ its current request named.
+  struct ReceiveTarget {
+    uint32_t cqn = 0, srqn = 0;
+  };
+  ReceiveTarget receive_target(const QueuePair& qp);
+  // XRC: the XRC SRQ a request's XRCETH names, when it is one of this QP's XRC domain.
+  SharedReceiveQueue* xrc_srq_for(const QueuePair& qp, uint32_t xrc_srqn);
+  // The PD remote keys and receive buffers are checked against: the QP's, or for an XRC target QP
+  // the PD of the XRC SRQ its current request named (IBA A14).
+  uint32_t responder_pd(const QueuePair& qp);
+
+  // Puts a packet on the wire once its inputs (payload bytes) are there at inputs_ready_ps (0 =
+  // now) and the pipeline has built it; the wire serialises it at the port rate.
+  bool send_frame(transport::RocePacket& packet, uint64_t inputs_ready_ps = 0);
+  bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
+  bool source_address(uint32_t gid_index, transport::RocePacket& packet);  // ours, from the GID table
+  void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
+  // Responder side: stamps a message's remote delivery on the requester's trace record.
+  void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
+                             uint8_t opcode, uint32_t bytes);
+  void send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original);
+
+  FunctionContext& f_;
+  EthernetPort* port_ = nullptr;
+  RdmaTiming timing_;
+  StageHook stage_hook_;
+  std::function<int32_t(const transport::Mac&)> peer_lookup_;
+  std::function<void(const TimerDeadline&)> timer_hook_;
+  TimerPolicy timer_policy_;
+  std::function<uint64_t()> timer_clock_;
+  uint64_t timer_now_ps() const;
+  std::function<bool()> yield_hook_;
+  uint64_t next_message_id_ = 1;
+  // The send engine reads one message ahead: the next message's WQE and payload reads are not
+  // issued before the current message's first packet has left (a bounded prefetch that hides the
+  // PCIe read latency behind the wire, as a real HCA's pipeline does).
+  uint64_t prefetch_floor_ps_ = 0;
+  uint64_t rx_arrival_ps_ = 0;  // of the frame being received
+  RdmaCounters counters_;
+};
+
+}  // namespace hcaemu::model

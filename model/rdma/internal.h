@@ -1,0 +1,62 @@
+#pragma once
+// What the RDMA engine's translation units share (rdma/engine.cpp: frames, errors, receive dispatch;
+// rdma/requester.cpp and rdma/responder.cpp: RC/UC/XRC; rdma/datagram.cpp: UD/QP1): CQE error syndromes,
+// ring constants, opcode bases and model time (the qpc fields are in prm/qpc_fields.h).
+#include <systemc>
+
+#include <cstdint>
+
+#include "model/prm/bits.h"
+#include "model/prm/qpc_fields.h"
+#include "model/objects/resources.h"
+#include "model/queues/send_wqe.h"
+#include "pcie/model_time.h"
+#include "transport/ib_opcodes.h"
+#include "transport/roce_packet.h"
+
+namespace hcaemu::model::rdma_internal {
+
+namespace op = transport::opcode;
+using transport::psn_add;
+using transport::psn_diff;
+using transport::RocePacket;
+
+// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
+namespace syndrome {
+inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
+inline constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12, kRemoteAccess = 0x13,
+                  kRemoteOperation = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
+}  // namespace syndrome
+
+inline constexpr uint32_t kCounterMask16 = 0xffff;
+inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
+
+// The engine speaks RC's opcodes; on the wire a UC or XRC QP's are RC's plus its service's base
+// (UC 0x20, XRC 0xa0), which is also what a received opcode's top three bits must be.
+inline uint8_t opcode_base(uint8_t st) {
+  return st == qp_st::kUc ? kUcOpcodeBase : st == qp_st::kXrc ? transport::opcode::kXrcBase : 0;
+}
+// RC and XRC: acknowledged, and a send error takes the whole QP to ERR.
+inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc; }
+inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
+inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
+inline constexpr uint32_t kMaxDatagram = 4096;  // the largest RoCE path MTU
+
+inline uint32_t pmtu_of(const QueuePair& qp) {
+  const uint32_t mtu = get(qp.context, qpc::kMtu);
+  return mtu >= 1 && mtu <= 5 ? 256u << (mtu - 1) : 1024u;
+}
+
+inline uint32_t packets_for(uint64_t length, uint32_t pmtu) { return length == 0 ? 1 : uint32_t((length + pmtu - 1) / pmtu); }
+
+inline bool is_read(uint8_t opcode) { return opcode == wqe_op::kRdmaRead; }
+inline bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || opcode == wqe_op::kAtomicFa; }
+
+inline uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+// Spends model time until time_ps (nothing when it has passed).
+inline void wait_until(uint64_t time_ps) {
+  const uint64_t now = now_ps();
+  if (time_ps > now) pcie::consume_model_time(sc_core::sc_time(double(time_ps - now), sc_core::SC_PS));
+}
+
+}  // namespace hcaemu::model::rdma_internal

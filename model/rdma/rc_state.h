@@ -1,0 +1,72 @@
+#pragma once
+// Per-QP state of the RC transport (IBA chapter 9): the requester's PSN, its outstanding
+// messages in PSN order and its retry budget; the responder's expected PSN, the message it is in
+// the middle of and the last atomic it executed (for duplicates). Lives inside the QueuePair so it
+// goes with the QP (2RST, DESTROY_QP, function reset) and can never dangle.
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "model/queues/send_wqe.h"
+#include "model/rdma/transport_timer.h"
+
+namespace hcaemu::model {
+
+// One send WQE on its way: fetched, validated, given its PSNs, waiting for its ACK or response.
+struct SendMessage {
+  SendWqe wqe;
+  uint64_t id = 0;              // per-function message number (latency trace)
+  uint64_t length = 0;
+  uint32_t first_psn = 0;
+  uint32_t npsn = 1;            // PSNs the message occupies (READ: one per response packet)
+  bool needs_response = false;  // READ and atomics complete on their response, not on an ACK
+  bool responded = false;
+  uint32_t read_next_psn = 0;   // the READ response PSN expected next
+  uint64_t doorbell_ps = 0;     // model time of the doorbell that brought it (latency trace)
+  uint32_t last_psn() const;
+};
+
+struct RcRequester {
+  uint32_t next_psn = 0;        // PSN of the next new packet
+  uint32_t acked_psn = 0;       // everything up to here is acknowledged
+  std::deque<SendMessage> outstanding;
+  uint32_t retries_left = 7;    // qpc retry_count, reloaded on progress
+  uint32_t rnr_retries_left = 7;  // qpc rnr_retry; 7 = retry for ever
+  bool timer_armed = false;
+  bool rnr_wait = false;        // waiting out an RNR NAK: resend from rnr_psn when the timer fires
+  uint32_t rnr_psn = 0;
+  bool implied_resend = false;  // resent from implied_psn on an implied NAK; once until progress
+  uint32_t implied_psn = 0;
+  TimerDeadline deadline{};     // ACK timeout or RNR wait (timer_armed)
+  bool fence_blocked = false;   // a fenced WQE waits for READ/atomic responses
+  bool yielding = false;        // the SQ loop handed over to arrived frames (RdmaEngine::process_sq)
+  bool sq_again = false;        // ... and one of them asked for the SQ to be processed
+};
+
+struct RcResponder {
+  uint32_t epsn = 0;            // expected PSN
+  uint32_t msn = 0;             // messages completed (AETH MSN)
+  bool sequence_nak_sent = false;
+  enum class Incoming : uint8_t { kNone, kSend, kWrite } incoming = Incoming::kNone;
+  // SEND: the receive WQE it lands in; WRITE: the remote range the first packet named.
+  bool have_wqe = false;
+  uint16_t wqe_index = 0;
+  std::vector<Sge> sges;
+  uint64_t offset = 0;
+  uint64_t write_va = 0;
+  uint32_t write_rkey = 0;
+  uint64_t write_length = 0;
+  // XRC target QPs: the XRC SRQ the current request named (its WQEs, PD and CQ serve it).
+  uint32_t xrc_srqn = 0;
+  // Duplicate atomics are answered from here, never executed twice.
+  bool atomic_valid = false;
+  uint32_t atomic_psn = 0;
+  uint64_t atomic_original = 0;
+};
+
+struct RcState {
+  RcRequester req;
+  RcResponder resp;
+};
+
+}  // namespace hcaemu::model

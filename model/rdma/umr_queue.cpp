@@ -1,0 +1,77 @@
+// The driver's UMR QP (service type REG_UMR): mlx5_ib posts UMR WQEs on it to re-register or revoke
+// an MKEY and sleeps until their completion. Each WQE is applied to the function's MKEYs
+// (model/objects/umr.cpp) and completes like a send: a requester CQE when signalled, or an error CQE that
+// stops the send queue (the driver then takes the QP through RESET back to RTS and reports the
+// failure), so the driver never waits for ever.
+#include <algorithm>
+
+#include "common/endian.h"
+#include "common/log.h"
+#include "model/queues/completion_queue.h"
+#include "model/queues/doorbell_unit.h"
+#include "model/function_context.h"
+#include "model/rdma/engine.h"
+#include "model/rdma/internal.h"
+#include "model/objects/umr.h"
+
+namespace hcaemu::model {
+
+using namespace rdma_internal;
+
+namespace {
+uint8_t umr_syndrome(UmrError error) {
+  return error == UmrError::kBadKey || error == UmrError::kBadPd ? syndrome::kLocalProtection
+                                                                   : syndrome::kLocalQpOperation;
+}
+}  // namespace
+
+void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
+  if (qp.state != QpState::kRts && !send_queue_stopped(qp)) return;
+  uint32_t producer = 0;
+  if (!read_doorbell_record(f_.memory, qp.dbr_addr + kSqDbrOffset, producer)) {
+    ++counters_.dma_faults;
+    return;
+  }
+  const uint32_t sq_blocks = 1u << qp.log_sq_size;
+  std::vector<uint8_t> bytes;
+  while (((producer - qp.sq_consumer) & kCounterMask16) != 0) {
+    const uint32_t available = (producer - qp.sq_consumer) & kCounterMask16;
+    SendWqe wqe;  // what the CQEs name
+    wqe.opcode = umr::kOpcode;
+    wqe.wqe_index = uint16_t(qp.sq_consumer);
+    uint8_t ds = 0;
+    if (available > sq_blocks || !fetch_wqe(*f_.memory, qp, qp.sq_consumer, bytes, ds)) {
+      ++counters_.umr_errors;
+      qp.sq_consumer = producer & kCounterMask16;
+      if (!send_queue_stopped(qp)) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
+      return;
+    }
+    wait_until(now_ps() + timing_.wqe_parse_ps);
+    const uint32_t blocks = std::clamp<uint32_t>((uint32_t(ds) + 3) / 4, 1, available);
+    qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
+    if (send_queue_stopped(qp)) {
+      ++counters_.flushed_wqes;
+      error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
+      continue;
+    }
+    ++counters_.umr_wqes;
+    const UmrError error = apply_umr(f_.resources, bytes);
+    if (error != UmrError::kNone) {
+      if (counters_.umr_errors++ < 10)
+        log().warn("function {}: UMR WQE {:#x} on QP {:#x} refused: {}", f_.identity.vhca_id, wqe.wqe_index, qpn,
+                   umr_error_name(error));
+      requester_error(qpn, qp, wqe, umr_syndrome(error));
+      return;
+    }
+    const bool signalled = ((bytes[11] >> 2) & 3) >= 2;  // fm_ce_se: CE 2 = CQE
+    if (!signalled) continue;
+    ++counters_.requester_cqes;
+    write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) {
+      store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(umr::kOpcode) << 24) | (qpn & 0xffffff));
+      store_be16(&cqe[cqe::kWqeCounter], wqe.wqe_index);
+      cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
+    });
+  }
+}
+
+}  // namespace hcaemu::model
