@@ -3,6 +3,8 @@
 // out keeps its value. One case per (transition, service type, optional bit), each checked both
 // ways: without the bit the old value stays, with it the new one lands. The UC WRITE loss of
 // issue 16 was the INIT2RTR case: the access flags set at RST2INIT were reset to none.
+#include <gtest/gtest-spi.h>
+
 #include <string>
 #include <systemc>
 
@@ -156,6 +158,12 @@ TEST_F(QpModifyTest, AnOptionalParameterLandsOnlyWithItsBit) {
     EXPECT_EQ(field_after(c, false), 0u) << describe(c) << " without its bit";
     EXPECT_EQ(field_after(c, true), c.accepted ? c.field.value : 0u) << describe(c) << " with its bit";
   }
+}
+
+// The headless host's driver code reports what the device refused as a failure of the test.
+TEST_F(QpModifyTest, ARefusedDriverStepFailsTheTest) {
+  Qp& qp = make(qp_st::kRc);
+  EXPECT_NONFATAL_FAILURE(n.sqe_to_rts(qp), "hostsim:");  // RST -> RTS by SQERR2RTS: BAD_QP_STATE
 }
 
 // COUNTER_SET_ID moves a QP to another queue counter set (mlx5_ib's rdma counter binding uses
