@@ -46,11 +46,7 @@ void HcaFunction::apply_timing(const TimingPreset& preset) {
   timing_.command_latency = sc_core::sc_time(preset.command_latency_us, sc_core::SC_US);
   timing_.clock_mhz = preset.hca_clock_mhz;
   timing_.wire_propagation = sc_core::sc_time(preset.propagation_ns, sc_core::SC_NS);
-  const auto ps = [&](uint32_t cycles) { return uint64_t(preset.cycles_ns(cycles) * 1000.0); };
-  rdma_.set_timing({.per_packet_tx_ps = ps(preset.per_packet_tx_cycles),
-                    .per_packet_rx_ps = ps(preset.per_packet_rx_cycles),
-                    .wqe_parse_ps = ps(preset.doorbell_cycles + preset.wqe_fetch_cycles),
-                    .link_gbps = preset.link_gbps});
+  rdma_.set_timing(RdmaTiming::from_preset(preset));
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {

@@ -97,6 +97,14 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   return true;
 }
 
+RdmaTiming RdmaTiming::from_preset(const TimingPreset& preset) {
+  const auto ps = [&](uint32_t cycles) { return uint64_t(preset.cycles_ns(cycles) * 1000.0); };
+  return {.per_packet_tx_ps = ps(preset.per_packet_tx_cycles),
+          .per_packet_rx_ps = ps(preset.per_packet_rx_cycles),
+          .wqe_parse_ps = ps(preset.doorbell_cycles + preset.wqe_fetch_cycles),
+          .link_gbps = preset.link_gbps};
+}
+
 void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syn,
                            bool responder, uint32_t srqn) {
   ++counters_.error_cqes;

@@ -14,6 +14,7 @@
 
 #include "model/eth/queues.h"
 #include "model/rdma/rc_state.h"
+#include "model/timing_preset.h"
 #include "model/objects/resources.h"
 #include "transport/roce_packet.h"
 
@@ -40,6 +41,8 @@ struct RdmaTiming {
   uint64_t per_packet_rx_ps = 20'000;   // pipeline per received packet
   uint64_t wqe_parse_ps = 10'000;
   double link_gbps = 100.0;             // wire serialisation of each frame
+
+  static RdmaTiming from_preset(const TimingPreset& preset);
 };
 
 struct RdmaCounters {
@@ -108,7 +111,12 @@ class RdmaEngine {
   void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
   // IBA ch. 9 implied NAK: an ACK or response for `psn` overtook a READ or atomic still waiting
   // for its response, so that response was lost: resend from it at once. True when it did.
-  bool implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  // `plain_ack`: the PSN came in an ACK, which is never a READ's or atomic's own response, so an
+  // ACK at such a message's last PSN already says its response was lost.
+  bool implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn, bool plain_ack);
+  // Where a go-back-N resend after `psn` starts: there, or earlier at the first READ/atomic before
+  // it whose response is still missing (received by the responder, its response lost).
+  static uint32_t resend_point(const RcRequester& req, uint32_t psn);
   void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   void retire(uint32_t qpn, QueuePair& qp);
   void arm_timer(QueuePair& qp);

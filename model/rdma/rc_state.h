@@ -58,10 +58,15 @@ struct RcResponder {
   uint64_t write_length = 0;
   // XRC target QPs: the XRC SRQ the current request named (its WQEs, PD and CQ serve it).
   uint32_t xrc_srqn = 0;
-  // Duplicate atomics are answered from here, never executed twice.
-  bool atomic_valid = false;
-  uint32_t atomic_psn = 0;
-  uint64_t atomic_original = 0;
+  // Duplicate atomics are answered from here, never executed twice. A go-back-N retransmission
+  // resends every atomic from the lost PSN on, so the results of as many recent atomics as the
+  // responder has resources for are kept (IBA 9.4.5, 9.7.5.1.3), not only the last one.
+  struct AtomicResult {
+    uint32_t psn = 0;
+    uint64_t original = 0;
+  };
+  static constexpr size_t kAtomicResults = 16;  // the caps' log_max_ra_res_qp
+  std::deque<AtomicResult> atomic_results;
 };
 
 struct RcState {

@@ -333,11 +333,19 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
   }
 }
 
-bool RdmaEngine::implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn) {
+uint32_t RdmaEngine::resend_point(const RcRequester& req, uint32_t psn) {
+  for (const SendMessage& m : req.outstanding)
+    if (m.needs_response && !m.responded && psn_diff(m.first_psn, psn) < 0)
+      return is_read(m.wqe.opcode) ? m.read_next_psn : m.first_psn;
+  return psn;
+}
+
+bool RdmaEngine::implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn, bool plain_ack) {
   RcRequester& req = qp.rc.req;
   for (const SendMessage& m : req.outstanding) {
     if (!m.needs_response || m.responded) continue;
-    if (psn_diff(psn, m.last_psn()) <= 0) return false;  // the first one waiting is not overtaken
+    const int32_t past = psn_diff(psn, m.last_psn());
+    if (past < 0 || (past == 0 && !plain_ack)) return false;  // the first one waiting is not overtaken
     const uint32_t from = is_read(m.wqe.opcode) ? m.read_next_psn : m.first_psn;
     if (req.implied_resend && req.implied_psn == from) return true;  // resent already: wait for it
     ++counters_.sequence_errors;
@@ -436,7 +444,7 @@ void RdmaEngine::on_timer() {
         continue;
       }
       --req.retries_left;
-      retransmit_from(qpn, *qp, psn_add(req.acked_psn, 1));
+      retransmit_from(qpn, *qp, resend_point(req, psn_add(req.acked_psn, 1)));
     }
     if (qp->state == QpState::kRts) arm_timer(*qp);
   }
@@ -459,9 +467,12 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
     switch (transport::aeth_type(syn)) {
       case transport::AethType::kAck:
         ++counters_.acks_received;
-        if (psn_diff(packet.psn, req.acked_psn) > 0) req.acked_psn = packet.psn;
+        if (psn_diff(packet.psn, req.acked_psn) > 0) {
+          req.acked_psn = packet.psn;
+          req.retries_left = get(qp.context, qpc::kRetryCount);  // forward progress (IBA 9.7.6.1.3)
+        }
         req.rnr_retries_left = get(qp.context, qpc::kRnrRetry);
-        implied_nak(qpn, qp, packet.psn);
+        implied_nak(qpn, qp, packet.psn, true);
         if (send_queue_stopped(qp)) return;
         break;
       case transport::AethType::kRnrNak: {
@@ -487,7 +498,10 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
       case transport::AethType::kNak: {
         ++counters_.naks_received;
         const auto code = transport::NakCode(transport::aeth_value(syn));
-        req.acked_psn = psn_add(packet.psn, transport::kPsnMask);
+        if (psn_diff(psn_add(packet.psn, transport::kPsnMask), req.acked_psn) > 0) {
+          req.acked_psn = psn_add(packet.psn, transport::kPsnMask);
+          req.retries_left = get(qp.context, qpc::kRetryCount);  // everything before it arrived: progress
+        }
         retire(qpn, qp);
         if (code == transport::NakCode::kPsnSequenceError) {
           ++counters_.sequence_errors;
@@ -497,7 +511,9 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
             return;
           }
           --req.retries_left;
-          retransmit_from(qpn, qp, packet.psn);
+          // A READ or atomic before the NAK's PSN that still waits for its response was received
+          // (the NAK says so) but its response was lost: the resend starts there, not at the NAK.
+          retransmit_from(qpn, qp, resend_point(req, packet.psn));
           arm_timer(qp);
           return;
         }
@@ -529,7 +545,7 @@ void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& 
     return;
   }
   // A response for a later READ or atomic than one still waiting: the earlier one's was lost.
-  if (implied_nak(qpn, qp, packet.psn)) return;
+  if (implied_nak(qpn, qp, packet.psn, false)) return;
   SendMessage& message = *it;
   // Everything before this message is implicitly acknowledged by its response.
   if (psn_diff(psn_add(message.first_psn, transport::kPsnMask), req.acked_psn) > 0)

@@ -174,7 +174,8 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
     if (opcode == op::kRcRdmaReadRequest) {
       send_read_responses(qpn, qp, packet.psn, packet.reth.va, packet.reth.rkey, packet.reth.dma_length);
     } else if (opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
-      if (resp.atomic_valid && resp.atomic_psn == packet.psn) send_atomic_ack(qp, packet.psn, resp.atomic_original);
+      for (const auto& done : resp.atomic_results)
+        if (done.psn == packet.psn) send_atomic_ack(qp, packet.psn, done.original);
     } else {
       reply(psn_add(resp.epsn, transport::kPsnMask), transport::aeth_ack(transport::kAethCreditsInvalid));
     }
@@ -258,9 +259,8 @@ void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& p
                                                                 : original;
     for (int i = 0; i < 8; ++i) word[i] = uint8_t(result >> (8 * i));
     if (result != original && !write_chunks(*f_.memory, chunks, 0, word)) ++counters_.dma_faults;
-    resp.atomic_valid = true;
-    resp.atomic_psn = packet.psn;
-    resp.atomic_original = original;
+    if (resp.atomic_results.size() == RcResponder::kAtomicResults) resp.atomic_results.pop_front();
+    resp.atomic_results.push_back({packet.psn, original});
     resp.epsn = psn_add(resp.epsn, 1);
     ++resp.msn;
     send_atomic_ack(qp, packet.psn, original);

@@ -670,6 +670,61 @@ TEST_F(RdmaTest, ModifyToErrorFlushesTheReceiveOfAHalfArrivedMessage) {
   EXPECT_EQ(b.state(*c.b), QpState::kError);
 }
 
+// Found by engine_bench's lossy mix: a go-back-N resend carries every atomic from the lost PSN
+// on, so the responder must answer duplicates of more than its last atomic from saved results
+// (it answered only the last one, and the requester ran out of retries).
+TEST_F(RdmaTest, BothAtomicAcksLostAreReplayedFromSavedResults) {
+  auto c = p.connect({.retry_count = 2});
+  const Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);
+  b.put64(dst, 128, 10);
+  p.wire.filter = [&](WireFrame& f) { return !(f.to == 0 && opcode_of(f) == op::kRcAtomicAcknowledge && a.engine.counters().timeouts == 0); };
+  a.post_send(*c.a, {.opcode = wqe_op::kAtomicCs, .sges = {{src.va(64), 8, src.key}}, .remote_va = dst.va(128),
+                     .rkey = dst.key, .swap_add = 20, .compare = 10});
+  a.post_send(*c.a, {.opcode = wqe_op::kAtomicFa, .sges = {{src.va(72), 8, src.key}}, .remote_va = dst.va(128),
+                     .rkey = dst.key, .swap_add = 1});
+  p.pump();
+  ASSERT_TRUE(p.expire_timers(a));
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].opcode, 0u);
+  EXPECT_EQ(done[1].opcode, 0u);
+  EXPECT_EQ(a.get64(src, 64), 10u) << "CS returned the original from the saved result";
+  EXPECT_EQ(a.get64(src, 72), 20u) << "FA returned the value CS left";
+  EXPECT_EQ(b.get64(dst, 128), 21u) << "each atomic ran once on the responder";
+  EXPECT_EQ(b.engine.counters().duplicates, 2u);
+}
+
+// Found the same way: an atomic received (its plain-ACK successor says so) whose response is lost
+// twice must be resent; the resend after a timeout started at the ACK point and skipped it.
+TEST_F(RdmaTest, AnAtomicBeforeTheAckPointWhoseResponseIsLostIsResent) {
+  auto c = p.connect({.retry_count = 3});
+  const Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);
+  b.put64(dst, 128, 5);
+  b.post_recv(*c.b, {{dst.va(0), 64, dst.key}});
+  int atomic_requests = 0, acks = 0;
+  p.wire.filter = [&](WireFrame& f) {
+    const uint8_t opcode = opcode_of(f);
+    if (f.to == 1 && opcode == op::kRcFetchAdd) return ++atomic_requests != 2;  // the first resend is lost
+    if (f.to == 0 && opcode == op::kRcAtomicAcknowledge) return atomic_requests >= 3;
+    if (f.to == 0 && opcode == op::kRcAcknowledge) return ++acks != 1;  // the SEND's first ACK is lost
+    return true;
+  };
+  a.post_send(*c.a, {.sges = {{src.va(0), 32, src.key}}});
+  a.post_send(*c.a, {.opcode = wqe_op::kAtomicFa, .sges = {{src.va(64), 8, src.key}}, .remote_va = dst.va(128),
+                     .rkey = dst.key, .swap_add = 2});
+  for (int i = 0; i < 6 && a.drain(*c.a->scq).size() < 2; ++i) {  // completions are checked below
+    p.pump();
+    if (!p.expire_timers(a)) break;
+  }
+  p.pump();
+  EXPECT_EQ(a.engine.counters().error_cqes, 0u) << "no retry exceeded";
+  EXPECT_GE(atomic_requests, 3);
+  EXPECT_EQ(a.get64(src, 64), 5u);
+  EXPECT_EQ(b.get64(dst, 128), 7u) << "the atomic ran once";
+  EXPECT_EQ(a.state(*c.a), QpState::kRts);
+}
+
 TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {
   auto c = p.connect({.retry_count = 1});
   const Mr src = a.reg_mr(1500), dst = b.reg_mr(2048);
