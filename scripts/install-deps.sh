@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   build-essential cmake pkg-config ccache git
   libsystemc-dev libboost-dev libboost-program-options-dev nlohmann-json3-dev
-  libspdlog-dev libfmt-dev libpcap-dev zlib1g-dev
+  libspdlog-dev libfmt-dev libpcap-dev zlib1g-dev libisal-dev
   libibverbs-dev  # hca_verbs_check, carried into the RDMA test guests
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev

