@@ -653,13 +653,15 @@ struct RdmaPair {
     return armed;
   }
 
-  void bring_up(Qp& qa, Qp& qb, const RcAttributes& attr) {
-    a.rst2init(qa, attr);
-    b.rst2init(qb, attr);
-    a.init2rtr(qa, attr, qb.qpn, b, attr.sq_psn_b);
-    b.init2rtr(qb, attr, qa.qpn, a, attr.sq_psn_a);
-    a.rtr2rts(qa, attr, attr.sq_psn_a);
-    b.rtr2rts(qb, attr, attr.sq_psn_b);
+  void bring_up(Qp& qa, Qp& qb, const RcAttributes& attr) { bring_up(a, qa, b, qb, attr); }
+  // Two QPs of any nodes (the same node too: local loopback) RST -> RTS, pointing at each other.
+  static void bring_up(RdmaNode& na, Qp& qa, RdmaNode& nb, Qp& qb, const RcAttributes& attr) {
+    na.rst2init(qa, attr);
+    nb.rst2init(qb, attr);
+    na.init2rtr(qa, attr, qb.qpn, nb, attr.sq_psn_b);
+    nb.init2rtr(qb, attr, qa.qpn, na, attr.sq_psn_a);
+    na.rtr2rts(qa, attr, attr.sq_psn_a);
+    nb.rtr2rts(qb, attr, attr.sq_psn_b);
   }
   // CQs and a QP on each side, RST -> RTS, pointing at each other.
   Connection connect(const RcAttributes& attr = {}, uint8_t service = qp_st::kRc) {

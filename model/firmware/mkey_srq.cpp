@@ -4,6 +4,7 @@
 // one number space, as the driver keeps them in one table.
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/prm/mkc_fields.h"
 
 namespace hcaemu::model {
 namespace {
@@ -21,24 +22,6 @@ constexpr uint32_t kPas = 0x110;             // klm_pas_mtt[] / pas[] of every c
 // create_mkey_in / mkc.
 constexpr uint32_t kMkc = 0x10, kMkcSize = 0x40;
 constexpr Field kTranslationsActualSize{0x60, 31, 0};
-namespace mkc {
-constexpr Field kFree{0x00, 30, 30};
-constexpr Field kAccessMode42{0x00, 28, 26};
-constexpr Field kUmrEn{0x00, 15, 15};
-constexpr Field kAtomic{0x00, 14, 14};
-constexpr Field kRemoteWrite{0x00, 13, 13};
-constexpr Field kRemoteRead{0x00, 12, 12};
-constexpr Field kLocalWrite{0x00, 11, 11};
-constexpr Field kLocalRead{0x00, 10, 10};
-constexpr Field kAccessMode10{0x00, 9, 8};
-constexpr Field kVariant{0x04, 7, 0};
-constexpr Field kLength64{0x0c, 31, 31};
-constexpr Field kEnRinval{0x0c, 24, 24};
-constexpr Field kPd{0x0c, 23, 0};
-constexpr uint32_t kStartAddr = 0x10;
-constexpr uint32_t kLen = 0x18;
-constexpr Field kLogPageSize{0x38, 4, 0};  // absolute
-}  // namespace mkc
 constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
 
 // srqc (create_srq_in at 0x10) and xrc_srqc (create_xrc_srq_in at 0x10).

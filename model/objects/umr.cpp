@@ -2,6 +2,7 @@
 
 #include "common/endian.h"
 #include "model/prm/bits.h"
+#include "model/prm/mkc_fields.h"
 
 namespace hcaemu::model {
 namespace {
@@ -12,32 +13,15 @@ constexpr uint32_t kKeyIndexShift = 8;
 constexpr Field kXltOctowords{umr::kControlOffset + 0x04, 31, 16};
 constexpr uint32_t kMkeyMask = umr::kControlOffset + 0x08;
 
-// The MKEY segment: mkc's layout.
+// The MKEY segment has mkc's layout.
 namespace seg {
+using mkc::within;
 constexpr uint32_t at = umr::kMkeySegmentOffset;
-constexpr Field kFree{at + 0x00, 30, 30};
-constexpr Field kAtomic{at + 0x00, 14, 14};
-constexpr Field kRemoteWrite{at + 0x00, 13, 13};
-constexpr Field kRemoteRead{at + 0x00, 12, 12};
-constexpr Field kLocalWrite{at + 0x00, 11, 11};
-constexpr Field kLocalRead{at + 0x00, 10, 10};
-constexpr Field kVariant{at + 0x04, 7, 0};
-constexpr Field kEnRinval{at + 0x0c, 24, 24};
-constexpr Field kPd{at + 0x0c, 23, 0};
+constexpr Field kFree = within(mkc::kFree, at), kAtomic = within(mkc::kAtomic, at),
+                kRemoteWrite = within(mkc::kRemoteWrite, at), kRemoteRead = within(mkc::kRemoteRead, at),
+                kLocalWrite = within(mkc::kLocalWrite, at), kLocalRead = within(mkc::kLocalRead, at),
+                kVariant = within(mkc::kVariant, at), kEnRinval = within(mkc::kEnRinval, at), kPd = within(mkc::kPd, at);
 }  // namespace seg
-
-// The same fields in the MKEY's own mkc (QUERY_MKEY shows what UMR changed).
-namespace mkc {
-constexpr Field kFree{0x00, 30, 30};
-constexpr Field kAtomic{0x00, 14, 14};
-constexpr Field kRemoteWrite{0x00, 13, 13};
-constexpr Field kRemoteRead{0x00, 12, 12};
-constexpr Field kLocalWrite{0x00, 11, 11};
-constexpr Field kLocalRead{0x00, 10, 10};
-constexpr Field kVariant{0x04, 7, 0};
-constexpr Field kEnRinval{0x0c, 24, 24};
-constexpr Field kPd{0x0c, 23, 0};
-}  // namespace mkc
 
 }  // namespace
 

@@ -22,12 +22,7 @@ struct LoopbackTest : ::testing::Test {
   std::pair<Qp*, Qp*> connect_local(uint8_t service, const RcAttributes& attr = {}) {
     Qp& q1 = n.create_qp(n.make_cq(), n.make_cq(), 0, service);
     Qp& q2 = n.create_qp(n.make_cq(), n.make_cq(), 0, service);
-    n.rst2init(q1, attr);
-    n.rst2init(q2, attr);
-    n.init2rtr(q1, attr, q2.qpn, n, attr.sq_psn_b);
-    n.init2rtr(q2, attr, q1.qpn, n, attr.sq_psn_a);
-    n.rtr2rts(q1, attr, attr.sq_psn_a);
-    n.rtr2rts(q2, attr, attr.sq_psn_b);
+    RdmaPair::bring_up(n, q1, n, q2, attr);
     return {&q1, &q2};
   }
 };
