@@ -1,5 +1,6 @@
 #include "qemu-bridge/dispatcher.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,6 +260,21 @@ void MessageDispatcher::on_irq_info(Message& m) {
 // TRIGGER installs one fd per vector start..start+count-1 (closing the previous ones), or with no
 // fds de-assigns them; MASK/UNMASK are bounds-checked and accepted as no-ops (QEMU owns masking);
 // DATA_BOOL|TRIGGER (loopback trigger) is accepted as a no-op.
+namespace {
+// An interrupt is a write to the fd on the simulation thread: only a non-blocking eventfd may
+// take it. A pipe, a socket or a file could block that thread (every function) or do worse.
+bool is_eventfd(int fd) {
+  char link[64] = {};
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+  return n > 0 && std::string_view(link, size_t(n)) == "anon_inode:[eventfd]";
+}
+bool make_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+}  // namespace
+
 void MessageDispatcher::on_set_irqs(Message& m) {
   auto p = decode_irq_set(m.payload);
   if (!p || p->argsz < kIrqSetFixedSize)
@@ -278,6 +294,10 @@ void MessageDispatcher::on_set_irqs(Message& m) {
     return reject(m, Reject::kBadFds, EINVAL, "number of fds differs from count");
   if (data == kIrqSetDataBool && p->data.size() < p->count)
     return reject(m, Reject::kBadPayload, EINVAL, "DATA_BOOL without count bytes");
+  if (data == kIrqSetDataEventfd && action == kIrqSetActionTrigger)
+    for (const UniqueFd& fd : m.fds)
+      if (!is_eventfd(fd.get()) || !make_nonblocking(fd.get()))
+        return reject(m, Reject::kBadFds, EINVAL, "SET_IRQS fd is not an eventfd");
 
   if (disable_all) {
     std::lock_guard lock(irq_mu_);
@@ -460,7 +480,10 @@ bool MessageDispatcher::signal(uint32_t vector) {
   auto& v = irqs_[kMsixIrq];
   if (vector >= v.size() || !v[vector].valid()) return false;
   uint64_t one = 1;
-  return ::write(v[vector].get(), &one, sizeof(one)) == ssize_t(sizeof(one));
+  if (::write(v[vector].get(), &one, sizeof(one)) == ssize_t(sizeof(one))) return true;
+  if (errno != EAGAIN) return false;
+  irq_would_block_.fetch_add(1, std::memory_order_relaxed);  // the counter is full: already signalled
+  return true;
 }
 
 // ---- StreamDecoder -------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ enum class Reject : uint8_t {
   kBadIndex,         // region or IRQ index out of range, or region absent
   kOutOfRange,       // offset/count outside the region, or count above max_data_xfer_size
   kBadFlags,         // unknown or inconsistent flag bits
-  kBadFds,           // fds where none belong, too many fds, or fd count != IRQ count
+  kBadFds,           // fds where none belong, too many fds, fd count != IRQ count, or an IRQ fd that is no eventfd
   kDmaMap,           // DMA_MAP refused by the map table (overlap, mmap failure...)
   kDmaUnmap,         // DMA_UNMAP of a range that was not mapped exactly
   kUnknownCommand,   // command number we do not implement
@@ -112,8 +112,11 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   // DmaMessenger: DMA_READ/WRITE round trips, chunked to the client's max_data_xfer_size.
   int dma_read(uint64_t addr, std::span<uint8_t> dst) override;
   int dma_write(uint64_t addr, std::span<const uint8_t> src) override;
-  // pcie::MsixSender: writes a u64 1 to the eventfd of MSI-X vector `vector`.
+  // pcie::MsixSender: writes a u64 1 to the eventfd of MSI-X vector `vector`, never blocking: the
+  // fds are checked to be eventfds and made non-blocking when installed; a counter the client lets
+  // fill up (it never reads) already signals, and the write that would block is counted instead.
   bool signal(uint32_t vector) override;
+  uint64_t irq_writes_would_block() const { return irq_would_block_.load(); }
 
   DmaSpace& dma() { return dma_; }
   const RejectCounters& rejects() const { return rejects_; }
@@ -165,6 +168,7 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
 
   mutable std::mutex irq_mu_;
   std::array<std::vector<UniqueFd>, kNumIrqs> irqs_;
+  std::atomic<uint64_t> irq_would_block_{0};
 
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;

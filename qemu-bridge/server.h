@@ -51,6 +51,7 @@ class VfioUserServer final : private MessageSink {
   // Valid for the server's lifetime; thread-safe.
   pcie::HostMemory& host_memory() { return dispatcher_.dma(); }
   pcie::MsixSender& msix() { return dispatcher_; }
+  uint64_t irq_writes_would_block() const { return dispatcher_.irq_writes_would_block(); }
   DmaSpace& dma_space() { return dispatcher_.dma(); }
 
   const std::string& socket_path() const { return path_; }

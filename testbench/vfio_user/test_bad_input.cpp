@@ -2,6 +2,7 @@
 // silence, or the dropped connection), the reject counter, that no fd leaked, and that the server
 // still serves a well-formed request afterwards.
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -144,6 +145,30 @@ TEST_F(ServerTest, SetIrqsWithMissingOrExtraFds) {
   // Everything the server received was closed.
   EXPECT_TRUE(eventually([&] { return open_fd_count() == baseline; }));
   EXPECT_EQ(rejected(Reject::kBadFds), 3u);
+  expect_alive();
+}
+
+// Issue 14: an interrupt is a write on the simulation thread. A pipe (or any fd but an eventfd)
+// as an MSI-X "eventfd" would block it for every function once full: refused. An eventfd the
+// client made blocking and let fill up must not block either.
+TEST_F(ServerTest, SetIrqsRefusesFdsThatAreNotEventfdsAndNeverBlocks) {
+  handshake();
+  const uint32_t trig = kIrqSetDataEventfd | kIrqSetActionTrigger;
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  UniqueFd rd(pipe_fds[0]), wr(pipe_fds[1]);
+  int one_pipe[1] = {wr.get()};
+  expect_error(client_.set_irqs(kMsixIrq, trig, 0, 1, one_pipe), EINVAL);
+  EXPECT_FALSE(server_->msix().signal(0));
+  EXPECT_EQ(rejected(Reject::kBadFds), 1u);
+
+  UniqueFd blocking(::eventfd(0, EFD_CLOEXEC));  // no EFD_NONBLOCK: the server makes its copy so
+  const uint64_t almost_full = 0xfffffffffffffffeull;
+  ASSERT_EQ(::write(blocking.get(), &almost_full, sizeof almost_full), ssize_t(sizeof almost_full));
+  int one_efd[1] = {blocking.get()};
+  ASSERT_TRUE(client_.set_irqs(kMsixIrq, trig, 1, 1, one_efd)->ok());
+  EXPECT_TRUE(server_->msix().signal(1)) << "a full counter is a pending interrupt";
+  EXPECT_EQ(server_->irq_writes_would_block(), 1u) << "and the write that would block is counted";
   expect_alive();
 }
 
