@@ -61,6 +61,13 @@ struct FunctionContext {
   // is flushed (the command runs on the same thread as the data path).
   std::function<void(uint32_t qpn)> qp_moved_to_error{};
 
+  // Set by the device that holds the embedded switch: true when another function owns `mac` (its
+  // permanent address or one in its unicast list). A unicast address belongs to one vport: a
+  // driver's MODIFY_NIC_VPORT_CONTEXT naming another's is refused, so no VF can take over another
+  // function's traffic (a macvlan with a stolen address).
+  std::function<bool(const std::array<uint8_t, 6>& mac)> unicast_owned_elsewhere{};
+  uint64_t unicast_steals_refused = 0;
+
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();
 };

@@ -86,6 +86,10 @@ class HcaFunction : public sc_core::sc_module {
   // Transport timers in model time only (the default: closed runs), or with a wall-clock floor
   // (full-system runs with live guests).
   void set_timer_policy(const TimerPolicy& policy) { rdma_.set_timer_policy(policy); }
+  // The embedded switch's owner says which unicast addresses belong to other functions.
+  void set_unicast_owner_check(std::function<bool(const std::array<uint8_t, 6>&)> owned_elsewhere) {
+    context_.unicast_owned_elsewhere = std::move(owned_elsewhere);
+  }
   const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
   // `loopback`: the function's own frame, turned around inside the NIC (RoCE between its own QPs).
   void receive(std::span<const uint8_t> frame, bool loopback = false);

@@ -51,6 +51,7 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   bool present() const { return pf_ != nullptr || vf_ != nullptr; }
 
   model::HcaFunction& hca() { return hca_; }
+  const model::HcaFunction& hca() const { return hca_; }
   pcie::PcieLink& link() { return link_; }
   const pcie::TimedHostMemory& dma() const { return dma_; }
   pcie::PciFunction* pci();  // the function's own PCIe state, null when absent

@@ -1,5 +1,7 @@
 #include "sriov/hca_device.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "sriov/vf_config_view.h"
 
@@ -61,8 +63,20 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
     port.hca().receive(frame);
   });
   eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame) { port.hca().receive(frame, true); });
+  port.hca().set_unicast_owner_check([this, &port](const std::array<uint8_t, 6>& mac) { return owned_by_other(port, mac); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
   port.hca().set_port(uplinks_.back().get());
+}
+
+bool HcaDevice::owned_by_other(const FunctionPort& asking, const std::array<uint8_t, 6>& mac) const {
+  auto owns = [&](const FunctionPort& port) {
+    if (&port == &asking || !port.present()) return false;
+    const model::FunctionContext& f = port.hca().context();
+    if (f.identity.mac == mac || (f.vport.permanent_address_set && f.vport.permanent_address == mac)) return true;
+    return std::find(f.vport.uc_addresses.begin(), f.vport.uc_addresses.end(), mac) != f.vport.uc_addresses.end();
+  };
+  if (owns(*pf_port_)) return true;
+  return std::any_of(vf_ports_.begin(), vf_ports_.end(), [&](const auto& vf) { return owns(*vf); });
 }
 
 void HcaDevice::sync_vports() {

@@ -50,6 +50,8 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   void attach_to_switch(FunctionPort& port);
   // Copies what the driver programmed (unicast addresses, vport state) into the switch.
   void sync_vports();
+  // True when a function other than `asking` owns unicast `mac` (permanent address or unicast list).
+  bool owned_by_other(const FunctionPort& asking, const std::array<uint8_t, 6>& mac) const;
 
   DeviceConfig config_;
   pcie::FunctionConfig pf_function_config_;

@@ -284,6 +284,7 @@ enum NicVportCheck : uint16_t {
   kBadMinInline = 0x15,
   kListTooLong = 0x16,
   kBadListEntry = 0x17,
+  kUnicastOwnedElsewhere = 0x18,  // a unicast address another vport owns
 };
 
 MacAddress mac_from(uint32_t hi16, uint32_t lo32) {
@@ -390,6 +391,11 @@ void modify_nic_vport_context(CommandCall& call) {
       fail(call, CommandStatus::kBadParameter, kBadPermanentAddress);
       return;
     }
+    if (f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(permanent)) {
+      ++f.unicast_steals_refused;
+      fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
+      return;
+    }
   }
   const uint32_t mtu = get(ctx, nvc::kMtu);
   if ((select & kSelMtu) && (mtu < kPortMinMtu || mtu > kPortMaxMtu)) {
@@ -420,6 +426,13 @@ void modify_nic_vport_context(CommandCall& call) {
       const MacAddress m = mac_from(get(e, nvc::kEntryMac47_32), get(e, nvc::kEntryMac31_0));
       if (is_multicast(m) != (list_type == kListMc)) {  // UC list: unicast only; MC list: groups only
         fail(call, CommandStatus::kBadParameter, kBadListEntry);
+        return;
+      }
+      if (list_type == kListUc && f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(m)) {
+        if (f.unicast_steals_refused++ < 8)
+          log().warn("function {}: unicast address {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} belongs to another "
+                     "function: refused", f.identity.vhca_id, m[0], m[1], m[2], m[3], m[4], m[5]);
+        fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
         return;
       }
     }

@@ -620,6 +620,31 @@ TEST(FwHcaVport, ContextGuidsMacRoceEnAndLists) {
   EXPECT_NE(load_be64(&vf.out[0x10 + 0x38]), node_guid) << "each function its own node GUID";
 }
 
+// Issue 14: a VF's driver (a macvlan in the guest) may not claim another function's unicast
+// address; the switch would deliver that function's traffic to it. Its own addresses stay fine.
+TEST(FwHcaVport, UnicastAddressOfAnotherFunctionIsRefused) {
+  Function vf({.is_vf = true, .vhca_id = 2});
+  const std::array<uint8_t, 6> victim{0x02, 0xc9, 0x00, 0x00, 0x00, 0x01};
+  vf.context.unicast_owned_elsewhere = [&](const std::array<uint8_t, 6>& mac) { return mac == victim; };
+  auto uc_list = [](std::initializer_list<std::pair<uint32_t, uint32_t>> macs) {
+    std::vector<uint8_t> in(0x200 + 8 * macs.size());
+    store_be32(&in[0x0c], 1u << 2);
+    store_be32(&in[0x100 + 0xf0], (0u << 24) | uint32_t(macs.size()));
+    size_t at = 0x200;
+    for (auto [hi, lo] : macs) {
+      store_be32(&in[at], hi);
+      store_be32(&in[at + 4], lo);
+      at += 8;
+    }
+    return in;
+  };
+  ASSERT_EQ(vf.run(0x755, 0, uc_list({{0x02c9, 0x00000002}, {0x0211, 0x22334455}})), kOk) << "its own and a new one";
+  EXPECT_EQ(vf.run(0x755, 0, uc_list({{0x02c9, 0x00000002}, {0x02c9, 0x00000001}})), kBadParam) << "the PF's";
+  EXPECT_EQ(vf.context.vport.uc_addresses.size(), 2u) << "the refused list changed nothing";
+  EXPECT_EQ(vf.context.vport.uc_addresses[1][5], 0x55);
+  EXPECT_EQ(vf.context.unicast_steals_refused, 1u);
+}
+
 TEST(FwHcaVport, OtherVportAndUnsupportedFieldsAreRefused) {
   for (bool is_vf : {false, true}) {
     Function f({.is_vf = is_vf, .vhca_id = uint16_t(is_vf ? 1 : 0)});
