@@ -235,6 +235,7 @@ WANT_MODULES=(
     mlx5_core mlx5_ib ib_core ib_uverbs ib_umad
     rdma_rxe crc32_generic udp_tunnel ip6_udp_tunnel
     rdma_ucm rdma_cm ib_cm iw_cm configfs
+    macvlan
 )
 MODDIR=$KRAW/lib/modules/$KVER
 declare -A MODPATH=()

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Full-system test: Ethernet between two VMs through the emulated NIC. One VM on the PF, one on a
 # VF of the same hcaemu; each brings up the unmodified mlx5e driver, they ping each other over IPv4
-# and IPv6 and, with TRANSFER=1 in the environment, move a few MB over TCP checked by checksum.
+# and IPv6, the PF guest tries to take the VF's MAC with a macvlan (refused; the VF keeps its
+# traffic) and, with TRANSFER=1 in the environment, they move a few MB over TCP checked by checksum.
 # Usage: [TRANSFER=1] run_ethernet_guests.sh HCAEMU HCAVM
 set -uo pipefail
 HCAEMU=$1
