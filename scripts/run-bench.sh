@@ -20,6 +20,7 @@ run() {  # prints the command, then its figures; a failed benchmark does not sto
 }
 run "$BUILD/bench/bridge_bench"
 run "$BUILD/bench/command_bench"
+run "$BUILD/bench/engine_bench"
 run "$ROOT/bench/guest_figures.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm" "$BUILD/bench/mmio_probe"
 run "$ROOT/bench/bringup_figures.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm"
 run "$ROOT/bench/tcp_compare.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm"
