@@ -39,7 +39,7 @@ void FunctionBackend::access(uint32_t index, uint64_t offset, std::span<uint8_t>
     auto chunk = bytes.subspan(done, piece);
     if (index == kConfigRegion) {
       if (is_write)
-        function_.config_write(uint32_t(at), chunk);
+        function_.client_config_write(uint32_t(at), chunk);
       else
         function_.config_read(uint32_t(at), chunk);
     } else if (is_write) {

@@ -30,6 +30,11 @@ class FunctionFace {
   virtual void config_read(uint32_t offset, std::span<uint8_t> out) = 0;
   virtual void config_write(uint32_t offset, std::span<const uint8_t> in) = 0;
 
+  // A config write from the function's client (vfio-user). The client is not trusted with more
+  // than its own function: the default is config_write; a PF refuses SR-IOV management (see
+  // FunctionPort::client_config_write).
+  virtual void client_config_write(uint32_t offset, std::span<const uint8_t> in) { config_write(offset, in); }
+
   // BAR accesses at an offset inside the BAR; false = the access was refused (unimplemented BAR,
   // memory space disabled, bad size); reads then return all ones.
   virtual bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) = 0;

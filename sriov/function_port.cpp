@@ -4,7 +4,9 @@
 
 #include "common/endian.h"
 #include "common/log.h"
+#include "pcie/capabilities.h"
 #include "pcie/model_time.h"
+#include "pcie/pci_regs.h"
 
 namespace hcaemu::sriov {
 
@@ -92,6 +94,33 @@ void FunctionPort::config_write(uint32_t offset, std::span<const uint8_t> in) {
     pf_->config_write_block(uint16_t(offset), in);
   else if (vf_)
     vf_->config_write_block(uint16_t(offset), in);
+}
+
+void FunctionPort::client_config_write(uint32_t offset, std::span<const uint8_t> in) {
+  if (pf_ == nullptr) return config_write(offset, in);
+  const auto overlaps = [&](uint32_t reg, uint32_t size) { return offset < reg + size && reg < offset + in.size(); };
+  if (const uint16_t sriov = pcie::find_ext_capability(pf_->config_space(), 0x0010);
+      sriov != 0 && (overlaps(sriov + 0x08, 2) || overlaps(sriov + 0x10, 2))) {  // SR-IOV Control, NumVFs
+    if (counters_.client_sriov_writes_dropped++ < 4)
+      log().warn("{}: the client's write to the SR-IOV capability (offset {:#x}) ignored: VFs are the host "
+                 "admin's (hcaemu --vfs)", function_name_, offset);
+    charge_config_access();
+    return;
+  }
+  const uint32_t dev_ctl = pcie::regs::kPcieCapOffset + pcie::regs::kExpDevCtl;
+  if (offset <= dev_ctl + 1 && dev_ctl + 1 < offset + in.size()) {
+    const uint32_t at = dev_ctl + 1 - offset;  // the high byte of Device Control
+    if (in[at] & (pcie::regs::kDevCtlInitiateFlr >> 8)) {
+      std::vector<uint8_t> without_flr(in.begin(), in.end());
+      without_flr[at] &= uint8_t(~(pcie::regs::kDevCtlInitiateFlr >> 8));
+      config_write(offset, without_flr);
+      ++counters_.client_flr_as_reset;
+      log().info("{}: the client's Initiate FLR resets the PF (SR-IOV configuration kept)", function_name_);
+      reset();
+      return;
+    }
+  }
+  config_write(offset, in);
 }
 
 bool FunctionPort::memory_space_enabled() const {

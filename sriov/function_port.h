@@ -20,6 +20,7 @@
 namespace hcaemu::sriov {
 
 struct FunctionPortCounters {
+  uint64_t client_sriov_writes_dropped = 0, client_flr_as_reset = 0;
   uint64_t refused_bar_accesses = 0;  // memory space off, function absent, unknown BAR, bad size
 };
 
@@ -38,6 +39,11 @@ class FunctionPort : public sc_core::sc_module, public FunctionFace {
   uint32_t msix_vectors() const override;
   void config_read(uint32_t offset, std::span<uint8_t> out) override;
   void config_write(uint32_t offset, std::span<const uint8_t> in) override;
+  // The PF's client may not create or destroy VFs: those belong to the host admin (hcaemu --vfs),
+  // and other VMs use them. Its writes to the SR-IOV capability's Control and NumVFs registers are
+  // dropped (counted), and its Initiate FLR resets the PF's HCA and MSI-X state as DEVICE_RESET
+  // does, without the SR-IOV reset a full FLR implies.
+  void client_config_write(uint32_t offset, std::span<const uint8_t> in) override;
   bool bar_read(int bar, uint64_t offset, std::span<uint8_t> out) override;
   bool bar_write(int bar, uint64_t offset, std::span<const uint8_t> in) override;
   void reset() override;

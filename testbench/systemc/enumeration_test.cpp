@@ -276,6 +276,38 @@ TEST(Enumeration, SriovCreatesAndDestroysVfs) {
   });
 }
 
+// Issue 14: the PF's vfio-user client (QEMU hides SR-IOV from its guest, but a direct client does
+// not have to) may not destroy or create the VFs other VMs use: its SR-IOV writes are dropped and
+// its Initiate FLR resets the PF alone.
+TEST(Enumeration, ThePfClientCannotManageVfs) {
+  H::instance().run([] {
+    auto& device = H::instance().device();
+    auto& pf = device.pf();
+    ASSERT_EQ(device.set_num_vfs(2), "");
+    const uint16_t sriov = H::find_ext_capability(pf, 0x0010);
+    const std::array<uint8_t, 2> zero{};
+    pf.client_config_write(sriov + 0x08, zero);  // VF Enable off
+    pf.client_config_write(sriov + 0x10, zero);  // NumVFs 0
+    EXPECT_EQ(device.enabled_vfs(), 2) << "the VFs stay";
+    EXPECT_EQ(H::cfg_read(pf, sriov + 0x10, 2), 2u);
+    EXPECT_EQ(pf.counters().client_sriov_writes_dropped, 2u);
+
+    enable_memory(pf, kPfBar0);
+    const uint64_t queue = H::kRamBase + 0x8000;
+    H::reg_write(pf, model::init_seg::kCmdqAddrLowSize, uint32_t(queue));
+    ASSERT_TRUE(pf.hca().init_segment().command_queue_configured());
+    const uint16_t exp = H::find_capability(pf, 0x10);
+    std::array<uint8_t, 2> flr{};
+    store_le16(flr.data(), uint16_t(H::cfg_read(pf, exp + 0x08, 2) | 0x8000));
+    pf.client_config_write(exp + 0x08, flr);
+    EXPECT_FALSE(pf.hca().init_segment().command_queue_configured()) << "the PF was reset";
+    EXPECT_EQ(device.enabled_vfs(), 2) << "and the VFs were not";
+    EXPECT_EQ(pf.counters().client_flr_as_reset, 1u);
+    ASSERT_EQ(device.set_num_vfs(0), "") << "the admin path still manages them";
+    EXPECT_EQ(device.enabled_vfs(), 0);
+  });
+}
+
 TEST(Enumeration, HostAdminPathEnablesVfsLikeSriovNumvfs) {
   H::instance().run([] {
     auto& device = H::instance().device();
