@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "common/log_limit.h"
 #include "model/eth/objects.h"
 #include "model/firmware/hca_caps.h"
 #include "model/firmware/port_registers.h"
@@ -67,6 +68,7 @@ struct FunctionContext {
   // function's traffic (a macvlan with a stolen address).
   std::function<bool(const std::array<uint8_t, 6>& mac)> unicast_owned_elsewhere{};
   uint64_t unicast_steals_refused = 0;
+  LogLimiter cq_overrun_log{};  // a guest can overrun CQ after CQ
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();

@@ -214,7 +214,8 @@ void HcaFunction::run_commands() {
     wait(timing_.command_latency);
     // Checked after the firmware delay: a reset may have come in while we waited.
     if (!init_segment_.command_queue_configured() || context_.memory == nullptr) {
-      log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
+      if (doorbell_without_queue_log_.allow())
+        log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);
       continue;
     }
     // Event mode once an EQ takes CMD events; the command that creates that EQ still completes

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log_limit.h"
 #include "model/firmware/command_queue.h"
 #include "model/queues/doorbell_unit.h"
 #include "model/eth/queues.h"
@@ -98,6 +99,7 @@ class HcaFunction : public sc_core::sc_module {
   uint16_t vhca_id() const { return context_.identity.vhca_id; }
 
  private:
+  LogLimiter doorbell_without_queue_log_;
   // Everything that changes the function's objects runs on one SystemC thread, one item at a
   // time: command slots, UAR doorbells and frames from the switch. Handlers spend model time
   // (DMA) and so yield to other processes; serialising them keeps one function's queues, CQs and

@@ -138,8 +138,11 @@ void MessageDispatcher::reply(const Header& req, std::span<const uint8_t> payloa
 void MessageDispatcher::reject(Message& m, Reject why, int err, std::string_view detail) {
   rejects_.add(why);
   m.fds.clear();  // close whatever came with it before anyone sees the reply
-  log().warn("vfio-user: rejected {} id {}: {} ({}, errno {}){}", command_name(m.hdr.command), m.hdr.msg_id, detail,
-             reject_name(why), err, m.hdr.no_reply() ? ", no reply (NO_REPLY)" : "");
+  uint64_t skipped = 0;
+  if (reject_log_[size_t(why)].allow(skipped))
+    log().warn("vfio-user: rejected {} id {}: {} ({}, errno {}){}{}", command_name(m.hdr.command), m.hdr.msg_id, detail,
+               reject_name(why), err, m.hdr.no_reply() ? ", no reply (NO_REPLY)" : "",
+               skipped != 0 ? fmt::format(" [{} more {} not logged]", skipped, reject_name(why)) : "");
   if (!m.hdr.no_reply()) send(build_error_reply(m.hdr, uint32_t(err)));
 }
 

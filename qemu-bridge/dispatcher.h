@@ -22,6 +22,8 @@
 #include "qemu-bridge/protocol.h"
 #include "qemu-bridge/unique_fd.h"
 
+#include "common/log_limit.h"
+
 namespace hcaemu::vfio_user {
 
 // Why a message was rejected; one counter each (server.rejects()).
@@ -169,6 +171,7 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   mutable std::mutex irq_mu_;
   std::array<std::vector<UniqueFd>, kNumIrqs> irqs_;
   std::atomic<uint64_t> irq_would_block_{0};
+  std::array<LogLimiter, size_t(Reject::kCount)> reject_log_{};  // rejects_ keeps the totals
 
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;

@@ -292,7 +292,8 @@ void EthQueues::sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uin
     default: break;
   }
   ++sq.errors;
-  log().warn("eth sq {:#x}: WQE {:#x} opcode {:#x} failed (syndrome {:#x}); SQ to ERR", sqn, wqe_index, opcode, syndrome);
+  if (sq_error_log_.allow())
+    log().warn("eth sq {:#x}: WQE {:#x} opcode {:#x} failed (syndrome {:#x}); SQ to ERR", sqn, wqe_index, opcode, syndrome);
   write_tx_cqe(sq, sqn, wqe_index, opcode, true, syndrome, true);
   sq.state = WqState::kError;
   sq.context[1] = uint8_t((sq.context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // sqc.state [23:20]

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "common/log_limit.h"
 #include "model/eth/objects.h"
 
 namespace hcaemu::model {
@@ -103,6 +104,7 @@ class EthQueues {
   const EthCounters& counters() const { return counters_; }
 
  private:
+  LogLimiter sq_error_log_;  // a guest can fail SQ after SQ
   struct Chunk {
     uint64_t address;
     uint32_t length;

@@ -91,12 +91,14 @@ bool CommandQueue::execute(pcie::HostMemory& memory, uint64_t queue_address, uin
   std::array<uint8_t, kEntrySize> entry{};
   if (!memory.read(entry_address, entry)) {
     ++counters_.dma_faults;
-    log().warn("cmdq: entry {} at {:#x} is outside the function's memory", slot, entry_address);
+    if (bad_entry_log_.allow())
+      log().warn("cmdq: entry {} at {:#x} is outside the function's memory ({} so far)", slot, entry_address,
+                 counters_.dma_faults);
     return false;
   }
   if ((entry[kStatusOwn] & kOwnedByHardware) == 0) {
     ++counters_.not_owned;
-    log().warn("cmdq: doorbell for entry {} which the driver still owns; ignored", slot);
+    if (not_owned_log_.allow()) log().warn("cmdq: doorbell for entry {} which the driver still owns; ignored", slot);
     return false;
   }
 

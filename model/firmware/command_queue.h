@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/log_limit.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -94,6 +95,7 @@ class CommandQueue {
 
   CommandHandler handler_;
   CommandQueueCounters counters_;
+  LogLimiter bad_entry_log_, not_owned_log_;  // the driver's doorbells trigger these
 };
 
 }  // namespace hcaemu::model

@@ -54,8 +54,9 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
     cq->in_error = true;
     ++cq->overruns;
     ++f.resources.counters.cq_error_events;
-    log().warn("cq {}: overrun (producer {:#x}, ci {:#x}, {} entries); CQ error event", cqn, cq->producer, ci,
-               cq->entries());
+    if (f.cq_overrun_log.allow())
+      log().warn("cq {}: overrun (producer {:#x}, ci {:#x}, {} entries); CQ error event", cqn, cq->producer, ci,
+                 cq->entries());
     std::array<uint8_t, eqe::kDataSize> data{};
     store_be32(&data[kCqErrorCqn], cqn & kCounterMask);
     data[kCqErrorSyndrome] = cqe::kCqErrorOverrun;
