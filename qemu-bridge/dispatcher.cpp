@@ -511,12 +511,16 @@ bool StreamDecoder::consume(std::span<const uint8_t> bytes, std::vector<UniqueFd
   if (!fds.empty() || fds_truncated) {
     // fds belong with a header; anywhere else (mid-body, mid-header after the first read) they are
     // misplaced and the message is refused. In a skipped body they are simply closed.
+    // A message keeps at most max_msg_fds of them; misplaced or extra ones are closed at once, so a
+    // client that sends fds with every byte of a long message cannot pile up the process's fds.
     const bool at_header_start = phase_ == Phase::kHeader && got_ == 0;
     if (phase_ != Phase::kSkip) {
-      cur_.fds_bad |= fds_truncated || !at_header_start || cur_.fds.size() + fds.size() > d_.max_msg_fds();
-      for (auto& fd : fds) cur_.fds.push_back(std::move(fd));
+      const bool misplaced = fds_truncated || !at_header_start;
+      cur_.fds_bad |= misplaced || cur_.fds.size() + fds.size() > d_.max_msg_fds();
+      for (auto& fd : fds)
+        if (!misplaced && cur_.fds.size() < d_.max_msg_fds()) cur_.fds.push_back(std::move(fd));
     }
-    fds.clear();
+    fds.clear();  // what was not kept closes here
   }
   while (!bytes.empty()) {
     const size_t n = std::min(want(), bytes.size());

@@ -80,9 +80,17 @@ void VfioUserServer::wake() {
 void VfioUserServer::run() {
   dispatcher_.set_io_thread(std::this_thread::get_id());
   while (!stopping_) {
-    pollfd pfd[3] = {{wake_fd_.get(), POLLIN, 0}, {listen_fd_.get(), POLLIN, 0}, {client_fd_.get(), POLLIN, 0}};
+    // While accept() fails for want of fds, the listening socket stays readable: leave it out of
+    // the poll for a while instead of spinning (the connected client is still served).
+    const auto now = std::chrono::steady_clock::now();
+    const bool listening = now >= accept_paused_until_;
+    pollfd pfd[3] = {{wake_fd_.get(), POLLIN, 0}, {listening ? listen_fd_.get() : -1, POLLIN, 0},
+                     {client_fd_.get(), POLLIN, 0}};
     const nfds_t n = client_fd_ ? 3 : 2;
-    int r = ::poll(pfd, n, -1);
+    const int timeout_ms =
+        listening ? -1
+                  : int(std::chrono::duration_cast<std::chrono::milliseconds>(accept_paused_until_ - now).count()) + 1;
+    int r = ::poll(pfd, n, timeout_ms);
     if (r < 0) {
       if (errno == EINTR) continue;
       log().error("vfio-user: poll failed: {}", std::strerror(errno));
@@ -103,8 +111,13 @@ void VfioUserServer::run() {
 void VfioUserServer::accept_client() {
   UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!fd) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      log().warn("vfio-user: accept on {} failed: {}", path_, std::strerror(errno));
+    const int err = errno;
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+      accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    uint64_t skipped = 0;
+    if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && accept_log_.allow(skipped))
+      log().warn("vfio-user: accept on {} failed: {}{}", path_, std::strerror(err),
+                 skipped != 0 ? fmt::format(" [{} more not logged]", skipped) : "");
     return;
   }
   if (client_fd_) {

@@ -74,6 +74,8 @@ class VfioUserServer final : private MessageSink {
   MessageDispatcher dispatcher_;
   StreamDecoder decoder_;
   UniqueFd listen_fd_;
+  std::chrono::steady_clock::time_point accept_paused_until_{};  // accept() ran out of fds: wait a little
+  LogLimiter accept_log_;
   UniqueFd wake_fd_;
 
   mutable std::mutex write_mu_;  // guards client_fd_ writes, client_conn_, broken_

@@ -172,6 +172,29 @@ TEST_F(ServerTest, SetIrqsRefusesFdsThatAreNotEventfdsAndNeverBlocks) {
   expect_alive();
 }
 
+// Issue 14 item 6: fds sent with every byte of a message that never ends were all kept, until the
+// process had none left (for every VM on it). Now at most max_msg_fds are held; the rest close.
+TEST_F(ServerTest, FdsWithEveryByteOfAnUnfinishedMessageAreNotHoarded) {
+  handshake();
+  std::vector<int> raw;
+  auto efds = make_eventfds(4, raw);
+  const int baseline = open_fd_count();  // with the client's own 4
+  // A header that announces a 4 KiB DMA_MAP, then its body one byte per sendmsg, 4 fds with each.
+  std::vector<uint8_t> header(16);
+  store_le16(&header[0], 77);      // msg_id
+  store_le16(&header[2], kCmdDmaMap);
+  store_le32(&header[4], 16 + 4096);
+  ASSERT_TRUE(client_.send_raw(header, raw));
+  const std::array<uint8_t, 1> byte{0};
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(client_.send_raw(byte, raw));
+  EXPECT_TRUE(eventually([&] { return open_fd_count() <= baseline + 8; }))
+      << "fds held: " << open_fd_count() - baseline << " (1,604 were sent)";
+  // The rest of the body ends the message, which is refused for its fds; the connection goes on.
+  ASSERT_TRUE(client_.send_raw(std::vector<uint8_t>(4096 - 400, 0)));
+  EXPECT_TRUE(eventually([&] { return rejected(Reject::kBadFds) == 1; }));
+  EXPECT_TRUE(eventually([&] { return open_fd_count() == baseline; })) << "and every fd it carried is closed";
+}
+
 TEST_F(ServerTest, DmaMapWithExtraFdsAndFdsOnOtherCommandsAreClosed) {
   handshake();
   const int baseline = open_fd_count();
