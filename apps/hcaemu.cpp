@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "pcie/model_time.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "qemu-bridge/server.h"
@@ -200,13 +201,13 @@ int sc_main(int argc, char** argv) {
   for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().set_timer_policy(timers);
   if (pcap) {
     device.eswitch().set_tap([&pcap](std::span<const uint8_t> frame) {
-      pcap->write(uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12), frame);
+      pcap->write(pcie::model_time_ps(), frame);
     });
   }
   if (trace) {
     auto hook = [&trace](uint16_t function) {
       return [&trace, function](const model::StageStamp& s) {
-        trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12),
+        trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps(),
                        .function = s.function >= 0 ? uint16_t(s.function) : function,
                        .qpn = s.qpn,
                        .message = s.message,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "pcie/model_time.h"
 #include "hostsim/rdma_host.h"
 #include "model/timing_preset.h"
 #include "pcie/timed_host_memory.h"
@@ -57,7 +58,7 @@ struct Options {
   std::string pcap, trace, preset = "connectx6dx-100g";
 };
 
-uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+uint64_t now_ps() { return pcie::model_time_ps(); }
 
 // Two functions, timed DMA, engines on model time, optional captures.
 struct Bench {

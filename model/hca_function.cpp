@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "common/log.h"
+#include "pcie/model_time.h"
 
 namespace hcaemu::model {
 
@@ -28,7 +29,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
     if (deadline.wall) wall_timer_.arm(*deadline.wall);
     // A model deadline already passed with a wall floor still ahead waits for the wall timer alone
     // (notifying now would spin the kernel in delta cycles until then).
-    const uint64_t now = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12);
+    const uint64_t now = pcie::model_time_ps();
     if (deadline.model_ps > now)
       model_timer_.notify(sc_core::sc_time(double(deadline.model_ps - now), sc_core::SC_PS));
     else if (!deadline.wall)
@@ -114,7 +115,7 @@ bool HcaFunction::take_arrived_frames() {
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {
-  if (!active_ || rdma_.receive(item.data, uint64_t(item.not_before.to_seconds() * 1e12))) return;
+  if (!active_ || rdma_.receive(item.data, pcie::to_ps(item.not_before))) return;
   // mlx5e sets self_lb_block on its TIRs (unicast and multicast): its own Ethernet frames never
   // come back to it.
   if (item.loopback)

@@ -52,7 +52,7 @@ inline uint32_t packets_for(uint64_t length, uint32_t pmtu) { return length == 0
 inline bool is_read(uint8_t opcode) { return opcode == wqe_op::kRdmaRead; }
 inline bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || opcode == wqe_op::kAtomicFa; }
 
-inline uint64_t now_ps() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12); }
+inline uint64_t now_ps() { return pcie::model_time_ps(); }
 // Spends model time until time_ps (nothing when it has passed).
 inline void wait_until(uint64_t time_ps) {
   const uint64_t now = now_ps();
