@@ -46,6 +46,7 @@ struct Options {
   std::string trace_prefix;
   bool print_config = false;
   bool wall_clock_timers = true;
+  std::string socket_mode = "600";
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -55,6 +56,9 @@ int parse_options(int argc, char** argv, Options& o) {
       ("help,h", "show this help and exit")
       ("version", "print the version and exit")
       ("socket-dir", po::value<std::string>(), "directory for the vfio-user sockets (created if missing)")
+      ("socket-mode", po::value<std::string>(&o.socket_mode)->default_value("600"),
+       "permissions of the socket files, octal; clients of another uid than hcaemu's (root excepted) are "
+       "refused whatever the mode")
       ("vfs", po::value<unsigned>(&o.vfs)->default_value(0),
        "VFs to enable at start, through the PF's SR-IOV capability like sriov_numvfs")
       ("config", po::value<std::string>(), "JSON device configuration (see docs/configuration.md)")
@@ -94,6 +98,11 @@ int parse_options(int argc, char** argv, Options& o) {
   o.print_config = vm.count("print-config") > 0;
   if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
   if (vm.count("socket-dir")) o.socket_dir = vm["socket-dir"].as<std::string>();
+  if (o.socket_mode.empty() || o.socket_mode.size() > 4 ||
+      o.socket_mode.find_first_not_of("01234567") != std::string::npos) {
+    std::cerr << "hcaemu: --socket-mode takes an octal mode such as 600 or 660\n";
+    return 2;
+  }
   if (o.socket_dir.empty() && !o.print_config) {
     std::cerr << "hcaemu: --socket-dir is required (see hcaemu --help)\n";
     return 2;
@@ -112,9 +121,11 @@ struct ServedFunction {
   std::unique_ptr<vfio_user::VfioUserServer> server;
 };
 
-void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& path) {
+void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& path, unsigned socket_mode) {
   if (f.server) return;
-  f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend);
+  vfio_user::ServerOptions server_options;
+  server_options.socket_mode = socket_mode;
+  f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend, server_options);
   // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
   port.attach_host(&f.server->host_memory(), &f.server->msix(), sriov::FunctionFace::MsixRouting::kHostOwnsTable);
   log().info("{}: serving on {}", port.name(), path.string());
@@ -239,8 +250,9 @@ int sc_main(int argc, char** argv) {
     vfs[i].backend = std::make_unique<bridge::FunctionBackend>(device.vf(i), *vfs[i].queue);
   }
 
+  const unsigned socket_mode = unsigned(std::stoul(options.socket_mode, nullptr, 8));
   try {
-    start_server(pf, device.pf(), options.socket_dir / "pf.sock");
+    start_server(pf, device.pf(), options.socket_dir / "pf.sock", socket_mode);
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 1;
@@ -250,7 +262,7 @@ int sc_main(int argc, char** argv) {
   device.on_vfs_changed([&](uint16_t count) {
     for (uint16_t i = 0; i < count; ++i) {
       try {
-        start_server(vfs[i], device.vf(i), options.socket_dir / ("vf" + std::to_string(i) + ".sock"));
+        start_server(vfs[i], device.vf(i), options.socket_dir / ("vf" + std::to_string(i) + ".sock"), socket_mode);
       } catch (const std::exception& e) {
         log().error("vf{}: cannot serve: {}", i, e.what());
       }

@@ -74,8 +74,12 @@ void FunctionBackend::reset(WriteDone done) {
   });
 }
 
+// A new client never sees the previous one's objects, keys, GIDs or traffic: the function is reset
+// before anything the client sends is applied (as vfio-pci resets a VF handed to a new VM). A PF's
+// reset keeps the SR-IOV configuration (FunctionPort::reset).
 void FunctionBackend::connection_changed(bool connected) {
   log().info("{}: client {}", function_.name(), connected ? "connected" : "disconnected");
+  if (connected) queue_.post([this] { function_.reset(); });
 }
 
 }  // namespace hcaemu::bridge

@@ -43,6 +43,7 @@ VfioUserServer::VfioUserServer(std::string socket_path, DeviceBackend& backend, 
   if (!listen_fd_) throw_errno(errno, "socket");
   if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
     throw_errno(errno, "bind " + path_);
+  if (::chmod(path_.c_str(), opts_.socket_mode) != 0) throw_errno(errno, "chmod " + path_);
   if (::listen(listen_fd_.get(), 4) != 0) throw_errno(errno, "listen " + path_);
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_fd_) throw_errno(errno, "eventfd");
@@ -119,6 +120,16 @@ void VfioUserServer::accept_client() {
       log().warn("vfio-user: accept on {} failed: {}{}", path_, std::strerror(err),
                  skipped != 0 ? fmt::format(" [{} more not logged]", skipped) : "");
     return;
+  }
+  ucred peer{};
+  socklen_t peer_len = sizeof(peer);
+  if (opts_.same_user_only &&
+      (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 ||
+       (peer.uid != ::geteuid() && peer.uid != 0))) {
+    ++refused_peers_;
+    if (accept_log_.allow())
+      log().warn("vfio-user: refused a client of uid {} on {} (not ours)", peer.uid, path_);
+    return;  // fd closes here
   }
   if (client_fd_) {
     dispatcher_.count_reject(Reject::kSecondClient);

@@ -33,6 +33,8 @@ namespace hcaemu::vfio_user {
 struct ServerOptions {
   ProtocolOptions protocol;                     // advertised limits, DMA reply timeout
   std::chrono::milliseconds send_timeout{5000};  // a client that stops reading this long is dropped
+  unsigned socket_mode = 0600;                   // the socket file: owner-only unless the admin says so
+  bool same_user_only = true;                    // refuse a peer (SO_PEERCRED) of another uid than ours, root excepted
 };
 
 class VfioUserServer final : private MessageSink {
@@ -51,6 +53,7 @@ class VfioUserServer final : private MessageSink {
   // Valid for the server's lifetime; thread-safe.
   pcie::HostMemory& host_memory() { return dispatcher_.dma(); }
   pcie::MsixSender& msix() { return dispatcher_; }
+  uint64_t refused_peers() const { return refused_peers_; }
   uint64_t irq_writes_would_block() const { return dispatcher_.irq_writes_would_block(); }
   DmaSpace& dma_space() { return dispatcher_.dma(); }
 
@@ -74,6 +77,7 @@ class VfioUserServer final : private MessageSink {
   MessageDispatcher dispatcher_;
   StreamDecoder decoder_;
   UniqueFd listen_fd_;
+  uint64_t refused_peers_ = 0;
   std::chrono::steady_clock::time_point accept_paused_until_{};  // accept() ran out of fds: wait a little
   LogLimiter accept_log_;
   UniqueFd wake_fd_;

@@ -2,6 +2,8 @@
 // silence, or the dropped connection), the reject counter, that no fd leaked, and that the server
 // still serves a well-formed request afterwards.
 #include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -193,6 +195,35 @@ TEST_F(ServerTest, FdsWithEveryByteOfAnUnfinishedMessageAreNotHoarded) {
   ASSERT_TRUE(client_.send_raw(std::vector<uint8_t>(4096 - 400, 0)));
   EXPECT_TRUE(eventually([&] { return rejected(Reject::kBadFds) == 1; }));
   EXPECT_TRUE(eventually([&] { return open_fd_count() == baseline; })) << "and every fd it carried is closed";
+}
+
+// Issue 14 item 10: the socket is the owner's alone, and a peer of another uid is refused even
+// if the admin opened the mode (SO_PEERCRED).
+TEST_F(ServerTest, SocketIsOwnerOnlyAndAnotherUidIsRefused) {
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another uid";
+  client_.close();
+  ASSERT_TRUE(eventually([&] { return !server_->client_connected(); }));
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(path_.c_str(), 0666), 0);  // what an admin's mode could allow
+  const pid_t child = ::fork();
+  if (child == 0) {  // as nobody: connect and see whether the server keeps the connection
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    TestClient intruder;
+    if (!intruder.connect(path_)) ::_exit(2);
+    auto r = intruder.version();
+    ::_exit(r.has_value() ? 1 : 0);  // 0: refused (no answer)
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the server answered a client of another uid";
+  EXPECT_EQ(server_->refused_peers(), 1u);
+  ASSERT_TRUE(client_.connect(path_));  // the owner still gets in
+  ASSERT_TRUE(eventually([&] { return server_->client_connected(); }));
+  handshake();
 }
 
 TEST_F(ServerTest, DmaMapWithExtraFdsAndFdsOnOtherCommandsAreClosed) {
