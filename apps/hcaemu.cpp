@@ -313,9 +313,10 @@ int sc_main(int argc, char** argv) {
                port.name(), r.wqes, r.messages_completed, r.tx_packets, r.rx_packets, r.acks_sent, r.acks_received,
                r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
                r.duplicates, r.error_cqes, r.flushed_wqes);
-    log().debug("{}: rdma drops: parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, RoCE v1 {}; local "
-                "protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, other services {}",
-                port.name(), r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
+    log().debug("{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
+                "RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, "
+                "other services {}",
+                port.name(), r.rx_not_addressed, r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
                 r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
                 r.bad_wqes, r.dma_faults, r.unsupported_service);
     if (r.umr_wqes != 0 || r.umr_errors != 0)

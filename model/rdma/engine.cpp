@@ -295,6 +295,15 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     return true;
   }
   const RocePacket& packet = parsed.packet;
+  // Steered by destination, as a ConnectX steers RoCE: a frame is this function's only when it is
+  // addressed to a GID of its table and not to a group MAC (no multicast group is ever attached).
+  // Otherwise a broadcast RoCE frame would reach QP1 and the QPs of every function.
+  const bool gid_is_mine = std::any_of(f_.vport.roce_addresses.begin(), f_.vport.roce_addresses.end(),
+                                       [&](const RoceAddress& a) { return a.in_use() && a.gid == packet.dst_gid; });
+  if ((packet.dst_mac[0] & 0x01) != 0 || !gid_is_mine) {
+    ++counters_.rx_not_addressed;
+    return true;
+  }
   const bool to_gsi = packet.dest_qp == kGsiQpn;
   uint32_t qpn = packet.dest_qp;
   QueuePair* qp = to_gsi ? gsi_qp(qpn) : f_.resources.qps.find(qpn);

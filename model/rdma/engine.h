@@ -52,6 +52,7 @@ struct RdmaCounters {
   uint64_t retransmits = 0, timeouts = 0, duplicates = 0, sequence_errors = 0;
   uint64_t requester_cqes = 0, responder_cqes = 0, error_cqes = 0, flushed_wqes = 0;
   uint64_t local_protection_errors = 0, remote_access_errors = 0, invalid_requests = 0, bad_wqes = 0;
+  uint64_t rx_not_addressed = 0;  // a group MAC or a GID that is not in the function's table
   uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
            rx_wrong_service = 0;
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;

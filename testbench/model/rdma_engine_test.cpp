@@ -725,6 +725,44 @@ TEST_F(RdmaTest, AnAtomicBeforeTheAckPointWhoseResponseIsLostIsResent) {
   EXPECT_EQ(a.state(*c.a), QpState::kRts);
 }
 
+// Issue 14: RoCE receive is steered by destination. A frame to a group MAC (broadcast RoCE) or to a
+// GID that is not in the function's table is dropped and counted, never handed to a QP by its
+// number alone; the same frame to the function's own GID is served.
+TEST_F(RdmaTest, RoceFramesNotAddressedToTheFunctionAreDropped) {
+  auto c = p.connect();
+  const Mr src = a.reg_mr(256), dst = b.reg_mr(256);
+  const auto data = pattern(200, 77);
+  a.put(src, 0, data);
+  enum class Damage { kBroadcastMac, kForeignGid, kNone } damage = Damage::kBroadcastMac;
+  p.wire.filter = [&](WireFrame& f) {
+    if (f.to != 1) return true;
+    auto parsed = parse(f);
+    if (damage == Damage::kBroadcastMac) parsed.packet.dst_mac = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    if (damage == Damage::kForeignGid) parsed.packet.dst_gid = transport::gid_from_ipv4(0x0a0000feu);
+    f.bytes = transport::build_frame(parsed.packet);
+    return true;
+  };
+  auto write_once = [&] {
+    a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 200, src.key}}, .remote_va = dst.va(0),
+                       .rkey = dst.key});
+    p.pump();
+  };
+  write_once();
+  EXPECT_EQ(b.engine.counters().rx_not_addressed, 1u) << "broadcast MAC";
+  damage = Damage::kForeignGid;
+  ASSERT_TRUE(p.expire_timers(a));  // the requester resends; the resend goes to another GID
+  p.pump();
+  EXPECT_EQ(b.engine.counters().rx_not_addressed, 2u) << "a GID not in the table";
+  EXPECT_NE(b.get(dst, 0, 200), data) << "nothing landed";
+  damage = Damage::kNone;
+  ASSERT_TRUE(p.expire_timers(a));
+  p.pump();
+  EXPECT_EQ(b.get(dst, 0, 200), data) << "addressed properly, it lands";
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, 0u);
+}
+
 TEST_F(RdmaTest, LostAckIsRecoveredByTheRetransmitTimer) {
   auto c = p.connect({.retry_count = 1});
   const Mr src = a.reg_mr(1500), dst = b.reg_mr(2048);
