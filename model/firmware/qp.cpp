@@ -113,15 +113,15 @@ struct FieldRule {
   uint32_t optional_bit;  // 0: never optional
 };
 constexpr std::array<FieldRule, 33> kAttributeFields{{
-    {{0x00, 27, 24}, kR2I, 0, opt::kLagTxAff},      // lag_tx_port_affinity
-    {{0x00, 12, 11}, kR2I, 0, opt::kPmState},       // pm_state
-    {{0x08, 31, 29}, kI2R, 0, 0},                   // mtu
-    {{0x08, 28, 24}, kI2R, 0, 0},                   // log_msg_max
-    {{0x0c, 31, 24}, kR2I, 0, opt::kCounterSetId},  // counter_set_id
-    {{0x14, 23, 0}, 0, kI2R, 0},                    // remote_qpn
-    {{0x18, 15, 0}, kR2I, 0, opt::kPkeyIndex},      // ads.pkey_index
+    {qpc::kLagTxPortAffinity, kR2I, 0, opt::kLagTxAff},
+    {qpc::kPmState, kR2I, 0, opt::kPmState},
+    {qpc::kMtu, kI2R, 0, 0},
+    {qpc::kLogMsgMax, kI2R, 0, 0},
+    {qpc::kCounterSetId, kR2I, 0, opt::kCounterSetId},
+    {qpc::kRemoteQpn, 0, kI2R, 0},
+    {qpc::kPkeyIndex, kR2I, 0, opt::kPkeyIndex},
     {{0x1c, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.grh / rlid
-    {{0x20, 31, 27}, 0, kR2S, opt::kAckTimeout},    // ads.ack_timeout
+    {qpc::kAckTimeout, 0, kR2S, opt::kAckTimeout},
     {{0x20, 23, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.src_addr_index, stat_rate, hop_limit
     {{0x24, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.tclass, flow_label
     {{0x28, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rgid_rip
@@ -130,22 +130,22 @@ constexpr std::array<FieldRule, 33> kAttributeFields{{
     {{0x34, 31, 0}, 0, kI2R, opt::kPriAddrPath},
     {{0x38, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.dscp, ecn, udp_sport
     {{0x3c, 31, 24}, 0, kI2R, opt::kPriAddrPath},   // ads.eth_prio, sl
-    {{0x3c, 23, 16}, kR2I, kI2R, opt::kPriPort},    // ads.vhca_port_num
-    {{0x3c, 15, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rmac_47_32
-    {{0x40, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.rmac_31_0
-    {{0x70, 31, 28}, 0, kR2S, 0},                   // log_ack_req_freq
-    {{0x70, 23, 21}, 0, kR2S, opt::kSraMax},        // log_sra_max
-    {{0x70, 18, 16}, 0, kR2S, opt::kRetryCount},    // retry_count
-    {{0x70, 15, 13}, 0, kR2S, opt::kRnrRetry},      // rnr_retry
-    {{0x78, 23, 0}, kR2S, 0, 0},                    // next_send_psn
-    {{0x90, 23, 21}, 0, kI2R, opt::kRraMax},        // log_rra_max
-    {{0x90, 19, 16}, kR2I, 0, opt::kRae},           // atomic_mode (goes with rae)
-    {{0x90, 15, 15}, kR2I, 0, opt::kRre},           // rre
-    {{0x90, 14, 14}, kR2I, 0, opt::kRwe},           // rwe
-    {{0x90, 13, 13}, kR2I, 0, opt::kRae},           // rae
-    {{0x94, 28, 24}, 0, kI2R, opt::kRnrTimeout},    // min_rnr_nak
-    {{0x94, 23, 0}, 0, kI2R, 0},                    // next_rcv_psn
-    {{0xa8, 31, 0}, kR2I, 0, opt::kQkey},           // q_key
+    {qpc::kVhcaPortNum, kR2I, kI2R, opt::kPriPort},
+    {qpc::kRmacHigh, 0, kI2R, opt::kPriAddrPath},
+    {qpc::kRmacLow, 0, kI2R, opt::kPriAddrPath},
+    {qpc::kLogAckReqFreq, 0, kR2S, 0},
+    {qpc::kLogSraMax, 0, kR2S, opt::kSraMax},
+    {qpc::kRetryCount, 0, kR2S, opt::kRetryCount},
+    {qpc::kRnrRetry, 0, kR2S, opt::kRnrRetry},
+    {qpc::kNextSendPsn, kR2S, 0, 0},
+    {qpc::kLogRraMax, 0, kI2R, opt::kRraMax},
+    {qpc::kAtomicMode, kR2I, 0, opt::kRae},  // goes with rae
+    {qpc::kRre, kR2I, 0, opt::kRre},
+    {qpc::kRwe, kR2I, 0, opt::kRwe},
+    {qpc::kRae, kR2I, 0, opt::kRae},
+    {qpc::kMinRnrNak, 0, kI2R, opt::kRnrTimeout},
+    {qpc::kNextRcvPsn, 0, kI2R, 0},
+    {qpc::kQkey, kR2I, 0, opt::kQkey},
 }};
 
 bool service_type_supported(uint32_t st) {
@@ -295,9 +295,8 @@ void modify_qp(CommandCall& call, const Transition& t) {
     const uint32_t mask = get(call.in(), kOptParamMask);
     const auto next = transition_context(t, *qp, sub(call.in(), kQpc, kQpcSize), mask);
     if (!check_transition_result(call, t, *qp, next)) return;
-    if ((mask & ~allowed_optional(t.bit, qp->st)) != 0)
-      log().debug("qp {:#x}: {} ignores optional parameters {:#x}", get(call.in(), kQpn), t.name,
-                  mask & ~allowed_optional(t.bit, qp->st));
+    if (const uint32_t ignored = mask & ~allowed_optional(t.bit, qp->st); ignored != 0)
+      log().debug("qp {:#x}: {} ignores optional parameters {:#x}", get(call.in(), kQpn), t.name, ignored);
     qp->context = next;
     qp->opt_param_mask = mask;
   }

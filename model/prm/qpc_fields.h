@@ -9,6 +9,8 @@
 namespace hcaemu::model::qpc {
 
 inline constexpr Field kState{0x00, 31, 28};
+inline constexpr Field kLagTxPortAffinity{0x00, 27, 24};
+inline constexpr Field kPmState{0x00, 12, 11};
 inline constexpr Field kSt{0x00, 23, 16};
 inline constexpr Field kPd{0x04, 23, 0};
 inline constexpr Field kMtu{0x08, 31, 29};
@@ -33,10 +35,14 @@ inline constexpr Field kUdpSport{0x38, 15, 0};
 inline constexpr Field kVhcaPortNum{0x3c, 23, 16};   // ads.vhca_port_num
 inline constexpr Field kRmacHigh{0x3c, 15, 0};
 inline constexpr Field kRmacLow{0x40, 31, 0};
+inline constexpr Field kLogAckReqFreq{0x70, 31, 28};
+inline constexpr Field kLogSraMax{0x70, 23, 21};
 inline constexpr Field kRetryCount{0x70, 18, 16};
 inline constexpr Field kRnrRetry{0x70, 15, 13};
 inline constexpr Field kNextSendPsn{0x78, 23, 0};
 inline constexpr Field kCqnSnd{0x7c, 23, 0};
+inline constexpr Field kLogRraMax{0x90, 23, 21};
+inline constexpr Field kAtomicMode{0x90, 19, 16};
 inline constexpr Field kRre{0x90, 15, 15};
 inline constexpr Field kRwe{0x90, 14, 14};
 inline constexpr Field kRae{0x90, 13, 13};
