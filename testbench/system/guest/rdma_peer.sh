@@ -82,6 +82,22 @@ wait_for_listener() {  # PORT SECONDS (client)
   echo "no listening rdma_cm server on port $1 after $2 s"
 }
 
+# run_client TRIES SECONDS HOST TOOL ARGS...: the client side of a tool pair (-p PORT HOST appended),
+# output in /tmp/out, exit status in rc. While the server's TCP exchange port is not open yet the
+# client is started again, up to TRIES times, a second apart.
+run_client() {
+  max_tries=$1 csecs=$2 host=$3
+  shift 3
+  tries=0
+  while :; do
+    timeout "$csecs" "$@" -p $PORT "$host" > /tmp/out 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $tries -lt "$max_tries" ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
+    tries=$((tries + 1))
+    sleep 1
+  done
+}
+
 # run NAME SECONDS RESULT_PATTERN TOOL ARGS...: runs the tool as server or client (with -p PORT and,
 # on the client, the server's address), then reports its exit status and the last line of its
 # output that matches RESULT_PATTERN. After 3 runs that timed out, the others are skipped (failed):
@@ -111,15 +127,7 @@ run() {
     timeout "$secs" "$@" -p $PORT 10.9.0.$PEER >> /tmp/out 2>&1
     rc=$?
   else
-    tries=0
-    while :; do
-      timeout "$secs" "$@" -p $PORT 10.9.0.$PEER > /tmp/out 2>&1
-      rc=$?
-      # The server's TCP exchange port is not open yet: try again for a while.
-      [ $rc -ne 0 ] && [ $tries -lt 40 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
-      tries=$((tries + 1))
-      sleep 1
-    done
+    run_client 40 "$secs" 10.9.0.$PEER "$@"
   fi
   last=$(grep -E "$pattern" /tmp/out | tail -n 1 | tr -s ' \t' ' ')
   if [ $rc -eq 0 ]; then
@@ -142,14 +150,7 @@ run_local() {
   echo "RUN: $* -p $PORT (server and client in this guest)"
   timeout "$secs" "$@" -p $PORT > /tmp/lsrv 2>&1 &
   srv=$!
-  tries=0
-  while :; do
-    timeout "$secs" "$@" -p $PORT 10.9.0.$ME > /tmp/out 2>&1
-    rc=$?
-    [ $rc -ne 0 ] && [ $tries -lt 20 ] && grep -qiE "couldn.t connect|unable to connect|refused" /tmp/out || break
-    tries=$((tries + 1))
-    sleep 1
-  done
+  run_client 20 "$secs" 10.9.0.$ME "$@"
   wait $srv
   src=$?
   last=$(grep -E "$pattern" /tmp/out | tail -n 1 | tr -s ' \t' ' ')
