@@ -143,10 +143,8 @@ uint8_t peek_ds(std::span<const uint8_t> first_segment) {
   return first_segment[kCtrlQpnDs + 3] & kDsMask;
 }
 
-WqeError parse_send_wqe(std::span<const uint8_t> bytes, uint8_t st, uint32_t expected_qpn, SendWqe& out,
-                        uint32_t max_sges) {
-  out = SendWqe{};
-  if (bytes.size() < kSegment) return WqeError::kBadDs;
+bool parse_ctrl_segment(std::span<const uint8_t> bytes, SendWqe& out) {
+  if (bytes.size() < kSegment) return false;
   const uint8_t* c = bytes.data();
   out.opmod = c[kCtrlOpmod];
   out.wqe_index = load_be16(c + kCtrlWqeIndex);
@@ -158,6 +156,13 @@ WqeError parse_send_wqe(std::span<const uint8_t> bytes, uint8_t st, uint32_t exp
   out.signalled = (fm_ce_se & kCeMask) >= kCeAlways;
   out.solicited = (fm_ce_se & kSolicited) != 0;
   out.imm = load_be32(c + kCtrlImm);
+  return true;
+}
+
+WqeError parse_send_wqe(std::span<const uint8_t> bytes, uint8_t st, uint32_t expected_qpn, SendWqe& out,
+                        uint32_t max_sges) {
+  out = SendWqe{};
+  if (!parse_ctrl_segment(bytes, out)) return WqeError::kBadDs;
 
   // Validate the frame first: ds, QPN, opcode for this service type.
   const uint32_t end = uint32_t(out.ds) * kSegment;

@@ -108,6 +108,10 @@ const char* wqe_error_name(WqeError error);
 WqeError parse_send_wqe(std::span<const uint8_t> bytes, uint8_t st, uint32_t expected_qpn, SendWqe& out,
                         uint32_t max_sges = wqe_format::kMaxDs);
 
+// The ctrl segment alone (opcode, opmod, index, QPN, ds, fence, CE, SE, immediate) into `out`, for
+// WQEs parsed elsewhere (the UMR queue); false when fewer than 16 bytes are given.
+bool parse_ctrl_segment(std::span<const uint8_t> bytes, SendWqe& out);
+
 // The ds field of a WQE's first 16 bytes (to know how many WQEBBs to fetch); 0 if unreadable.
 uint8_t peek_ds(std::span<const uint8_t> first_segment);
 

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
+#include "common/endian.h"
 #include "model/prm/bits.h"
+#include "model/queues/completion_queue.h"
 #include "model/prm/qpc_fields.h"
 #include "model/objects/resources.h"
 #include "model/queues/send_wqe.h"
@@ -53,6 +55,13 @@ inline bool is_read(uint8_t opcode) { return opcode == wqe_op::kRdmaRead; }
 inline bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || opcode == wqe_op::kAtomicFa; }
 
 inline uint64_t now_ps() { return pcie::model_time_ps(); }
+
+// The fields every requester CQE carries: send opcode and QPN, WQE counter, owner/opcode byte.
+inline void fill_requester_cqe(std::span<uint8_t> cqe, uint32_t qpn, uint8_t wqe_opcode, uint16_t wqe_index) {
+  store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(wqe_opcode) << 24) | (qpn & 0xffffff));
+  store_be16(&cqe[cqe::kWqeCounter], wqe_index);
+  cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
+}
 // Spends model time until time_ps (nothing when it has passed).
 inline void wait_until(uint64_t time_ps) {
   const uint64_t now = now_ps();

@@ -393,9 +393,7 @@ void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& m
   const uint64_t events_before = cq != nullptr ? cq->completion_events : 0;
   write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) {
     if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) store_be32(&cqe[cqe::kByteCount], uint32_t(message.length));
-    store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(wqe.opcode) << 24) | (qpn & 0xffffff));
-    store_be16(&cqe[cqe::kWqeCounter], wqe.wqe_index);
-    cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
+    fill_requester_cqe(cqe, qpn, wqe.opcode, wqe.wqe_index);
   });
   stamp(qpn, message, RdmaStage::kCqeWrite);
   cq = f_.resources.cqs.find(qp.cqn_snd);  // an armed CQ raised its completion event

@@ -63,14 +63,10 @@ void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
       requester_error(qpn, qp, wqe, umr_syndrome(error));
       return;
     }
-    const bool signalled = ((bytes[11] >> 2) & 3) >= 2;  // fm_ce_se: CE 2 = CQE
-    if (!signalled) continue;
+    SendWqe ctrl;
+    if (!parse_ctrl_segment(bytes, ctrl) || !ctrl.signalled) continue;
     ++counters_.requester_cqes;
-    write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) {
-      store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(umr::kOpcode) << 24) | (qpn & 0xffffff));
-      store_be16(&cqe[cqe::kWqeCounter], wqe.wqe_index);
-      cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
-    });
+    write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) { fill_requester_cqe(cqe, qpn, umr::kOpcode, wqe.wqe_index); });
   }
 }
 
