@@ -130,7 +130,9 @@ class RdmaEngine {
   void receive_datagram(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet,
                         std::span<const uint8_t> frame);
 
-  // Responder.
+  // Responder: the protocol is transport/rc/responder.*; ResponderPort gives it this function.
+  class ResponderPort;
+  static transport::rc::ResponderQp responder_qp(const QueuePair& qp);
   void handle_request(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   bool take_receive_wqe(QueuePair& qp);
   bool take_srq_wqe(QueuePair& qp, uint32_t srqn);  // basic SRQ / RMP / XRC SRQ: the driver-linked list of WQEs
@@ -197,6 +199,7 @@ class RdmaEngine {
   uint64_t prefetch_floor_ps_ = 0;
   uint64_t rx_arrival_ps_ = 0;  // of the frame being received
   RdmaCounters counters_;
+  transport::rc::Responder responder_;
 };
 
 }  // namespace hcaemu::model

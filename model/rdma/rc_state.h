@@ -9,6 +9,7 @@
 
 #include "model/queues/send_wqe.h"
 #include "model/rdma/transport_timer.h"
+#include "transport/rc/responder.h"
 
 namespace hcaemu::model {
 
@@ -43,30 +44,11 @@ struct RcRequester {
   bool sq_again = false;        // ... and one of them asked for the SQ to be processed
 };
 
-struct RcResponder {
-  uint32_t epsn = 0;            // expected PSN
-  uint32_t msn = 0;             // messages completed (AETH MSN)
-  bool sequence_nak_sent = false;
-  enum class Incoming : uint8_t { kNone, kSend, kWrite } incoming = Incoming::kNone;
-  // SEND: the receive WQE it lands in; WRITE: the remote range the first packet named.
-  bool have_wqe = false;
+// The responder's protocol state (transport/rc/responder.h) and the receive WQE it fills: the WQE's
+// index and buffers are the device's business, not the protocol's.
+struct RcResponder : transport::rc::ResponderState {
   uint16_t wqe_index = 0;
   std::vector<Sge> sges;
-  uint64_t offset = 0;
-  uint64_t write_va = 0;
-  uint32_t write_rkey = 0;
-  uint64_t write_length = 0;
-  // XRC target QPs: the XRC SRQ the current request named (its WQEs, PD and CQ serve it).
-  uint32_t xrc_srqn = 0;
-  // Duplicate atomics are answered from here, never executed twice. A go-back-N retransmission
-  // resends every atomic from the lost PSN on, so the results of as many recent atomics as the
-  // responder has resources for are kept (IBA 9.4.5, 9.7.5.1.3), not only the last one.
-  struct AtomicResult {
-    uint32_t psn = 0;
-    uint64_t original = 0;
-  };
-  static constexpr size_t kAtomicResults = 16;  // the caps' log_max_ra_res_qp
-  std::deque<AtomicResult> atomic_results;
 };
 
 struct RcState {

@@ -121,281 +121,193 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
   }
 }
 
-void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
-  RcResponder& resp = qp.rc.resp;
-  const bool unreliable = qp.st == qp_st::kUc;
-  // UC and XRC opcodes are RC's plus their service's base: the checks below speak RC.
-  const uint8_t opcode = uint8_t(packet.opcode & ~opcode_base(qp.st));
-  // UC answers nothing; on an error it drops the message and stays up (IBA 9.7.7 / 9.9.1.1).
-  auto reply = [&](uint32_t psn, uint8_t syn) {
-    if (!unreliable) send_ack(qpn, qp, psn, syn);
-  };
-  auto drop_message = [&]() {
-    ++counters_.uc_packets_dropped;
-    resp.incoming = RcResponder::Incoming::kNone;
-    resp.offset = 0;
-    resp.epsn = psn_add(packet.psn, 1);
-  };
-  if (qp.st == qp_st::kXrc) {
-    // Every XRC request names an XRC SRQ of the target QP's domain (IBA A14), the same one for all
-    // packets of a message: its WQEs, PD and CQ serve the message. Anything else is an invalid
-    // request (answered when it is the expected packet, dropped otherwise).
-    const bool switches = resp.incoming != RcResponder::Incoming::kNone && packet.xrc_srqn != resp.xrc_srqn;
-    if (xrc_srq_for(qp, packet.xrc_srqn) == nullptr || switches) {
-      ++counters_.invalid_requests;
-      if (packet.psn == resp.epsn) {
-        send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
-        responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, false);
-      }
-      return;
-    }
-    resp.xrc_srqn = packet.xrc_srqn;
-  }
-  if (unreliable && packet.psn != resp.epsn) {
-    // A lost packet loses its message: resynchronise on this PSN; only a first or only packet
-    // starts a new message, and the receive WQE that was being filled is used again.
-    ++counters_.sequence_errors;
-    resp.incoming = RcResponder::Incoming::kNone;
-    resp.offset = 0;
-    resp.epsn = packet.psn;
-  }
-  const int32_t distance = psn_diff(packet.psn, resp.epsn);
-  if (distance > 0) {  // a gap: one sequence NAK until the missing packet comes
-    count(qp, q_counter::kOutOfSequence);
-    if (!resp.sequence_nak_sent) {
-      resp.sequence_nak_sent = true;
-      reply(resp.epsn, transport::aeth_nak(transport::NakCode::kPsnSequenceError));
-    }
-    return;
-  }
-  if (distance < 0) {  // a duplicate: answer again, change nothing
-    ++counters_.duplicates;
-    count(qp, q_counter::kDuplicateRequest);
-    if (opcode == op::kRcRdmaReadRequest) {
-      send_read_responses(qpn, qp, packet.psn, packet.reth.va, packet.reth.rkey, packet.reth.dma_length);
-    } else if (opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
-      for (const auto& done : resp.atomic_results)
-        if (done.psn == packet.psn) send_atomic_ack(qp, packet.psn, done.original);
-    } else {
-      reply(psn_add(resp.epsn, transport::kPsnMask), transport::aeth_ack(transport::kAethCreditsInvalid));
-    }
-    return;
-  }
-  resp.sequence_nak_sent = false;
-  const uint16_t headers = transport::headers_of(opcode);
-  const bool first = headers & transport::hdr::kFirst, last = headers & transport::hdr::kLast;
-  const bool is_send = opcode <= op::kRcSendOnlyImm || opcode == op::kRcSendLastInvalidate ||
-                       opcode == op::kRcSendOnlyInvalidate;
-  const bool is_write = opcode >= op::kRcRdmaWriteFirst && opcode <= op::kRcRdmaWriteOnlyImm;
-  const uint8_t ack_ok = transport::aeth_ack(transport::kAethCreditsInvalid);
+// The HCA's side of the transport responder (transport/rc/responder.h): receive WQEs, MKEY checks
+// and DMA into this function's memory, CQEs, frames, counters, for one request packet.
+class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
+ public:
+  using HostResult = transport::rc::HostResult;
+  using RemoteAccess = transport::rc::RemoteAccess;
+  using MessageKind = transport::rc::MessageKind;
 
-  auto invalid_request = [&]() {
-    if (unreliable) return drop_message();
-    ++counters_.invalid_requests;
-    send_ack(qpn, qp, packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
-    responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, false);
-  };
-  // The opcode sequence of IBA 9.8.3: middle/last only inside a message of the same kind.
-  const RcResponder::Incoming kind = is_send ? RcResponder::Incoming::kSend : RcResponder::Incoming::kWrite;
-  if ((is_send || is_write) && first != (resp.incoming == RcResponder::Incoming::kNone)) {
-    invalid_request();
-    return;
-  }
-  if ((is_send || is_write) && !first && resp.incoming != kind) {
-    invalid_request();
-    return;
-  }
-  // The receive pipeline works on a packet from its arrival on: one that waited in the queue
-  // behind others has been through it already.
-  wait_until(rx_arrival_ps_ + timing_.per_packet_rx_ps);
+  ResponderPort(RdmaEngine& engine, uint32_t qpn, QueuePair& qp, const RocePacket& packet)
+      : e_(engine), qpn_(qpn), qp_(qp), packet_(packet) {}
 
-  if (unreliable && !is_send && !is_write) {
-    invalid_request();
-    return;
-  }
-  if (opcode == op::kRcRdmaReadRequest || opcode == op::kRcCompareSwap || opcode == op::kRcFetchAdd) {
-    const bool read = opcode == op::kRcRdmaReadRequest;
-    const uint64_t va = read ? packet.reth.va : packet.atomic.va;
-    const uint32_t rkey = read ? packet.reth.rkey : packet.atomic.rkey;
-    const uint64_t length = read ? packet.reth.dma_length : 8;
-    if (!read && (va & 7) != 0) {
-      invalid_request();
-      return;
-    }
-    const bool allowed = read ? get(qp.context, qpc::kRre) : get(qp.context, qpc::kRae);
+  bool xrc_srq_valid(uint32_t srqn) override { return e_.xrc_srq_for(qp_, srqn) != nullptr; }
+  bool take_receive_wqe() override { return e_.take_receive_wqe(qp_); }
+
+  HostResult check_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind) override {
     std::vector<DmaChunk> chunks;
-    const ProtectionError error =
-        allowed ? translate(f_.resources, rkey, responder_pd(qp), va, length, read ? access::kRemoteRead : access::kAtomic, chunks)
-                : ProtectionError::kAccess;
-    if (error != ProtectionError::kNone) {
-      ++counters_.remote_access_errors;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
-      responder_error(qpn, qp, syndrome::kRemoteAccess, false);
-      return;
-    }
-    count(qp, read ? q_counter::kRxReadRequests : q_counter::kRxAtomicRequests);
-    stamp_remote_delivery(qp, packet.src_mac, psn_add(packet.psn, read ? packets_for(length, pmtu_of(qp)) - 1 : 0),
-                          read ? wqe_op::kRdmaRead : opcode == op::kRcFetchAdd ? wqe_op::kAtomicFa : wqe_op::kAtomicCs,
-                          uint32_t(length));
-    if (read) {
-      const uint32_t count = packets_for(length, pmtu_of(qp));
-      resp.epsn = psn_add(resp.epsn, count);
-      ++resp.msn;
-      send_read_responses(qpn, qp, packet.psn, va, rkey, uint32_t(length));
-      return;
-    }
-    // Atomics run on 8 bytes of responder memory in host byte order (little-endian).
-    std::array<uint8_t, 8> word{};
-    if (f_.memory == nullptr || !read_chunks(*f_.memory, chunks, 0, word)) {
-      ++counters_.dma_faults;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
-      responder_error(qpn, qp, syndrome::kRemoteOperation, false);
-      return;
-    }
-    uint64_t original = 0;
-    for (int i = 0; i < 8; ++i) original |= uint64_t(word[i]) << (8 * i);
-    const uint64_t result = opcode == op::kRcFetchAdd ? original + packet.atomic.swap_add
-                            : original == packet.atomic.compare ? packet.atomic.swap_add
-                                                                : original;
-    for (int i = 0; i < 8; ++i) word[i] = uint8_t(result >> (8 * i));
-    if (result != original && !write_chunks(*f_.memory, chunks, 0, word)) ++counters_.dma_faults;
-    if (resp.atomic_results.size() == RcResponder::kAtomicResults) resp.atomic_results.pop_front();
-    resp.atomic_results.push_back({packet.psn, original});
-    resp.epsn = psn_add(resp.epsn, 1);
-    ++resp.msn;
-    send_atomic_ack(qp, packet.psn, original);
-    return;
+    return translate_remote(va, rkey, length, kind, chunks) ? HostResult::kOk : HostResult::kProtection;
   }
-  if (!is_send && !is_write) {
-    invalid_request();
-    return;
-  }
-  const bool with_imm = headers & transport::hdr::kImmDt;
-  const bool needs_wqe = is_send || (is_write && with_imm && last);
-  if (is_write && first) {
-    if (!get(qp.context, qpc::kRwe)) {
-      ++counters_.remote_access_errors;
-      if (unreliable) return drop_message();
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
-      responder_error(qpn, qp, syndrome::kRemoteAccess, false);
-      return;
-    }
-    count(qp, q_counter::kRxWriteRequests);
-    resp.write_va = packet.reth.va;
-    resp.write_rkey = packet.reth.rkey;
-    resp.write_length = packet.reth.dma_length;
-    resp.offset = 0;
-    resp.have_wqe = false;
-  }
-  // A receive WQE is needed before anything lands for a SEND (and at the end of a WRITE with
-  // immediate): none posted means RNR NAK, and the requester sends the same packet again.
-  if (needs_wqe && !resp.have_wqe && !take_receive_wqe(qp)) {
-    count(qp, q_counter::kOutOfBuffer);
-    if (unreliable) return drop_message();  // UC has no RNR: the message is lost
-    // The packets behind it are dropped silently until it comes again: a sequence
-    // NAK for them would make the requester resend at once and spend its retry count.
-    resp.sequence_nak_sent = true;
-    reply(packet.psn, transport::aeth_rnr_nak(uint8_t(get(qp.context, qpc::kMinRnrNak))));
-    return;
-  }
-  if (is_write) {
-    if (resp.offset + packet.payload.size() > resp.write_length) {
-      invalid_request();
-      return;
-    }
+
+  HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) override {
     std::vector<DmaChunk> chunks;
-    const ProtectionError error =
-        translate(f_.resources, resp.write_rkey, responder_pd(qp), resp.write_va + resp.offset, packet.payload.size(),
-                  access::kRemoteWrite, chunks);
-    if (error != ProtectionError::kNone) {
-      ++counters_.remote_access_errors;
-      log().debug("function {}: QP {:#x}: RDMA WRITE rkey {:#x}: {}", f_.identity.vhca_id, qpn, resp.write_rkey,
-                  protection_error_name(error));
-      if (unreliable) return drop_message();
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteAccessError));
-      responder_error(qpn, qp, syndrome::kRemoteAccess, resp.have_wqe);
-      return;
-    }
-    if (!packet.payload.empty() && (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, 0, packet.payload))) {
-      ++counters_.dma_faults;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
-      responder_error(qpn, qp, syndrome::kRemoteOperation, resp.have_wqe);
-      return;
-    }
-  } else {
+    if (!translate_remote(va, rkey, data.size(), RemoteAccess::kWrite, chunks)) return HostResult::kProtection;
+    return write(chunks, 0, data);
+  }
+
+  HostResult write_receive(uint64_t offset, std::span<const uint8_t> data) override {
     std::vector<DmaChunk> chunks;
     uint64_t total = 0;
-    const ProtectionError error = translate_sges(f_.resources, resp.sges, responder_pd(qp), access::kLocalWrite, chunks, total);
-    if (error != ProtectionError::kNone) {
-      ++counters_.local_protection_errors;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
-      responder_error(qpn, qp, syndrome::kLocalProtection, true);
-      return;
-    }
-    if (resp.offset + packet.payload.size() > total) {
-      ++counters_.invalid_requests;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
-      responder_error(qpn, qp, syndrome::kLocalLength, true);
-      return;
-    }
-    if (!packet.payload.empty() &&
-        (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, resp.offset, packet.payload))) {
-      ++counters_.dma_faults;
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kRemoteOperationalError));
-      responder_error(qpn, qp, syndrome::kLocalProtection, true);
-      return;
-    }
+    if (translate_sges(e_.f_.resources, qp_.rc.resp.sges, e_.responder_pd(qp_), access::kLocalWrite, chunks, total) !=
+        ProtectionError::kNone)
+      return HostResult::kProtection;
+    if (offset + data.size() > total) return HostResult::kLength;
+    return write(chunks, offset, data);
   }
-  resp.offset += packet.payload.size();
-  resp.epsn = psn_add(resp.epsn, 1);
-  resp.incoming = last ? RcResponder::Incoming::kNone : kind;
-  if (last && (headers & transport::hdr::kIeth) != 0) {
-    // The data is placed; the key the requester names is freed before the completion says so.
-    const ProtectionError error = invalidate_remotely(f_.resources, packet.invalidate_rkey, responder_pd(qp));
-    if (error != ProtectionError::kNone) {
-      ++counters_.invalid_requests;
-      log().debug("function {}: QP {:#x}: SEND with Invalidate of key {:#x}: {}", f_.identity.vhca_id, qpn,
-                  packet.invalidate_rkey, protection_error_name(error));
-      reply(packet.psn, transport::aeth_nak(transport::NakCode::kInvalidRequest));
-      responder_error(qpn, qp, syndrome::kRemoteInvalidRequest, true);
-      return;
-    }
-    ++counters_.remote_invalidations;
+
+  HostResult atomic(const transport::AtomicEth& atomic, bool fetch_add, uint64_t& original) override {
+    std::vector<DmaChunk> chunks;
+    // Atomics run on 8 bytes of responder memory in host byte order (little-endian).
+    std::array<uint8_t, 8> word{};
+    if (!translate_remote(atomic.va, atomic.rkey, 8, RemoteAccess::kAtomic, chunks) || e_.f_.memory == nullptr ||
+        !read_chunks(*e_.f_.memory, chunks, 0, word))
+      return HostResult::kDmaFault;
+    original = 0;
+    for (int i = 0; i < 8; ++i) original |= uint64_t(word[i]) << (8 * i);
+    const uint64_t result = fetch_add                      ? original + atomic.swap_add
+                            : original == atomic.compare ? atomic.swap_add
+                                                         : original;
+    for (int i = 0; i < 8; ++i) word[i] = uint8_t(result >> (8 * i));
+    if (result != original && !write_chunks(*e_.f_.memory, chunks, 0, word)) ++e_.counters_.dma_faults;
+    return HostResult::kOk;
   }
-  if (last) {
-    ++resp.msn;
-    stamp_remote_delivery(qp, packet.src_mac, packet.psn,
-                          is_write                              ? (with_imm ? wqe_op::kRdmaWriteImm : wqe_op::kRdmaWrite)
-                          : with_imm                            ? wqe_op::kSendImm
-                          : (headers & transport::hdr::kIeth) ? wqe_op::kSendInval
-                                                                : wqe_op::kSend,
-                          uint32_t(is_write ? resp.write_length : resp.offset));
-    if (needs_wqe) {
-      ++counters_.responder_cqes;
-      const uint8_t cqe_opcode = is_write                                    ? cqe::kRespWriteImm
-                                 : with_imm                                  ? cqe::kRespSendImm
-                                 : (headers & transport::hdr::kIeth) != 0    ? cqe::kRespSendInv
-                                                                             : cqe::kRespSend;
-      const uint32_t bytes = uint32_t(is_write ? resp.write_length : resp.offset);
-      const uint16_t index = resp.wqe_index;
-      const ReceiveTarget target = receive_target(qp);
-      write_cqe(
-          f_, target.cqn,
-          [&](std::span<uint8_t> cqe) {
-            if (with_imm) store_be32(&cqe[cqe::kImmediate], packet.immediate);
-            if (headers & transport::hdr::kIeth) store_be32(&cqe[cqe::kImmediate], packet.invalidate_rkey);
-            store_be32(&cqe[cqe::kByteCount], bytes);
-            if (target.srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], target.srqn & 0xffffff);
-            store_be32(&cqe[cqe::kSopDropQpn], qpn & 0xffffff);
-            store_be16(&cqe[cqe::kWqeCounter], index);
-            cqe[cqe::kOpOwn] = uint8_t(cqe_opcode << 4);
-          },
-          packet.solicited);
-    }
-    resp.have_wqe = false;
-    resp.offset = 0;
+
+  HostResult invalidate(uint32_t rkey) override {
+    const ProtectionError error = invalidate_remotely(e_.f_.resources, rkey, e_.responder_pd(qp_));
+    if (error == ProtectionError::kNone) return HostResult::kOk;
+    log().debug("function {}: QP {:#x}: SEND with Invalidate of key {:#x}: {}", e_.f_.identity.vhca_id, qpn_, rkey,
+                protection_error_name(error));
+    return HostResult::kProtection;
   }
-  if (packet.ack_req || last) reply(packet.psn, ack_ok);
+
+  void send_ack(uint32_t psn, uint8_t syndrome, uint32_t) override { e_.send_ack(qpn_, qp_, psn, syndrome); }
+  void send_atomic_ack(uint32_t psn, uint64_t original, uint32_t) override { e_.send_atomic_ack(qp_, psn, original); }
+  void send_read_responses(uint32_t psn, const transport::Reth& reth, uint32_t) override {
+    e_.send_read_responses(qpn_, qp_, psn, reth.va, reth.rkey, reth.dma_length);
+  }
+  void complete_receive(const transport::rc::ReceiveCompletion& done) override;
+  void fail(transport::rc::ResponderError error, bool wqe_taken) override {
+    e_.responder_error(qpn_, qp_, syndrome_of(error), wqe_taken);
+  }
+  void pipeline() override { wait_until(e_.rx_arrival_ps_ + e_.timing_.per_packet_rx_ps); }
+  void delivered(uint32_t last_psn, MessageKind kind, uint32_t bytes) override {
+    e_.stamp_remote_delivery(qp_, packet_.src_mac, last_psn, wqe_opcode_of(kind), bytes);
+  }
+  void count(transport::rc::ResponderEvent event) override;
+
+ private:
+  bool translate_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind, std::vector<DmaChunk>& chunks) {
+    const uint32_t need = kind == RemoteAccess::kRead    ? access::kRemoteRead
+                          : kind == RemoteAccess::kWrite ? access::kRemoteWrite
+                                                         : access::kAtomic;
+    const ProtectionError error = translate(e_.f_.resources, rkey, e_.responder_pd(qp_), va, length, need, chunks);
+    if (error != ProtectionError::kNone)
+      log().debug("function {}: QP {:#x}: remote key {:#x}: {}", e_.f_.identity.vhca_id, qpn_, rkey,
+                  protection_error_name(error));
+    return error == ProtectionError::kNone;
+  }
+  HostResult write(const std::vector<DmaChunk>& chunks, uint64_t offset, std::span<const uint8_t> data) {
+    if (data.empty()) return HostResult::kOk;
+    return e_.f_.memory != nullptr && write_chunks(*e_.f_.memory, chunks, offset, data) ? HostResult::kOk
+                                                                                          : HostResult::kDmaFault;
+  }
+  static uint8_t syndrome_of(transport::rc::ResponderError error) {
+    using E = transport::rc::ResponderError;
+    switch (error) {
+      case E::kLocalLength: return syndrome::kLocalLength;
+      case E::kLocalProtection: return syndrome::kLocalProtection;
+      case E::kRemoteInvalidRequest: return syndrome::kRemoteInvalidRequest;
+      case E::kRemoteAccess: return syndrome::kRemoteAccess;
+      case E::kRemoteOperation: return syndrome::kRemoteOperation;
+    }
+    return syndrome::kRemoteOperation;
+  }
+  static uint8_t wqe_opcode_of(MessageKind kind) {
+    switch (kind) {
+      case MessageKind::kSend: return wqe_op::kSend;
+      case MessageKind::kSendImm: return wqe_op::kSendImm;
+      case MessageKind::kSendInvalidate: return wqe_op::kSendInval;
+      case MessageKind::kWrite: return wqe_op::kRdmaWrite;
+      case MessageKind::kWriteImm: return wqe_op::kRdmaWriteImm;
+      case MessageKind::kRead: return wqe_op::kRdmaRead;
+      case MessageKind::kCompareSwap: return wqe_op::kAtomicCs;
+      case MessageKind::kFetchAdd: return wqe_op::kAtomicFa;
+    }
+    return wqe_op::kSend;
+  }
+
+  RdmaEngine& e_;
+  uint32_t qpn_;
+  QueuePair& qp_;
+  const RocePacket& packet_;
+};
+
+void RdmaEngine::ResponderPort::complete_receive(const transport::rc::ReceiveCompletion& done) {
+  const uint8_t cqe_opcode = done.kind == MessageKind::kWriteImm         ? cqe::kRespWriteImm
+                             : done.kind == MessageKind::kSendImm        ? cqe::kRespSendImm
+                             : done.kind == MessageKind::kSendInvalidate ? cqe::kRespSendInv
+                                                                         : cqe::kRespSend;
+  const bool carries_word = done.kind != MessageKind::kSend;
+  const uint16_t index = qp_.rc.resp.wqe_index;
+  const ReceiveTarget target = e_.receive_target(qp_);
+  write_cqe(
+      e_.f_, target.cqn,
+      [&](std::span<uint8_t> cqe) {
+        if (carries_word) store_be32(&cqe[cqe::kImmediate], done.immediate);
+        store_be32(&cqe[cqe::kByteCount], done.bytes);
+        if (target.srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], target.srqn & 0xffffff);
+        store_be32(&cqe[cqe::kSopDropQpn], qpn_ & 0xffffff);
+        store_be16(&cqe[cqe::kWqeCounter], index);
+        cqe[cqe::kOpOwn] = uint8_t(cqe_opcode << 4);
+      },
+      done.solicited);
+}
+
+void RdmaEngine::ResponderPort::count(transport::rc::ResponderEvent event) {
+  using E = transport::rc::ResponderEvent;
+  RdmaCounters& c = e_.counters_;
+  switch (event) {
+    case E::kWriteRequest: e_.count(qp_, q_counter::kRxWriteRequests); break;
+    case E::kReadRequest: e_.count(qp_, q_counter::kRxReadRequests); break;
+    case E::kAtomicRequest: e_.count(qp_, q_counter::kRxAtomicRequests); break;
+    case E::kDuplicate:
+      ++c.duplicates;
+      e_.count(qp_, q_counter::kDuplicateRequest);
+      break;
+    case E::kOutOfSequence: e_.count(qp_, q_counter::kOutOfSequence); break;
+    case E::kUcResync: ++c.sequence_errors; break;
+    case E::kInvalidXrcSrq:
+    case E::kOpcodeSequence:
+    case E::kUnsupportedOpcode:
+    case E::kMisalignedAtomic:
+    case E::kWriteBeyondLength:
+    case E::kReceiveTooLong:
+    case E::kInvalidateFailed: ++c.invalid_requests; break;
+    case E::kRemoteAccess: ++c.remote_access_errors; break;
+    case E::kNoReceiveWqe: e_.count(qp_, q_counter::kOutOfBuffer); break;
+    case E::kLocalProtection: ++c.local_protection_errors; break;
+    case E::kDmaFault: ++c.dma_faults; break;
+    case E::kUcMessageDropped: ++c.uc_packets_dropped; break;
+    case E::kRemoteInvalidation: ++c.remote_invalidations; break;
+    case E::kCompletion: ++c.responder_cqes; break;
+    case E::kCount: break;
+  }
+}
+
+transport::rc::ResponderQp RdmaEngine::responder_qp(const QueuePair& qp) {
+  using transport::rc::Service;
+  return {.service = qp.st == qp_st::kUc ? Service::kUc : qp.st == qp_st::kXrc ? Service::kXrc : Service::kRc,
+          .remote_read = get(qp.context, qpc::kRre) != 0,
+          .remote_write = get(qp.context, qpc::kRwe) != 0,
+          .remote_atomic = get(qp.context, qpc::kRae) != 0,
+          .pmtu = pmtu_of(qp),
+          .min_rnr_timer = uint8_t(get(qp.context, qpc::kMinRnrNak))};
+}
+
+void RdmaEngine::handle_request(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
+  ResponderPort port(*this, qpn, qp, packet);
+  responder_.receive(qp.rc.resp, responder_qp(qp), packet, port);
 }
 
 }  // namespace hcaemu::model
