@@ -110,14 +110,9 @@ class RdmaEngine {
   // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
   void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);
   void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
-  // IBA ch. 9 implied NAK: an ACK or response for `psn` overtook a READ or atomic still waiting
-  // for its response, so that response was lost: resend from it at once. True when it did.
-  // `plain_ack`: the PSN came in an ACK, which is never a READ's or atomic's own response, so an
-  // ACK at such a message's last PSN already says its response was lost.
-  bool implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn, bool plain_ack);
-  // Where a go-back-N resend after `psn` starts: there, or earlier at the first READ/atomic before
-  // it whose response is still missing (received by the responder, its response lost).
-  static uint32_t resend_point(const RcRequester& req, uint32_t psn);
+  // Completer: the protocol is transport/rc/completer.*; CompleterPort gives it this function.
+  class CompleterPort;
+  static transport::rc::CompleterQp completer_qp(const QueuePair& qp);
   void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   void retire(uint32_t qpn, QueuePair& qp);
   void arm_timer(QueuePair& qp);
@@ -200,6 +195,7 @@ class RdmaEngine {
   uint64_t rx_arrival_ps_ = 0;  // of the frame being received
   RdmaCounters counters_;
   transport::rc::Responder responder_;
+  transport::rc::Completer completer_;
 };
 
 }  // namespace hcaemu::model

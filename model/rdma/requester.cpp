@@ -19,8 +19,6 @@ using namespace rdma_internal;
 
 namespace {
 
-constexpr uint32_t kRetryForever = 7;
-
 // IBA table 45: the RNR NAK timer field in microseconds.
 uint32_t rnr_timer_us(uint32_t code) {
   static constexpr std::array<uint32_t, 32> kTable{
@@ -50,18 +48,140 @@ uint8_t requester_opcode(uint8_t wqe_opcode, bool first, bool last) {
   return 0xff;
 }
 
-uint8_t nak_syndrome_to_cqe(transport::NakCode code) {
-  switch (code) {
-    case transport::NakCode::kInvalidRequest: return syndrome::kRemoteInvalidRequest;
-    case transport::NakCode::kRemoteAccessError: return syndrome::kRemoteAccess;
-    case transport::NakCode::kRemoteOperationalError: return syndrome::kRemoteOperation;
-    default: return syndrome::kBadResponse;
+transport::rc::RequestKind kind_of(uint8_t wqe_opcode) {
+  using transport::rc::RequestKind;
+  switch (wqe_opcode) {
+    case wqe_op::kNop: return RequestKind::kNop;
+    case wqe_op::kRdmaRead: return RequestKind::kRead;
+    case wqe_op::kAtomicCs:
+    case wqe_op::kAtomicFa: return RequestKind::kAtomic;
+    case wqe_op::kRdmaWrite:
+    case wqe_op::kRdmaWriteImm: return RequestKind::kWrite;
+    default: return RequestKind::kSend;
   }
 }
 
 }  // namespace
 
-uint32_t SendMessage::last_psn() const { return psn_add(first_psn, npsn - 1); }
+// The HCA's side of the transport completer (transport/rc/completer.h) for one QP: its outstanding
+// WQEs, their buffers and CQEs, resends, timers and counters.
+class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
+ public:
+  using HostResult = transport::rc::HostResult;
+
+  CompleterPort(RdmaEngine& engine, uint32_t qpn, QueuePair& qp) : e_(engine), qpn_(qpn), qp_(qp) {}
+
+  size_t outstanding() override { return qp_.rc.req.outstanding.size(); }
+  transport::rc::OutstandingMessage& message(size_t index) override { return qp_.rc.req.outstanding[index]; }
+  void complete_oldest(bool acknowledged) override {
+    SendMessage& front = qp_.rc.req.outstanding.front();
+    if (acknowledged) e_.stamp(qpn_, front, RdmaStage::kAck);
+    if (front.wqe.signalled) e_.requester_cqe(qpn_, qp_, front);
+    ++e_.counters_.messages_completed;
+    qp_.rc.req.outstanding.pop_front();
+  }
+  HostResult place_read_response(size_t index, uint64_t offset, std::span<const uint8_t> data) override {
+    return place(qp_.rc.req.outstanding[index].wqe, offset, data);
+  }
+  HostResult place_atomic_result(size_t index, uint64_t original) override {
+    // The original value, in host byte order (the driver asked for host-endian atomics).
+    std::array<uint8_t, 8> bytes{};
+    for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(original >> (8 * i));
+    return place(qp_.rc.req.outstanding[index].wqe, 0, bytes);
+  }
+  void responded(size_t index) override { e_.stamp(qpn_, qp_.rc.req.outstanding[index], RdmaStage::kAck); }
+  void fail(size_t index, transport::rc::CompleterError error) override {
+    auto& outstanding = qp_.rc.req.outstanding;
+    e_.requester_error(qpn_, qp_, index < outstanding.size() ? outstanding[index].wqe : SendWqe{}, syndrome_of(error));
+  }
+  bool stopped() override { return send_queue_stopped(qp_); }
+  void resend_from(uint32_t psn) override { e_.retransmit_from(qpn_, qp_, psn); }
+  void arm_ack_timer() override { e_.arm_timer(qp_); }
+  void arm_rnr_timer(uint8_t code) override {
+    RcRequester& req = qp_.rc.req;
+    const auto wait = std::chrono::microseconds(rnr_timer_us(code));
+    req.deadline = make_deadline(e_.timer_policy_, e_.timer_now_ps(), wait, e_.timer_policy_.min_rnr_wait);
+    req.timer_armed = true;
+    if (e_.timer_hook_) e_.timer_hook_(req.deadline);
+  }
+  void resume_sends() override { e_.process_sq(qpn_, qp_); }
+  void count(transport::rc::CompleterEvent event) override;
+
+ private:
+  // Into the WQE's local buffers (READ data, atomic original): its lkeys are checked again, as the
+  // MR may have gone since the request left.
+  HostResult place(const SendWqe& wqe, uint64_t offset, std::span<const uint8_t> data) {
+    std::vector<DmaChunk> chunks;
+    uint64_t total = 0;
+    if (translate_sges(e_.f_.resources, wqe.sges, qp_.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
+      ++e_.counters_.local_protection_errors;
+      return HostResult::kProtection;
+    }
+    if (!data.empty() && (e_.f_.memory == nullptr || !write_chunks(*e_.f_.memory, chunks, offset, data))) {
+      ++e_.counters_.dma_faults;
+      return HostResult::kDmaFault;
+    }
+    return HostResult::kOk;
+  }
+  static uint8_t syndrome_of(transport::rc::CompleterError error) {
+    using E = transport::rc::CompleterError;
+    switch (error) {
+      case E::kRetryExceeded: return syndrome::kRetryExceeded;
+      case E::kRnrRetryExceeded: return syndrome::kRnrRetryExceeded;
+      case E::kBadResponse: return syndrome::kBadResponse;
+      case E::kLocalProtection: return syndrome::kLocalProtection;
+      case E::kRemoteInvalidRequest: return syndrome::kRemoteInvalidRequest;
+      case E::kRemoteAccess: return syndrome::kRemoteAccess;
+      case E::kRemoteOperation: return syndrome::kRemoteOperation;
+    }
+    return syndrome::kBadResponse;
+  }
+
+  RdmaEngine& e_;
+  uint32_t qpn_;
+  QueuePair& qp_;
+};
+
+void RdmaEngine::CompleterPort::count(transport::rc::CompleterEvent event) {
+  using E = transport::rc::CompleterEvent;
+  RdmaCounters& c = e_.counters_;
+  switch (event) {
+    case E::kAck: ++c.acks_received; break;
+    case E::kRnrNak:
+      ++c.rnr_naks_received;
+      e_.count(qp_, q_counter::kRnrNakRetryErr);
+      break;
+    case E::kNak: ++c.naks_received; break;
+    case E::kUnexpectedPsn:
+    case E::kDuplicateResponse: ++c.duplicates; break;
+    case E::kReservedSyndrome:
+    case E::kWrongResponse:
+    case E::kNakInResponse: ++c.invalid_requests; break;
+    case E::kImpliedNak:
+      ++c.sequence_errors;
+      e_.count(qp_, q_counter::kImpliedNakSeqErr);
+      break;
+    case E::kSequenceNak:
+      ++c.sequence_errors;
+      e_.count(qp_, q_counter::kPacketSeqErr);
+      break;
+    case E::kReadResponseGap: ++c.sequence_errors; break;
+    case E::kTimeout:
+      ++c.timeouts;
+      e_.count(qp_, q_counter::kLocalAckTimeoutErr);
+      break;
+    case E::kCount: break;
+  }
+}
+
+transport::rc::CompleterQp RdmaEngine::completer_qp(const QueuePair& qp) {
+  using transport::rc::Service;
+  return {.service = qp.st == qp_st::kXrc ? Service::kXrc : qp.st == qp_st::kUc ? Service::kUc : Service::kRc,
+          .acknowledged = reliable_connected(qp.st),
+          .retry_count = get(qp.context, qpc::kRetryCount),
+          .rnr_retry = get(qp.context, qpc::kRnrRetry),
+          .pmtu = pmtu_of(qp)};
+}
 
 // ---------------------------------------------------------------------------------------------
 // Requester
@@ -173,6 +293,7 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     ++counters_.wqes;
     SendMessage message;
     message.wqe = std::move(wqe);
+    message.kind = kind_of(message.wqe.opcode);
     message.length = message.wqe.length();
     message.doorbell_ps = doorbell_ps;
     const uint64_t fetched_ps = parsed_ps;
@@ -333,59 +454,6 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
   }
 }
 
-uint32_t RdmaEngine::resend_point(const RcRequester& req, uint32_t psn) {
-  for (const SendMessage& m : req.outstanding)
-    if (m.needs_response && !m.responded && psn_diff(m.first_psn, psn) < 0)
-      return is_read(m.wqe.opcode) ? m.read_next_psn : m.first_psn;
-  return psn;
-}
-
-bool RdmaEngine::implied_nak(uint32_t qpn, QueuePair& qp, uint32_t psn, bool plain_ack) {
-  RcRequester& req = qp.rc.req;
-  for (const SendMessage& m : req.outstanding) {
-    if (!m.needs_response || m.responded) continue;
-    const int32_t past = psn_diff(psn, m.last_psn());
-    if (past < 0 || (past == 0 && !plain_ack)) return false;  // the first one waiting is not overtaken
-    const uint32_t from = is_read(m.wqe.opcode) ? m.read_next_psn : m.first_psn;
-    if (req.implied_resend && req.implied_psn == from) return true;  // resent already: wait for it
-    ++counters_.sequence_errors;
-    count(qp, q_counter::kImpliedNakSeqErr);
-    if (req.retries_left == 0) {
-      requester_error(qpn, qp, m.wqe, syndrome::kRetryExceeded);
-      return true;
-    }
-    --req.retries_left;
-    req.implied_resend = true;
-    req.implied_psn = from;
-    retransmit_from(qpn, qp, from);
-    return true;
-  }
-  return false;
-}
-
-void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
-  RcRequester& req = qp.rc.req;
-  bool progressed = false;
-  while (!req.outstanding.empty()) {
-    SendMessage& front = req.outstanding.front();
-    // A UC message or a datagram is complete once it is on the wire (IBA 9.7.7: no acknowledgement).
-    const bool unreliable = qp.st == qp_st::kUc || is_datagram(qp);
-    const bool done = front.npsn == 0 || unreliable ||
-                      (front.needs_response ? front.responded : psn_diff(front.last_psn(), req.acked_psn) <= 0);
-    if (!done) break;
-    if (!front.needs_response && front.npsn != 0 && !unreliable) stamp(qpn, front, RdmaStage::kAck);
-    if (front.wqe.signalled) requester_cqe(qpn, qp, front);
-    ++counters_.messages_completed;
-    req.outstanding.pop_front();
-    progressed = true;
-  }
-  if (progressed) {
-    req.retries_left = get(qp.context, qpc::kRetryCount);
-    req.implied_resend = false;
-    if (req.fence_blocked) process_sq(qpn, qp);
-  }
-}
-
 void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message) {
   ++counters_.requester_cqes;
   const SendWqe& wqe = message.wqe;
@@ -429,22 +497,9 @@ void RdmaEngine::on_timer() {
   for (uint32_t qpn : due) {
     QueuePair* qp = f_.resources.qps.find(qpn);
     if (qp == nullptr || qp->state != QpState::kRts) continue;
-    RcRequester& req = qp->rc.req;
-    req.timer_armed = false;
-    if (req.rnr_wait) {
-      req.rnr_wait = false;
-      retransmit_from(qpn, *qp, req.rnr_psn);
-    } else if (!req.outstanding.empty()) {
-      ++counters_.timeouts;
-      count(*qp, q_counter::kLocalAckTimeoutErr);
-      if (req.retries_left == 0) {
-        requester_error(qpn, *qp, req.outstanding.front().wqe, syndrome::kRetryExceeded);
-        continue;
-      }
-      --req.retries_left;
-      retransmit_from(qpn, *qp, resend_point(req, psn_add(req.acked_psn, 1)));
-    }
-    if (qp->state == QpState::kRts) arm_timer(*qp);
+    qp->rc.req.timer_armed = false;
+    CompleterPort port(*this, qpn, *qp);
+    completer_.timeout(qp->rc.req, completer_qp(*qp), port);
   }
   // Timers still pending (other QPs) are re-announced so the owner keeps one deadline.
   for (auto& [qpn, qp] : f_.resources.qps)
@@ -452,158 +507,13 @@ void RdmaEngine::on_timer() {
 }
 
 void RdmaEngine::handle_response(uint32_t qpn, QueuePair& qp, const RocePacket& packet) {
-  RcRequester& req = qp.rc.req;
-  const uint8_t opcode = uint8_t(packet.opcode & ~opcode_base(qp.st));  // XRC responses are RC's at 0xa0
-  const bool has_aeth = transport::carries(opcode, transport::hdr::kAeth);
-  // A response for a PSN we never sent (or long retired) is dropped.
-  if (psn_diff(packet.psn, req.next_psn) >= 0) {
-    ++counters_.duplicates;
-    return;
-  }
-  if (opcode == op::kRcAcknowledge) {
-    const uint8_t syn = packet.aeth.syndrome;
-    switch (transport::aeth_type(syn)) {
-      case transport::AethType::kAck:
-        ++counters_.acks_received;
-        if (psn_diff(packet.psn, req.acked_psn) > 0) {
-          req.acked_psn = packet.psn;
-          req.retries_left = get(qp.context, qpc::kRetryCount);  // forward progress (IBA 9.7.6.1.3)
-        }
-        req.rnr_retries_left = get(qp.context, qpc::kRnrRetry);
-        implied_nak(qpn, qp, packet.psn, true);
-        if (send_queue_stopped(qp)) return;
-        break;
-      case transport::AethType::kRnrNak: {
-        ++counters_.rnr_naks_received;
-        count(qp, q_counter::kRnrNakRetryErr);
-        req.acked_psn = psn_add(packet.psn, transport::kPsnMask);  // everything before it arrived
-        retire(qpn, qp);
-        if (req.rnr_retries_left != kRetryForever) {
-          if (req.rnr_retries_left == 0) {
-            if (!req.outstanding.empty()) requester_error(qpn, qp, req.outstanding.front().wqe, syndrome::kRnrRetryExceeded);
-            return;
-          }
-          --req.rnr_retries_left;
-        }
-        req.rnr_wait = true;
-        req.rnr_psn = packet.psn;
-        const auto wait = std::chrono::microseconds(rnr_timer_us(transport::aeth_value(syn)));
-        req.deadline = make_deadline(timer_policy_, timer_now_ps(), wait, timer_policy_.min_rnr_wait);
-        req.timer_armed = true;
-        if (timer_hook_) timer_hook_(req.deadline);
-        return;
-      }
-      case transport::AethType::kNak: {
-        ++counters_.naks_received;
-        const auto code = transport::NakCode(transport::aeth_value(syn));
-        if (psn_diff(psn_add(packet.psn, transport::kPsnMask), req.acked_psn) > 0) {
-          req.acked_psn = psn_add(packet.psn, transport::kPsnMask);
-          req.retries_left = get(qp.context, qpc::kRetryCount);  // everything before it arrived: progress
-        }
-        retire(qpn, qp);
-        if (code == transport::NakCode::kPsnSequenceError) {
-          ++counters_.sequence_errors;
-          count(qp, q_counter::kPacketSeqErr);
-          if (req.retries_left == 0) {
-            if (!req.outstanding.empty()) requester_error(qpn, qp, req.outstanding.front().wqe, syndrome::kRetryExceeded);
-            return;
-          }
-          --req.retries_left;
-          // A READ or atomic before the NAK's PSN that still waits for its response was received
-          // (the NAK says so) but its response was lost: the resend starts there, not at the NAK.
-          retransmit_from(qpn, qp, resend_point(req, packet.psn));
-          arm_timer(qp);
-          return;
-        }
-        // Invalid request, remote access or remote operational error: the WQE at that PSN fails.
-        auto failed = std::find_if(req.outstanding.begin(), req.outstanding.end(), [&](const SendMessage& m) {
-          return m.npsn != 0 && psn_diff(packet.psn, m.first_psn) >= 0 && psn_diff(packet.psn, m.last_psn()) <= 0;
-        });
-        const SendWqe wqe = failed != req.outstanding.end() ? failed->wqe
-                            : req.outstanding.empty()         ? SendWqe{}
-                                                              : req.outstanding.front().wqe;
-        requester_error(qpn, qp, wqe, nak_syndrome_to_cqe(code));
-        return;
-      }
-      default:
-        ++counters_.invalid_requests;
-        return;
-    }
-    retire(qpn, qp);
-    arm_timer(qp);
-    return;
-  }
-  // READ responses and atomic ACKs belong to the message whose PSN range holds their PSN.
-  auto it = std::find_if(req.outstanding.begin(), req.outstanding.end(), [&](const SendMessage& m) {
-    return m.needs_response && !m.responded && psn_diff(packet.psn, m.first_psn) >= 0 &&
-           psn_diff(packet.psn, m.last_psn()) <= 0;
-  });
-  if (it == req.outstanding.end()) {
-    ++counters_.duplicates;
-    return;
-  }
-  // A response for a later READ or atomic than one still waiting: the earlier one's was lost.
-  if (implied_nak(qpn, qp, packet.psn, false)) return;
-  SendMessage& message = *it;
-  // Everything before this message is implicitly acknowledged by its response.
-  if (psn_diff(psn_add(message.first_psn, transport::kPsnMask), req.acked_psn) > 0)
-    req.acked_psn = psn_add(message.first_psn, transport::kPsnMask);
-  const bool read_response = opcode >= op::kRcRdmaReadResponseFirst && opcode <= op::kRcRdmaReadResponseOnly;
-  if (read_response != is_read(message.wqe.opcode) ||
-      (opcode == op::kRcAtomicAcknowledge) != is_atomic(message.wqe.opcode)) {
-    ++counters_.invalid_requests;
-    requester_error(qpn, qp, message.wqe, syndrome::kBadResponse);
-    return;
-  }
-  if (has_aeth && transport::aeth_type(packet.aeth.syndrome) != transport::AethType::kAck) {
-    ++counters_.invalid_requests;
-    return;
-  }
-  std::vector<DmaChunk> chunks;
-  uint64_t total = 0;
-  if (translate_sges(f_.resources, message.wqe.sges, qp.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
-    ++counters_.local_protection_errors;
-    requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
-    return;
-  }
-  if (read_response) {
-    if (packet.psn != message.read_next_psn) {  // a response went missing: ask again from there
-      ++counters_.sequence_errors;
-      retransmit_from(qpn, qp, message.read_next_psn);
-      return;
-    }
-    const uint32_t pmtu = pmtu_of(qp);
-    const uint64_t offset = uint64_t(psn_diff(packet.psn, message.first_psn)) * pmtu;
-    const bool last = opcode == op::kRcRdmaReadResponseLast || opcode == op::kRcRdmaReadResponseOnly;
-    const uint64_t expected = last ? message.length - offset : pmtu;
-    if (offset > message.length || packet.payload.size() != expected) {
-      requester_error(qpn, qp, message.wqe, syndrome::kBadResponse);
-      return;
-    }
-    if (!packet.payload.empty() && (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, offset, packet.payload))) {
-      ++counters_.dma_faults;
-      requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
-      return;
-    }
-    message.read_next_psn = psn_add(message.read_next_psn, 1);
-    if (last) message.responded = true;
-  } else {
-    // The original value, in host byte order (the driver asked for host-endian atomics).
-    std::array<uint8_t, 8> original{};
-    for (int i = 0; i < 8; ++i) original[i] = uint8_t(packet.atomic_ack >> (8 * i));
-    if (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, 0, original)) {
-      ++counters_.dma_faults;
-      requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
-      return;
-    }
-    message.responded = true;
-  }
-  if (message.responded) {
-    stamp(qpn, message, RdmaStage::kAck);
-    if (psn_diff(message.last_psn(), req.acked_psn) > 0) req.acked_psn = message.last_psn();
-  }
-  retire(qpn, qp);
-  arm_timer(qp);
+  CompleterPort port(*this, qpn, qp);
+  completer_.response(qp.rc.req, completer_qp(qp), packet, port);
+}
+
+void RdmaEngine::retire(uint32_t qpn, QueuePair& qp) {
+  CompleterPort port(*this, qpn, qp);
+  completer_.retire(qp.rc.req, completer_qp(qp), port);
 }
 
 }  // namespace hcaemu::model

@@ -1,0 +1,445 @@
+// The connected-service completer's states (transport/rc/completer.h), driven through a fake host:
+// every state is entered and left by some scenario, every NAK, lost response, retry budget and
+// timeout path has its own, and each checks what the host was asked to do (complete, place,
+// resend, arm a timer, fail).
+#include "transport/rc/completer.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hcaemu::transport::rc {
+namespace {
+
+namespace op = opcode;
+using Step = CompleterStep;
+
+struct FakeHost : CompleterHost {
+  std::vector<OutstandingMessage> messages;
+  HostResult placement = HostResult::kOk;
+  bool stop_on_fail = true;
+  bool is_stopped = false;
+
+  std::vector<bool> completed;  // acknowledged flag of each completion, in order
+  std::vector<uint8_t> placed;
+  std::vector<std::pair<size_t, CompleterError>> failures;
+  std::vector<uint32_t> resends;
+  int ack_timer_arms = 0;
+  std::vector<uint8_t> rnr_timer_codes;
+  int resumed = 0;
+
+  size_t outstanding() override { return messages.size(); }
+  OutstandingMessage& message(size_t index) override { return messages.at(index); }
+  void complete_oldest(bool acknowledged) override {
+    completed.push_back(acknowledged);
+    messages.erase(messages.begin());
+  }
+  HostResult place_read_response(size_t, uint64_t, std::span<const uint8_t> data) override {
+    if (placement == HostResult::kOk) placed.insert(placed.end(), data.begin(), data.end());
+    return placement;
+  }
+  HostResult place_atomic_result(size_t, uint64_t original) override {
+    if (placement == HostResult::kOk) placed.push_back(uint8_t(original));
+    return placement;
+  }
+  void responded(size_t) override {}
+  void fail(size_t index, CompleterError error) override {
+    failures.push_back({index, error});
+    is_stopped = stop_on_fail;
+  }
+  bool stopped() override { return is_stopped; }
+  void resend_from(uint32_t psn) override { resends.push_back(psn); }
+  void arm_ack_timer() override { ++ack_timer_arms; }
+  void arm_rnr_timer(uint8_t code) override { rnr_timer_codes.push_back(code); }
+  void resume_sends() override { ++resumed; }
+  void count(CompleterEvent) override {}
+};
+
+OutstandingMessage write_message(uint32_t first, uint32_t npsn) {
+  return {.kind = RequestKind::kWrite, .length = npsn * 256ull, .first_psn = first, .npsn = npsn};
+}
+OutstandingMessage read_message(uint32_t first, uint32_t length) {
+  const uint32_t npsn = (length + 255) / 256;
+  return {.kind = RequestKind::kRead, .length = length, .first_psn = first, .npsn = npsn, .needs_response = true,
+          .read_next_psn = first};
+}
+OutstandingMessage atomic_message(uint32_t first) {
+  return {.kind = RequestKind::kAtomic, .length = 8, .first_psn = first, .npsn = 1, .needs_response = true,
+          .read_next_psn = first};
+}
+
+struct Bench {
+  Completer completer;
+  RequesterState state;
+  CompleterQp qp{.service = Service::kRc, .acknowledged = true, .retry_count = 3, .rnr_retry = 3, .pmtu = 256};
+  FakeHost host;
+  std::vector<Step> path;
+  std::set<Step>* seen = nullptr;
+  std::vector<uint8_t> data = std::vector<uint8_t>(256, 0x5a);
+
+  Bench() {
+    state.next_psn = 110;
+    state.acked_psn = 99;
+    state.retries_left = 3;
+    state.rnr_retries_left = 3;
+    completer.set_trace([this](Step s) {
+      path.push_back(s);
+      if (seen != nullptr) seen->insert(s);
+    });
+  }
+  RocePacket ack(uint32_t psn, uint8_t syndrome = aeth_ack(kAethCreditsInvalid)) {
+    RocePacket p;
+    p.opcode = op::kRcAcknowledge;
+    p.psn = psn;
+    p.aeth.syndrome = syndrome;
+    return p;
+  }
+  RocePacket read_response(uint8_t opcode, uint32_t psn, size_t bytes) {
+    RocePacket p = ack(psn);
+    p.opcode = opcode;
+    p.payload = std::span<const uint8_t>(data).first(bytes);
+    return p;
+  }
+  RocePacket atomic_ack(uint32_t psn, uint64_t original) {
+    RocePacket p = ack(psn);
+    p.opcode = op::kRcAtomicAcknowledge;
+    p.atomic_ack = original;
+    return p;
+  }
+  void respond(const RocePacket& p) {
+    path.clear();
+    completer.response(state, qp, p, host);
+  }
+  void expire() {
+    path.clear();
+    completer.timeout(state, qp, host);
+  }
+  void expect_path(std::vector<Step> steps) {
+    steps.push_back(Step::kDone);
+    std::vector<std::string> got, want;
+    for (Step s : path) got.push_back(step_name(s));
+    for (Step s : steps) want.push_back(step_name(s));
+    EXPECT_EQ(got, want);
+  }
+};
+
+const std::vector<Step> kAckPath = {Step::kGetResponse, Step::kCheckAck, Step::kAck, Step::kCheckImplied};
+const std::vector<Step> kResponsePath = {Step::kGetResponse, Step::kGetMessage, Step::kCheckImplied,
+                                         Step::kCheckResponse};
+std::vector<Step> then(std::vector<Step> head, std::vector<Step> rest) {
+  head.insert(head.end(), rest.begin(), rest.end());
+  return head;
+}
+
+struct Scenario {
+  const char* name;
+  std::function<void(Bench&)> run;
+};
+void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> kAll = {
+      {"AckRetiresWhatItCovers",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 2), write_message(102, 1)};
+         b.respond(b.ack(101));
+         b.expect_path(then(kAckPath, {Step::kRetire}));
+         EXPECT_EQ(b.host.completed, std::vector<bool>{true});
+         EXPECT_EQ(b.host.messages.size(), 1u);
+         EXPECT_EQ(b.state.acked_psn, 101u);
+         EXPECT_EQ(b.host.ack_timer_arms, 1);
+       }},
+      {"ResponseBeyondTheSentPsnsIsDropped",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.ack(110));
+         b.expect_path({Step::kGetResponse, Step::kDrop});
+         EXPECT_TRUE(b.host.completed.empty());
+         EXPECT_EQ(b.completer.events(CompleterEvent::kUnexpectedPsn), 1u);
+       }},
+      {"ReservedAethIsDropped",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.ack(100, 0x40));
+         b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kDrop});
+         EXPECT_TRUE(b.host.completed.empty());
+       }},
+      {"RnrNakRetiresWhatCameBeforeAndWaits",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 1), write_message(101, 1)};
+         b.respond(b.ack(101, aeth_rnr_nak(14)));
+         b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kRnrNak, Step::kRnrWait});
+         EXPECT_EQ(b.host.completed.size(), 1u);
+         EXPECT_EQ(b.host.rnr_timer_codes, std::vector<uint8_t>{14});
+         EXPECT_TRUE(b.state.rnr_wait);
+         EXPECT_EQ(b.state.rnr_psn, 101u);
+         EXPECT_EQ(b.state.rnr_retries_left, 2u);
+       }},
+      {"RnrRetrySevenRetriesForEver",
+       [](Bench& b) {
+         b.state.rnr_retries_left = 7;
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.ack(100, aeth_rnr_nak(1)));
+         EXPECT_EQ(b.state.rnr_retries_left, 7u);
+         EXPECT_TRUE(b.state.rnr_wait);
+       }},
+      {"RnrRetriesSpentFailTheOldestMessage",
+       [](Bench& b) {
+         b.state.rnr_retries_left = 0;
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.ack(100, aeth_rnr_nak(1)));
+         b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kRnrNak, Step::kErrRnrRetryExceeded});
+         ASSERT_EQ(b.host.failures.size(), 1u);
+         EXPECT_EQ(b.host.failures[0].second, CompleterError::kRnrRetryExceeded);
+       }},
+      {"SequenceNakGoesBackToItsPsn",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 4)};
+         b.respond(b.ack(102, aeth_nak(NakCode::kPsnSequenceError)));
+         b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kNak, Step::kRetry, Step::kArmTimer});
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{102});
+         EXPECT_EQ(b.state.acked_psn, 101u);
+         EXPECT_EQ(b.state.retries_left, 2u);  // reloaded on the progress to 101, then one spent
+         EXPECT_EQ(b.host.ack_timer_arms, 1);
+       }},
+      {"SequenceNakResendsALostReadFirst",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 512), write_message(102, 1)};
+         b.respond(b.ack(102, aeth_nak(NakCode::kPsnSequenceError)));
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+       }},
+      {"SequenceNakWithoutRetriesLeftFails",
+       [](Bench& b) {
+         b.state.retries_left = 0;
+         b.state.acked_psn = 101;  // no progress: the budget is not reloaded
+         b.host.messages = {write_message(102, 2)};
+         b.respond(b.ack(102, aeth_nak(NakCode::kPsnSequenceError)));
+         b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kNak, Step::kRetry, Step::kErrRetryExceeded});
+         ASSERT_EQ(b.host.failures.size(), 1u);
+         EXPECT_EQ(b.host.failures[0].second, CompleterError::kRetryExceeded);
+         EXPECT_TRUE(b.host.resends.empty());
+       }},
+      {"RemoteNaksFailTheMessageAtTheirPsn",
+       [](Bench& b) {
+         const std::pair<NakCode, CompleterError> kCodes[] = {
+             {NakCode::kRemoteAccessError, CompleterError::kRemoteAccess},
+             {NakCode::kInvalidRequest, CompleterError::kRemoteInvalidRequest},
+             {NakCode::kRemoteOperationalError, CompleterError::kRemoteOperation},
+             {NakCode(5), CompleterError::kBadResponse}};
+         for (const auto& [code, error] : kCodes) {
+           b.host = FakeHost{};
+           b.state.acked_psn = 99;
+           b.host.messages = {write_message(100, 1), write_message(101, 2)};
+           b.respond(b.ack(102, aeth_nak(code)));
+           b.expect_path({Step::kGetResponse, Step::kCheckAck, Step::kNak, Step::kErrRemote});
+           EXPECT_EQ(b.host.completed.size(), 1u);  // the message before the NAK completed
+           ASSERT_EQ(b.host.failures.size(), 1u);
+           EXPECT_EQ(b.host.failures[0].first, 0u);
+           EXPECT_EQ(b.host.failures[0].second, error);
+         }
+       }},
+      {"ReadResponsesFillTheReadAndCompleteIt",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 300)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseFirst, 100, 256));
+         b.expect_path(then(kResponsePath, {Step::kRead, Step::kUpdate, Step::kRetire}));
+         EXPECT_TRUE(b.host.completed.empty());
+         b.respond(b.read_response(op::kRcRdmaReadResponseLast, 101, 44));
+         EXPECT_EQ(b.host.placed.size(), 300u);
+         EXPECT_EQ(b.host.completed, std::vector<bool>{false});
+         EXPECT_EQ(b.state.acked_psn, 101u);
+       }},
+      {"MissingReadResponseIsAskedForAgain",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 300)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseLast, 101, 44));
+         b.expect_path(then(kResponsePath, {Step::kRead}));
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+         EXPECT_TRUE(b.host.placed.empty());
+       }},
+      {"ReadResponseOfTheWrongLengthIsABadResponse",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 300)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseFirst, 100, 200));
+         b.expect_path(then(kResponsePath, {Step::kRead, Step::kErrBadResponse}));
+         EXPECT_EQ(b.host.failures.at(0).second, CompleterError::kBadResponse);
+       }},
+      {"ReadResponseForAnAtomicIsABadResponse",
+       [](Bench& b) {
+         b.host.messages = {atomic_message(100)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseOnly, 100, 8));
+         b.expect_path(then(kResponsePath, {Step::kErrBadResponse}));
+       }},
+      {"ReadResponseCarryingANakIsDropped",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 8)};
+         RocePacket p = b.read_response(op::kRcRdmaReadResponseOnly, 100, 8);
+         p.aeth.syndrome = aeth_nak(NakCode::kInvalidRequest);
+         b.respond(p);
+         b.expect_path(then(kResponsePath, {Step::kDrop}));
+         EXPECT_TRUE(b.host.failures.empty());
+       }},
+      {"ReadPlacementFailureIsALocalProtectionError",
+       [](Bench& b) {
+         b.host.placement = HostResult::kProtection;
+         b.host.messages = {read_message(100, 8)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseOnly, 100, 8));
+         b.expect_path(then(kResponsePath, {Step::kRead, Step::kErrLocalProtection}));
+         EXPECT_EQ(b.host.failures.at(0).second, CompleterError::kLocalProtection);
+       }},
+      {"AtomicAckPlacesTheOriginalAndCompletes",
+       [](Bench& b) {
+         b.host.messages = {atomic_message(100)};
+         b.respond(b.atomic_ack(100, 0x2a));
+         b.expect_path(then(kResponsePath, {Step::kAtomic, Step::kUpdate, Step::kRetire}));
+         EXPECT_EQ(b.host.placed, std::vector<uint8_t>{0x2a});
+         EXPECT_EQ(b.host.completed, std::vector<bool>{false});
+       }},
+      {"AtomicPlacementFailureIsALocalProtectionError",
+       [](Bench& b) {
+         b.host.placement = HostResult::kDmaFault;
+         b.host.messages = {atomic_message(100)};
+         b.respond(b.atomic_ack(100, 1));
+         b.expect_path(then(kResponsePath, {Step::kAtomic, Step::kErrLocalProtection}));
+       }},
+      {"ResponseWithoutAWaitingMessageIsADuplicate",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.atomic_ack(100, 1));
+         b.expect_path({Step::kGetResponse, Step::kGetMessage, Step::kDrop});
+         EXPECT_EQ(b.completer.events(CompleterEvent::kDuplicateResponse), 1u);
+       }},
+      {"AckPastAWaitingReadImpliesItsResponseWasLost",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 8), write_message(101, 1)};
+         b.respond(b.ack(101));
+         b.expect_path(then(kAckPath, {Step::kRetry, Step::kRetire}));
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+         EXPECT_TRUE(b.state.implied_resend);
+         EXPECT_TRUE(b.host.completed.empty());
+         b.respond(b.ack(101));  // once until progress
+         b.expect_path(then(kAckPath, {Step::kRetire}));
+         EXPECT_EQ(b.host.resends.size(), 1u);
+       }},
+      {"AckAtAWaitingReadsOwnPsnImpliesItsResponseWasLost",
+       [](Bench& b) {
+         b.host.messages = {read_message(100, 8)};
+         b.respond(b.ack(100));
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+       }},
+      {"LaterAtomicAckImpliesTheEarlierOnesWasLost",
+       [](Bench& b) {
+         b.host.messages = {atomic_message(100), atomic_message(101)};
+         b.respond(b.atomic_ack(101, 1));
+         b.expect_path({Step::kGetResponse, Step::kGetMessage, Step::kCheckImplied, Step::kRetry});
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+         EXPECT_TRUE(b.host.placed.empty());
+       }},
+      {"ImpliedNakWithoutRetriesLeftFailsTheOvertakenMessage",
+       [](Bench& b) {
+         b.state.retries_left = 0;
+         b.state.acked_psn = 100;
+         b.host.messages = {write_message(100, 1), atomic_message(101), atomic_message(102)};
+         b.host.messages[0].npsn = 0;  // a NOP ahead keeps nothing back
+         b.respond(b.atomic_ack(102, 1));
+         b.expect_path({Step::kGetResponse, Step::kGetMessage, Step::kCheckImplied, Step::kRetry,
+                        Step::kErrRetryExceeded});
+         ASSERT_EQ(b.host.failures.size(), 1u);
+         EXPECT_EQ(b.host.failures[0].first, 1u);
+       }},
+      {"TimeoutResendsFromTheFirstUnacknowledgedPsn",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 2)};
+         b.expire();
+         b.expect_path({Step::kTimeout, Step::kRetry, Step::kArmTimer});
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{100});
+         EXPECT_EQ(b.state.retries_left, 2u);
+         EXPECT_EQ(b.host.ack_timer_arms, 1);
+       }},
+      {"TimeoutWithoutRetriesLeftFails",
+       [](Bench& b) {
+         b.state.retries_left = 0;
+         b.host.messages = {write_message(100, 2)};
+         b.expire();
+         b.expect_path({Step::kTimeout, Step::kRetry, Step::kErrRetryExceeded});
+         EXPECT_EQ(b.host.failures.at(0).second, CompleterError::kRetryExceeded);
+         EXPECT_EQ(b.host.ack_timer_arms, 0);
+       }},
+      {"RnrWaitOverResendsTheNakedPacket",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 2)};
+         b.state.rnr_wait = true;
+         b.state.rnr_psn = 101;
+         b.expire();
+         b.expect_path({Step::kTimeout, Step::kArmTimer});
+         EXPECT_EQ(b.host.resends, std::vector<uint32_t>{101});
+         EXPECT_FALSE(b.state.rnr_wait);
+         EXPECT_EQ(b.state.retries_left, 3u);  // an RNR wait spends no transport retry
+       }},
+      {"TimeoutWithNothingOutstandingResendsNothing",
+       [](Bench& b) {
+         b.expire();
+         b.expect_path({Step::kTimeout, Step::kArmTimer});
+         EXPECT_TRUE(b.host.resends.empty());
+       }},
+      {"StoppedSendQueueIsNotRetiredOrTimed",
+       [](Bench& b) {
+         b.host.messages = {write_message(100, 1)};
+         b.host.is_stopped = true;
+         b.respond(b.ack(100));
+         EXPECT_TRUE(b.host.completed.empty());
+         b.expire();
+         EXPECT_EQ(b.host.ack_timer_arms, 0);
+       }},
+      {"ProgressReleasesAFencedWqeAndReloadsRetries",
+       [](Bench& b) {
+         b.state.fence_blocked = true;
+         b.state.retries_left = 1;
+         b.host.messages = {write_message(100, 1)};
+         b.respond(b.ack(100));
+         EXPECT_EQ(b.host.resumed, 1);
+         EXPECT_EQ(b.state.retries_left, 3u);
+       }},
+      {"UnacknowledgedServiceRetiresOnTheWire",
+       [](Bench& b) {
+         b.qp.acknowledged = false;
+         b.host.messages = {write_message(100, 2), write_message(102, 1)};
+         b.completer.retire(b.state, b.qp, b.host);
+         EXPECT_EQ(b.host.completed, (std::vector<bool>{false, false}));
+       }},
+  };
+  return kAll;
+}
+
+class CompleterPath : public testing::TestWithParam<Scenario> {};
+
+TEST_P(CompleterPath, FollowsItsStates) {
+  Bench bench;
+  GetParam().run(bench);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rc, CompleterPath, testing::ValuesIn(scenarios()),
+                         [](const testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
+
+TEST(CompleterSteps, EveryStateIsEnteredAndLeftBySomeScenario) {
+  std::set<Step> seen;
+  for (const Scenario& s : scenarios()) {
+    Bench bench;
+    bench.seen = &seen;
+    s.run(bench);
+  }
+  for (size_t i = 0; i < size_t(Step::kCount); ++i)
+    EXPECT_TRUE(seen.count(Step(i)) != 0) << step_name(Step(i)) << " is never entered";
+}
+
+TEST(CompleterSteps, EveryStateAndEventHasAName) {
+  for (size_t i = 0; i < size_t(Step::kCount); ++i) EXPECT_STRNE(step_name(Step(i)), "?");
+  for (size_t i = 0; i < size_t(CompleterEvent::kCount); ++i) EXPECT_STRNE(event_name(CompleterEvent(i)), "?");
+}
+
+}  // namespace
+}  // namespace hcaemu::transport::rc
