@@ -105,11 +105,20 @@ class RdmaEngine {
  private:
   // Requester.
   void process_sq(uint32_t qpn, QueuePair& qp);
+  // One WQE of the SQ loop: fetched, checked, admitted and sent (kPosted), flushed behind an
+  // error (kFlushed), or the loop ends (kStop: an error, a fence, a fault).
+  enum class SqStep : uint8_t { kPosted, kFlushed, kStop };
+  SqStep next_wqe(uint32_t qpn, QueuePair& qp, uint32_t producer, uint64_t doorbell_ps, std::vector<uint8_t>& bytes);
+  bool post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps);
+  bool yield_between_messages(QueuePair& qp, uint32_t& producer);
   void process_umr_sq(uint32_t qpn, QueuePair& qp);  // the driver's UMR QP: MKEY changes (rdma/umr_queue.cpp)
   bool fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
   // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
-  void transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps);
+  void transmit(uint32_t qpn, QueuePair& qp, size_t index, uint32_t from_psn, uint64_t issue_ps);
   void retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn);
+  // Requester: the protocol is transport/rc/requester.*; RequesterPort gives it this function.
+  class RequesterPort;
+  static transport::rc::RequesterQp requester_qp(const QueuePair& qp);
   // Completer: the protocol is transport/rc/completer.*; CompleterPort gives it this function.
   class CompleterPort;
   static transport::rc::CompleterQp completer_qp(const QueuePair& qp);
@@ -196,6 +205,7 @@ class RdmaEngine {
   RdmaCounters counters_;
   transport::rc::Responder responder_;
   transport::rc::Completer completer_;
+  transport::rc::Requester requester_;
 };
 
 }  // namespace hcaemu::model

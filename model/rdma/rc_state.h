@@ -10,6 +10,7 @@
 #include "model/queues/send_wqe.h"
 #include "model/rdma/transport_timer.h"
 #include "transport/rc/completer.h"
+#include "transport/rc/requester.h"
 #include "transport/rc/responder.h"
 
 namespace hcaemu::model {

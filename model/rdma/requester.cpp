@@ -27,27 +27,6 @@ uint32_t rnr_timer_us(uint32_t code) {
   return kTable[code & 31];
 }
 
-uint8_t requester_opcode(uint8_t wqe_opcode, bool first, bool last) {
-  const bool only = first && last;
-  switch (wqe_opcode) {
-    case wqe_op::kSend:
-      return only ? op::kRcSendOnly : first ? op::kRcSendFirst : last ? op::kRcSendLast : op::kRcSendMiddle;
-    case wqe_op::kSendImm:
-      return only ? op::kRcSendOnlyImm : first ? op::kRcSendFirst : last ? op::kRcSendLastImm : op::kRcSendMiddle;
-    case wqe_op::kSendInval:
-      return only ? op::kRcSendOnlyInvalidate : first ? op::kRcSendFirst : last ? op::kRcSendLastInvalidate : op::kRcSendMiddle;
-    case wqe_op::kRdmaWrite:
-      return only ? op::kRcRdmaWriteOnly : first ? op::kRcRdmaWriteFirst : last ? op::kRcRdmaWriteLast : op::kRcRdmaWriteMiddle;
-    case wqe_op::kRdmaWriteImm:
-      return only ? op::kRcRdmaWriteOnlyImm
-                  : first ? op::kRcRdmaWriteFirst : last ? op::kRcRdmaWriteLastImm : op::kRcRdmaWriteMiddle;
-    case wqe_op::kRdmaRead: return op::kRcRdmaReadRequest;
-    case wqe_op::kAtomicCs: return op::kRcCompareSwap;
-    case wqe_op::kAtomicFa: return op::kRcFetchAdd;
-  }
-  return 0xff;
-}
-
 transport::rc::RequestKind kind_of(uint8_t wqe_opcode) {
   using transport::rc::RequestKind;
   switch (wqe_opcode) {
@@ -59,6 +38,23 @@ transport::rc::RequestKind kind_of(uint8_t wqe_opcode) {
     case wqe_op::kRdmaWriteImm: return RequestKind::kWrite;
     default: return RequestKind::kSend;
   }
+}
+
+// What the transport needs of a parsed send WQE.
+transport::rc::WorkRequest work_request(const SendWqe& wqe) {
+  return {.kind = kind_of(wqe.opcode),
+          .with_imm = wqe.opcode == wqe_op::kSendImm || wqe.opcode == wqe_op::kRdmaWriteImm,
+          .invalidate = wqe.opcode == wqe_op::kSendInval,
+          .fetch_add = wqe.opcode == wqe_op::kAtomicFa,
+          .solicited = wqe.solicited,
+          .fenced = wqe.fence != 0,
+          .remote_va = wqe.remote_va,
+          .rkey = wqe.rkey,
+          .swap_add = wqe.swap_add,
+          .compare = wqe.compare,
+          .immediate = wqe.imm,
+          .xrc_srqn = wqe.xrc_srqn,
+          .has_inline = wqe.has_inline};
 }
 
 }  // namespace
@@ -183,6 +179,80 @@ transport::rc::CompleterQp RdmaEngine::completer_qp(const QueuePair& qp) {
           .pmtu = pmtu_of(qp)};
 }
 
+// The HCA's side of the transport requester (transport/rc/requester.h) for one QP: its path, the
+// payload reads of its WQEs (pipelined from issue_ps; 0: from when each message starts), the
+// port, trace stamps and errors.
+class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
+ public:
+  using HostResult = transport::rc::HostResult;
+
+  RequesterPort(RdmaEngine& engine, uint32_t qpn, QueuePair& qp, uint64_t issue_ps)
+      : e_(engine), qpn_(qpn), qp_(qp), issue_ps_(issue_ps) {}
+
+  size_t outstanding() override { return qp_.rc.req.outstanding.size(); }
+  transport::rc::OutstandingMessage& message(size_t index) override { return qp_.rc.req.outstanding[index]; }
+  bool address(RocePacket& packet) override { return e_.address(qp_, packet); }
+  bool open_payload(size_t index) override {
+    const SendWqe& wqe = qp_.rc.req.outstanding[index].wqe;
+    chunks_.clear();
+    uint64_t total = 0;
+    if (!wqe.has_inline &&
+        translate_sges(e_.f_.resources, wqe.sges, qp_.pd, access::kLocalRead, chunks_, total) != ProtectionError::kNone) {
+      ++e_.counters_.local_protection_errors;
+      return false;
+    }
+    // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only
+    // for its own bytes, so the reads overlap the wire.
+    if (e_.f_.memory != nullptr) reads_.emplace(*e_.f_.memory, issue_ps_ != 0 ? issue_ps_ : now_ps());
+    return true;
+  }
+  HostResult payload(size_t index, uint64_t offset, uint32_t size, std::span<const uint8_t>& bytes,
+                     uint64_t& ready_ps) override {
+    SendMessage& message = qp_.rc.req.outstanding[index];
+    if (message.wqe.has_inline) {
+      bytes = std::span<const uint8_t>(message.wqe.inline_data).subspan(size_t(offset), size);
+      return HostResult::kOk;
+    }
+    buffer_.resize(size);
+    if (!reads_ || !read_chunks(*reads_, chunks_, offset, buffer_)) {
+      ++e_.counters_.dma_faults;
+      return HostResult::kDmaFault;
+    }
+    ready_ps = reads_->ready_ps();
+    if (offset == 0) e_.stamp(qpn_, message, RdmaStage::kPayloadDma, ready_ps);
+    bytes = buffer_;
+    return HostResult::kOk;
+  }
+  void send(RocePacket& packet, uint64_t ready_ps) override { e_.send_frame(packet, ready_ps); }
+  void sent(size_t index, uint32_t number, bool first_of_burst) override {
+    // The next message's WQE and payload reads may start once this one is on the wire.
+    if (first_of_burst) e_.prefetch_floor_ps_ = now_ps();
+    if (number == 0) e_.stamp(qpn_, qp_.rc.req.outstanding[index], RdmaStage::kWireFirstPacket);
+  }
+  void fail(size_t index, transport::rc::RequesterError error) override {
+    const uint8_t syn = error == transport::rc::RequesterError::kNoAddress ? syndrome::kLocalQpOperation
+                                                                           : syndrome::kLocalProtection;
+    e_.requester_error(qpn_, qp_, qp_.rc.req.outstanding[index].wqe, syn);
+  }
+  bool stopped() override { return send_queue_stopped(qp_); }
+  void count(transport::rc::RequesterEvent event) override {
+    if (event == transport::rc::RequesterEvent::kResent) ++e_.counters_.retransmits;
+  }
+
+ private:
+  RdmaEngine& e_;
+  uint32_t qpn_;
+  QueuePair& qp_;
+  uint64_t issue_ps_;
+  std::vector<DmaChunk> chunks_;
+  std::optional<pcie::PipelinedReads> reads_;
+  std::vector<uint8_t> buffer_;
+};
+
+transport::rc::RequesterQp RdmaEngine::requester_qp(const QueuePair& qp) {
+  return {.service = completer_qp(qp).service, .pmtu = pmtu_of(qp), .datagram = is_datagram(qp)};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Requester
 
@@ -237,221 +307,134 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     ++counters_.dma_faults;
     return;
   }
-  const uint32_t sq_blocks = 1u << qp.log_sq_size;
   const uint64_t doorbell_ps = now_ps();
   std::vector<uint8_t> bytes;
   while (((producer - qp.sq_consumer) & kCounterMask16) != 0) {
-    const uint32_t available = (producer - qp.sq_consumer) & kCounterMask16;
-    if (available > sq_blocks) {  // the producer claims more than the ring holds
-      ++counters_.bad_wqes;
-      SendWqe none;
-      none.wqe_index = uint16_t(qp.sq_consumer);
-      qp.sq_consumer = producer & kCounterMask16;  // nothing up to it can be trusted: one error CQE, no flushes
-      if (!send_queue_stopped(qp)) requester_error(qpn, qp, none, syndrome::kLocalQpOperation);
-      return;
-    }
-    uint8_t ds = 0;
-    SendWqe wqe;
-    // The WQE is prefetched: its read leaves at the doorbell, or once the message before it has
-    // started on the wire; the engine waits only if it has not arrived yet.
-    pcie::PipelinedReads prefetch(*f_.memory, std::max(doorbell_ps, prefetch_floor_ps_));
-    const bool fetched = fetch_wqe(prefetch, qp, qp.sq_consumer, bytes, ds);
-    const uint64_t parsed_ps = prefetch.ready_ps() + timing_.wqe_parse_ps;
-    wait_until(parsed_ps);
-    if (!fetched) {
-      ++counters_.dma_faults;
-      wqe.wqe_index = uint16_t(qp.sq_consumer);
-      qp.sq_consumer = producer & kCounterMask16;
-      if (!send_queue_stopped(qp)) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
-      return;
-    }
-    const WqeError parsed = parse_send_wqe(bytes, qp.st, qpn, wqe);
-    // A WQE takes its WQEBBs: at least one (ds 0), at most what the producer covers.
-    const uint32_t blocks = std::clamp<uint32_t>(wqe.wqebbs(), 1, available);
-    if (send_queue_stopped(qp)) {  // WQEs posted after the error are flushed one by one
-      qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
-      ++counters_.flushed_wqes;
-      error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
-      continue;
-    }
-    if (parsed != WqeError::kNone || wqe.wqebbs() > available) {
-      ++counters_.bad_wqes;
-      log().debug("function {}: QP {:#x} WQE {:#x}: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
-                  parsed != WqeError::kNone ? wqe_error_name(parsed) : "ds beyond the producer");
-      wqe.wqe_index = uint16_t(qp.sq_consumer);
-      qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;  // consumed: the flush starts behind it
-      requester_error(qpn, qp, wqe, parsed == WqeError::kTooLong ? syndrome::kLocalLength : syndrome::kLocalQpOperation);
-      return;
-    }
-    // A fenced WQE waits until every READ and atomic before it has its response.
-    if (wqe.fence != 0 && std::any_of(req.outstanding.begin(), req.outstanding.end(),
-                                      [](const SendMessage& m) { return m.needs_response && !m.responded; })) {
-      req.fence_blocked = true;
-      return;
-    }
-    req.fence_blocked = false;
-    ++counters_.wqes;
-    SendMessage message;
-    message.wqe = std::move(wqe);
-    message.kind = kind_of(message.wqe.opcode);
-    message.length = message.wqe.length();
-    message.doorbell_ps = doorbell_ps;
-    const uint64_t fetched_ps = parsed_ps;
-    // Local keys are checked before anything goes on the wire.
-    if (!message.wqe.has_inline && message.wqe.opcode != wqe_op::kNop) {
-      const uint8_t need = is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode) ? access::kLocalWrite : access::kLocalRead;
-      std::vector<DmaChunk> chunks;
-      uint64_t total = 0;
-      const ProtectionError error = translate_sges(f_.resources, message.wqe.sges, qp.pd, need, chunks, total);
-      if (error != ProtectionError::kNone) {
-        ++counters_.local_protection_errors;
-        log().debug("function {}: QP {:#x} WQE {:#x}: local key: {}", f_.identity.vhca_id, qpn, message.wqe.wqe_index,
-                    protection_error_name(error));
-        qp.sq_consumer = (qp.sq_consumer + message.wqe.wqebbs()) & kCounterMask16;
-        requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
-        return;
-      }
-    }
-    qp.sq_consumer = (qp.sq_consumer + message.wqe.wqebbs()) & kCounterMask16;
-    const uint32_t pmtu = pmtu_of(qp);
-    // A datagram is one packet: at most the path MTU (mlx5_ib gives UD QPs 4096 in their qpc).
-    if (is_datagram(qp) && message.length > (get(qp.context, qpc::kMtu) != 0 ? pmtu : kMaxDatagram)) {
-      ++counters_.bad_wqes;
-      requester_error(qpn, qp, message.wqe, syndrome::kLocalLength);
-      return;
-    }
-    if (message.wqe.opcode == wqe_op::kNop) {
-      message.npsn = 0;
-      message.first_psn = req.next_psn;
-    } else {
-      message.needs_response = is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode);
-      message.npsn = is_atomic(message.wqe.opcode) || is_datagram(qp) ? 1 : packets_for(message.length, pmtu);
-      message.first_psn = req.next_psn;
-      message.read_next_psn = message.first_psn;
-      req.next_psn = psn_add(req.next_psn, message.npsn);
-    }
-    // Trace id: QPN and last PSN, which the responder can name too (remote delivery).
-    message.id = message.npsn != 0 ? (uint64_t(qpn) << 24) | message.last_psn() : (uint64_t(1) << 63) | next_message_id_++;
-    stamp(qpn, message, RdmaStage::kDoorbell, message.doorbell_ps);
-    stamp(qpn, message, RdmaStage::kWqeFetch, fetched_ps);
-    req.outstanding.push_back(std::move(message));
-    SendMessage& queued = req.outstanding.back();
-    if (queued.npsn != 0) transmit(qpn, qp, queued, queued.first_psn, parsed_ps);
-    if (send_queue_stopped(qp)) return;
-    // Between messages, frames that have arrived (ACKs above all) are handled, as the completer
-    // and responder of a real HCA run beside its requester. Whatever they did to this QP (an error
-    // and its flush, new WQEs) the loop picks up with a fresh producer index.
-    if (yield_hook_) {
-      req.yielding = true;
-      const bool handled = yield_hook_();
-      req.yielding = false;
-      if (handled && (req.sq_again || send_queue_stopped(qp))) {
-        pcie::PipelinedReads reread(*f_.memory, now_ps());  // the doorbell record, no time spent
-        if (!read_doorbell_record(&reread, qp.dbr_addr + kSqDbrOffset, producer)) {
-          ++counters_.dma_faults;
-          return;
-        }
-      }
-      req.sq_again = false;
-    }
+    const SqStep step = next_wqe(qpn, qp, producer, doorbell_ps, bytes);
+    if (step == SqStep::kStop) return;
+    if (step == SqStep::kPosted && (send_queue_stopped(qp) || !yield_between_messages(qp, producer))) return;
   }
   retire(qpn, qp);
   arm_timer(qp);
 }
 
-void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, SendMessage& message, uint32_t from_psn, uint64_t issue_ps) {
-  if (is_datagram(qp)) {
-    transmit_datagram(qpn, qp, message, issue_ps);
-    return;
+RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t producer, uint64_t doorbell_ps,
+                                        std::vector<uint8_t>& bytes) {
+  const uint32_t available = (producer - qp.sq_consumer) & kCounterMask16;
+  SendWqe wqe;
+  wqe.wqe_index = uint16_t(qp.sq_consumer);
+  if (available > (1u << qp.log_sq_size)) {  // the producer claims more than the ring holds
+    ++counters_.bad_wqes;
+    qp.sq_consumer = producer & kCounterMask16;  // nothing up to it can be trusted: one error CQE, no flushes
+    if (!send_queue_stopped(qp)) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
+    return SqStep::kStop;
   }
-  const SendWqe& wqe = message.wqe;
-  const uint32_t pmtu = pmtu_of(qp);
-  RocePacket packet;
-  if (!address(qp, packet)) {
-    requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
-    return;
-  }
-  const uint32_t skip = uint32_t(psn_diff(from_psn, message.first_psn));
-  const bool unreliable = qp.st == qp_st::kUc;  // UC: same packets, opcodes at 0x20, never an ACK
-  const uint8_t base = opcode_base(qp.st);
-  packet.xrc_srqn = wqe.xrc_srqn;  // XRC: every request names the SRQ at the target
-  if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) {
-    // One request; a resent READ asks only for the responses still missing.
-    packet.opcode = uint8_t(requester_opcode(wqe.opcode, true, true) | base);
-    packet.psn = from_psn;
-    packet.ack_req = true;
-    if (is_read(wqe.opcode)) {
-      const uint64_t done = uint64_t(skip) * pmtu;
-      packet.reth = {.va = wqe.remote_va + done, .rkey = wqe.rkey, .dma_length = uint32_t(message.length - done)};
-    } else {
-      packet.atomic = {.va = wqe.remote_va, .rkey = wqe.rkey, .swap_add = wqe.swap_add, .compare = wqe.compare};
-    }
-    send_frame(packet);
-    prefetch_floor_ps_ = now_ps();
-    if (skip == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
-    return;
-  }
-  std::vector<DmaChunk> chunks;
-  uint64_t total = 0;
-  if (!wqe.has_inline && translate_sges(f_.resources, wqe.sges, qp.pd, access::kLocalRead, chunks, total) !=
-                             ProtectionError::kNone) {
-    ++counters_.local_protection_errors;
-    requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
-    return;
-  }
-  // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only for
-  // its own bytes, so the reads overlap the wire.
-  if (f_.memory == nullptr) {  // the host went away
+  // The WQE is prefetched: its read leaves at the doorbell, or once the message before it has
+  // started on the wire; the engine waits only if it has not arrived yet.
+  uint8_t ds = 0;
+  pcie::PipelinedReads prefetch(*f_.memory, std::max(doorbell_ps, prefetch_floor_ps_));
+  const bool fetched = fetch_wqe(prefetch, qp, qp.sq_consumer, bytes, ds);
+  const uint64_t parsed_ps = prefetch.ready_ps() + timing_.wqe_parse_ps;
+  wait_until(parsed_ps);
+  if (!fetched) {
     ++counters_.dma_faults;
+    qp.sq_consumer = producer & kCounterMask16;
+    if (!send_queue_stopped(qp)) requester_error(qpn, qp, wqe, syndrome::kLocalQpOperation);
+    return SqStep::kStop;
+  }
+  const WqeError parsed = parse_send_wqe(bytes, qp.st, qpn, wqe);
+  // A WQE takes its WQEBBs: at least one (ds 0), at most what the producer covers.
+  const uint32_t blocks = std::clamp<uint32_t>(wqe.wqebbs(), 1, available);
+  if (send_queue_stopped(qp)) {  // WQEs posted after the error are flushed one by one
+    qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
+    ++counters_.flushed_wqes;
+    error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
+    return SqStep::kFlushed;
+  }
+  if (parsed != WqeError::kNone || wqe.wqebbs() > available) {
+    ++counters_.bad_wqes;
+    log().debug("function {}: QP {:#x} WQE {:#x}: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
+                parsed != WqeError::kNone ? wqe_error_name(parsed) : "ds beyond the producer");
+    wqe.wqe_index = uint16_t(qp.sq_consumer);
+    qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;  // consumed: the flush starts behind it
+    requester_error(qpn, qp, wqe, parsed == WqeError::kTooLong ? syndrome::kLocalLength : syndrome::kLocalQpOperation);
+    return SqStep::kStop;
+  }
+  RequesterPort port(*this, qpn, qp, 0);
+  if (!requester_.admit(qp.rc.req, wqe.fence != 0, port)) return SqStep::kStop;  // fenced: waits for responses
+  return post_message(qpn, qp, std::move(wqe), doorbell_ps, parsed_ps) ? SqStep::kPosted : SqStep::kStop;
+}
+
+bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps) {
+  ++counters_.wqes;
+  qp.sq_consumer = (qp.sq_consumer + wqe.wqebbs()) & kCounterMask16;
+  // Local keys are checked before anything goes on the wire.
+  if (!wqe.has_inline && wqe.opcode != wqe_op::kNop) {
+    const uint8_t need = is_read(wqe.opcode) || is_atomic(wqe.opcode) ? access::kLocalWrite : access::kLocalRead;
+    std::vector<DmaChunk> chunks;
+    uint64_t total = 0;
+    const ProtectionError error = translate_sges(f_.resources, wqe.sges, qp.pd, need, chunks, total);
+    if (error != ProtectionError::kNone) {
+      ++counters_.local_protection_errors;
+      log().debug("function {}: QP {:#x} WQE {:#x}: local key: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
+                  protection_error_name(error));
+      requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
+      return false;
+    }
+  }
+  // A datagram is one packet: at most the path MTU (mlx5_ib gives UD QPs 4096 in their qpc).
+  if (is_datagram(qp) && wqe.length() > (get(qp.context, qpc::kMtu) != 0 ? pmtu_of(qp) : kMaxDatagram)) {
+    ++counters_.bad_wqes;
+    requester_error(qpn, qp, wqe, syndrome::kLocalLength);
+    return false;
+  }
+  RcRequester& req = qp.rc.req;
+  SendMessage message;
+  message.wqe = std::move(wqe);
+  message.request = work_request(message.wqe);
+  message.length = message.wqe.length();
+  message.doorbell_ps = doorbell_ps;
+  requester_.assign_psns(req, requester_qp(qp), message);
+  // Trace id: QPN and last PSN, which the responder can name too (remote delivery).
+  message.id = message.npsn != 0 ? (uint64_t(qpn) << 24) | message.last_psn() : (uint64_t(1) << 63) | next_message_id_++;
+  stamp(qpn, message, RdmaStage::kDoorbell, message.doorbell_ps);
+  stamp(qpn, message, RdmaStage::kWqeFetch, parsed_ps);
+  req.outstanding.push_back(std::move(message));
+  const SendMessage& queued = req.outstanding.back();
+  if (queued.npsn != 0) transmit(qpn, qp, req.outstanding.size() - 1, queued.first_psn, parsed_ps);
+  return true;
+}
+
+bool RdmaEngine::yield_between_messages(QueuePair& qp, uint32_t& producer) {
+  // Between messages, frames that have arrived (ACKs above all) are handled, as the completer and
+  // responder of a real HCA run beside its requester. Whatever they did to this QP (an error and
+  // its flush, new WQEs) the loop picks up with a fresh producer index.
+  if (!yield_hook_) return true;
+  RcRequester& req = qp.rc.req;
+  req.yielding = true;
+  const bool handled = yield_hook_();
+  req.yielding = false;
+  const bool reread = handled && (req.sq_again || send_queue_stopped(qp));
+  req.sq_again = false;
+  if (!reread) return true;
+  pcie::PipelinedReads record(*f_.memory, now_ps());  // the doorbell record, no time spent
+  if (read_doorbell_record(&record, qp.dbr_addr + kSqDbrOffset, producer)) return true;
+  ++counters_.dma_faults;
+  return false;
+}
+
+void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, size_t index, uint32_t from_psn, uint64_t issue_ps) {
+  if (is_datagram(qp)) {
+    transmit_datagram(qpn, qp, qp.rc.req.outstanding[index], issue_ps);
     return;
   }
-  pcie::PipelinedReads reads(*f_.memory, issue_ps);
-  std::vector<uint8_t> payload;
-  for (uint32_t i = skip; i < message.npsn; ++i) {
-    const uint64_t offset = uint64_t(i) * pmtu;
-    const uint32_t size = uint32_t(std::min<uint64_t>(pmtu, message.length - std::min(offset, message.length)));
-    const bool first = i == 0, last = i + 1 == message.npsn;
-    uint64_t ready_ps = 0;
-    if (!wqe.has_inline && size != 0) {
-      payload.resize(size);
-      if (!read_chunks(reads, chunks, offset, payload)) {
-        ++counters_.dma_faults;
-        requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
-        return;
-      }
-      ready_ps = reads.ready_ps();
-      if (i == 0) stamp(qpn, message, RdmaStage::kPayloadDma, ready_ps);
-    }
-    packet.opcode = uint8_t(requester_opcode(wqe.opcode, first, last) | base);
-    packet.psn = psn_add(message.first_psn, i);
-    packet.ack_req = last && !unreliable;
-    packet.solicited = last && wqe.solicited;
-    if (first && (wqe.opcode == wqe_op::kRdmaWrite || wqe.opcode == wqe_op::kRdmaWriteImm))
-      packet.reth = {.va = wqe.remote_va, .rkey = wqe.rkey, .dma_length = uint32_t(message.length)};
-    packet.immediate = wqe.imm;
-    packet.invalidate_rkey = wqe.imm;
-    if (wqe.has_inline)
-      packet.payload = std::span<const uint8_t>(wqe.inline_data).subspan(size_t(offset), size);
-    else
-      packet.payload = std::span<const uint8_t>(payload).first(size);
-    send_frame(packet, ready_ps);
-    if (i == skip) prefetch_floor_ps_ = now_ps();
-    if (i == 0) stamp(qpn, message, RdmaStage::kWireFirstPacket);
-    if (send_queue_stopped(qp)) return;
-  }
+  RequesterPort port(*this, qpn, qp, issue_ps);
+  requester_.transmit(qp.rc.req, requester_qp(qp), index, from_psn, port);
 }
 
 void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
-  RcRequester& req = qp.rc.req;
-  for (SendMessage& message : req.outstanding) {
-    if (message.npsn == 0 || (message.needs_response && message.responded)) continue;
-    if (psn_diff(message.last_psn(), psn) < 0) continue;  // entirely before the resend point
-    uint32_t from = psn_diff(psn, message.first_psn) > 0 ? psn : message.first_psn;
-    if (is_read(message.wqe.opcode) && psn_diff(message.read_next_psn, from) > 0) from = message.read_next_psn;
-    ++counters_.retransmits;
-    transmit(qpn, qp, message, from, now_ps());
-    if (send_queue_stopped(qp)) return;
-  }
+  RequesterPort port(*this, qpn, qp, 0);  // each resent message's reads leave when it starts
+  requester_.resend_from(qp.rc.req, requester_qp(qp), psn, port);
 }
 
 void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message) {

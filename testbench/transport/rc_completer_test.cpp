@@ -60,15 +60,15 @@ struct FakeHost : CompleterHost {
 };
 
 OutstandingMessage write_message(uint32_t first, uint32_t npsn) {
-  return {.kind = RequestKind::kWrite, .length = npsn * 256ull, .first_psn = first, .npsn = npsn};
+  return {.request = {.kind = RequestKind::kWrite}, .length = npsn * 256ull, .first_psn = first, .npsn = npsn};
 }
 OutstandingMessage read_message(uint32_t first, uint32_t length) {
   const uint32_t npsn = (length + 255) / 256;
-  return {.kind = RequestKind::kRead, .length = length, .first_psn = first, .npsn = npsn, .needs_response = true,
+  return {.request = {.kind = RequestKind::kRead}, .length = length, .first_psn = first, .npsn = npsn, .needs_response = true,
           .read_next_psn = first};
 }
 OutstandingMessage atomic_message(uint32_t first) {
-  return {.kind = RequestKind::kAtomic, .length = 8, .first_psn = first, .npsn = 1, .needs_response = true,
+  return {.request = {.kind = RequestKind::kAtomic}, .length = 8, .first_psn = first, .npsn = 1, .needs_response = true,
           .read_next_psn = first};
 }
 

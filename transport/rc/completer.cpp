@@ -217,8 +217,8 @@ Step Completer::check_response(Work& w) {
   const uint32_t before = psn_add(m.first_psn, kPsnMask);
   if (psn_diff(before, w.state.acked_psn) > 0) w.state.acked_psn = before;
   const bool read_response = w.opcode >= op::kRcRdmaReadResponseFirst && w.opcode <= op::kRcRdmaReadResponseOnly;
-  if (read_response != (m.kind == RequestKind::kRead) ||
-      (w.opcode == op::kRcAtomicAcknowledge) != (m.kind == RequestKind::kAtomic))
+  if (read_response != (m.request.kind == RequestKind::kRead) ||
+      (w.opcode == op::kRcAtomicAcknowledge) != (m.request.kind == RequestKind::kAtomic))
     return note(w, CompleterEvent::kWrongResponse, Step::kErrBadResponse);
   if (carries(w.opcode, hdr::kAeth) && aeth_type(w.packet->aeth.syndrome) != AethType::kAck)
     return note(w, CompleterEvent::kNakInResponse, Step::kDrop);

@@ -17,9 +17,25 @@ namespace hcaemu::transport::rc {
 
 enum class RequestKind : uint8_t { kNop, kSend, kWrite, kRead, kAtomic };
 
+// What the protocol needs of a send work request (the device parses it from its WQE).
+struct WorkRequest {
+  RequestKind kind = RequestKind::kSend;
+  bool with_imm = false;    // SEND/WRITE with immediate
+  bool invalidate = false;  // SEND with Invalidate (immediate holds the rkey)
+  bool fetch_add = false;   // atomics: fetch-and-add, else compare-and-swap
+  bool solicited = false;
+  bool fenced = false;
+  uint64_t remote_va = 0;
+  uint32_t rkey = 0;
+  uint64_t swap_add = 0, compare = 0;
+  uint32_t immediate = 0;
+  uint32_t xrc_srqn = 0;    // XRC: the XRC SRQ at the target
+  bool has_inline = false;  // the payload is in the request itself
+};
+
 // The protocol's view of one message the requester has sent.
 struct OutstandingMessage {
-  RequestKind kind = RequestKind::kSend;
+  WorkRequest request;
   uint64_t length = 0;
   uint32_t first_psn = 0;
   uint32_t npsn = 1;            // PSNs it occupies (READ: one per response packet; NOP: 0)
@@ -28,7 +44,7 @@ struct OutstandingMessage {
   uint32_t read_next_psn = 0;   // the READ response PSN expected next
   uint32_t last_psn() const { return psn_add(first_psn, npsn == 0 ? 0 : npsn - 1); }
   // Where a resend of this READ or atomic starts: a READ asks only for the responses it misses.
-  uint32_t resend_psn() const { return kind == RequestKind::kRead ? read_next_psn : first_psn; }
+  uint32_t resend_psn() const { return request.kind == RequestKind::kRead ? read_next_psn : first_psn; }
 };
 
 // Per QP: the requester's PSNs and retry state (IBA 9.7.4-9.7.6).
