@@ -143,7 +143,6 @@ uint16_t udp6_checksum(const uint8_t* ip6, const uint8_t* udp, uint32_t udp_leng
   return c == 0 ? 0xffff : c;
 }
 
-ParseResult failed(ParseError e) { return ParseResult{e, {}}; }
 
 }  // namespace
 
@@ -244,97 +243,108 @@ const char* parse_error_name(ParseError e) {
   return "?";
 }
 
-ParseResult parse_frame(std::span<const uint8_t> frame) {
-  ParseResult r;
-  RocePacket& k = r.packet;
+namespace {
 
-  // Ethernet [+ 802.1Q]
-  if (frame.size() < kEthHeaderSize) return failed(ParseError::kTruncated);
+// Where the walk of a frame has got to: the IP packet ([ip, ip + ip_length), anything after it is
+// Ethernet padding) and then its UDP payload (the IB transport packet).
+struct Walk {
+  const uint8_t* ip = nullptr;
+  size_t available = 0;  // bytes from ip to the end of the frame
+  uint32_t ip_header = 0, ip_length = 0;
+  const uint8_t* transport = nullptr;
+  uint32_t transport_size = 0;
+};
+
+// Ethernet [+ 802.1Q]: the ethertype after at most one tag, and where IP starts.
+ParseError parse_ethernet(std::span<const uint8_t> frame, RocePacket& k, uint16_t& ethertype, Walk& w) {
+  if (frame.size() < kEthHeaderSize) return ParseError::kTruncated;
   const uint8_t* p = frame.data();
   std::memcpy(k.dst_mac.data(), p, 6);
   std::memcpy(k.src_mac.data(), p + 6, 6);
   uint32_t off = kEthTypeOffset;
-  uint16_t ethertype = load_be16(p + off);
+  ethertype = load_be16(p + off);
   if (ethertype == kEtherTypeVlan) {
-    if (frame.size() < kEthHeaderSize + kVlanTagSize) return failed(ParseError::kTruncated);
+    if (frame.size() < kEthHeaderSize + kVlanTagSize) return ParseError::kTruncated;
     k.vlan_tci = load_be16(p + off + 2);
     off += kVlanTagSize;
     ethertype = load_be16(p + off);
   }
   off += 2;
-  if (ethertype != kEtherTypeIpv4 && ethertype != kEtherTypeIpv6) return failed(ParseError::kNotRoce);
+  if (ethertype != kEtherTypeIpv4 && ethertype != kEtherTypeIpv6) return ParseError::kNotRoce;
+  w.ip = p + off;
+  w.available = frame.size() - off;
+  return ParseError::kNone;
+}
 
-  // IP: [ip, ip + ip_length) is the IP packet; anything after it is Ethernet padding.
-  const uint8_t* ip = p + off;
-  const size_t available = frame.size() - off;
-  uint32_t ip_header = 0, ip_length = 0;
-  if (ethertype == kEtherTypeIpv4) {
-    if (available < kIpv4HeaderSize) return failed(ParseError::kTruncated);
-    if ((ip[0] >> 4) != 4) return failed(ParseError::kBadIpHeader);
-    ip_header = uint32_t(ip[0] & 0x0f) * 4;
-    if (ip_header < kIpv4HeaderSize) return failed(ParseError::kBadIpHeader);
-    if (available < ip_header) return failed(ParseError::kTruncated);
-    ip_length = load_be16(ip + 2);
-    if (ip_length < ip_header) return failed(ParseError::kBadIpHeader);
-    if (ip_length > available) return failed(ParseError::kTruncated);
-    if (fold(sum16(ip, ip_header)) != 0xffff) return failed(ParseError::kBadIpHeader);
-    const uint16_t frag = load_be16(ip + 6);
-    if ((frag & kIpv4FlagMf) || (frag & kIpv4FragOffsetMask)) return failed(ParseError::kBadIpHeader);
-    if (ip[9] != kIpProtoUdp) return failed(ParseError::kNotRoce);
-    k.traffic_class = ip[1];
-    k.hop_limit = ip[8];
-    k.src_gid = gid_from_ipv4(load_be32(ip + 12));
-    k.dst_gid = gid_from_ipv4(load_be32(ip + 16));
-  } else {
-    if (available < kIpv6HeaderSize) return failed(ParseError::kTruncated);
-    const uint32_t word0 = load_be32(ip);
-    if ((word0 >> 28) != 6) return failed(ParseError::kBadIpHeader);
-    ip_header = kIpv6HeaderSize;
-    ip_length = kIpv6HeaderSize + load_be16(ip + 4);
-    if (ip_length > available) return failed(ParseError::kTruncated);
-    if (ip[6] != kIpProtoUdp) return failed(ParseError::kNotRoce);  // extension headers: not RoCE
-    k.traffic_class = uint8_t(word0 >> 20);
-    k.flow_label = word0 & 0xfffff;
-    k.hop_limit = ip[7];
-    std::memcpy(k.src_gid.data(), ip + 8, 16);
-    std::memcpy(k.dst_gid.data(), ip + 24, 16);
-    // An IPv4-mapped source travels as IPv4 (RoCEv2 GID types); on IPv6 it is not a RoCE sender.
-    if (is_ipv4_mapped(k.src_gid)) return failed(ParseError::kBadIpHeader);
-  }
+ParseError parse_ipv4(RocePacket& k, Walk& w) {
+  const uint8_t* ip = w.ip;
+  if (w.available < kIpv4HeaderSize) return ParseError::kTruncated;
+  if ((ip[0] >> 4) != 4) return ParseError::kBadIpHeader;
+  w.ip_header = uint32_t(ip[0] & 0x0f) * 4;
+  if (w.ip_header < kIpv4HeaderSize) return ParseError::kBadIpHeader;
+  if (w.available < w.ip_header) return ParseError::kTruncated;
+  w.ip_length = load_be16(ip + 2);
+  if (w.ip_length < w.ip_header) return ParseError::kBadIpHeader;
+  if (w.ip_length > w.available) return ParseError::kTruncated;
+  if (fold(sum16(ip, w.ip_header)) != 0xffff) return ParseError::kBadIpHeader;
+  const uint16_t frag = load_be16(ip + 6);
+  if ((frag & kIpv4FlagMf) || (frag & kIpv4FragOffsetMask)) return ParseError::kBadIpHeader;
+  if (ip[9] != kIpProtoUdp) return ParseError::kNotRoce;
+  k.traffic_class = ip[1];
+  k.hop_limit = ip[8];
+  k.src_gid = gid_from_ipv4(load_be32(ip + 12));
+  k.dst_gid = gid_from_ipv4(load_be32(ip + 16));
+  return ParseError::kNone;
+}
 
-  // UDP
-  const uint32_t ip_payload = ip_length - ip_header;
-  const uint8_t* udp = ip + ip_header;
-  if (ip_payload < kUdpHeaderSize) return failed(ParseError::kTruncated);
-  if (load_be16(udp + 2) != kRoceV2UdpPort) return failed(ParseError::kNotRoce);
-  if (load_be16(udp + 4) != ip_payload) return failed(ParseError::kBadUdpLength);
+ParseError parse_ipv6(RocePacket& k, Walk& w) {
+  const uint8_t* ip = w.ip;
+  if (w.available < kIpv6HeaderSize) return ParseError::kTruncated;
+  const uint32_t word0 = load_be32(ip);
+  if ((word0 >> 28) != 6) return ParseError::kBadIpHeader;
+  w.ip_header = kIpv6HeaderSize;
+  w.ip_length = kIpv6HeaderSize + load_be16(ip + 4);
+  if (w.ip_length > w.available) return ParseError::kTruncated;
+  if (ip[6] != kIpProtoUdp) return ParseError::kNotRoce;  // extension headers: not RoCE
+  k.traffic_class = uint8_t(word0 >> 20);
+  k.flow_label = word0 & 0xfffff;
+  k.hop_limit = ip[7];
+  std::memcpy(k.src_gid.data(), ip + 8, 16);
+  std::memcpy(k.dst_gid.data(), ip + 24, 16);
+  // An IPv4-mapped source travels as IPv4 (RoCEv2 GID types); on IPv6 it is not a RoCE sender.
+  return is_ipv4_mapped(k.src_gid) ? ParseError::kBadIpHeader : ParseError::kNone;
+}
+
+ParseError parse_udp(RocePacket& k, Walk& w) {
+  const uint32_t ip_payload = w.ip_length - w.ip_header;
+  const uint8_t* udp = w.ip + w.ip_header;
+  if (ip_payload < kUdpHeaderSize) return ParseError::kTruncated;
+  if (load_be16(udp + 2) != kRoceV2UdpPort) return ParseError::kNotRoce;
+  if (load_be16(udp + 4) != ip_payload) return ParseError::kBadUdpLength;
   k.udp_sport = load_be16(udp);
+  w.transport = udp + kUdpHeaderSize;
+  w.transport_size = ip_payload - kUdpHeaderSize;
+  return ParseError::kNone;
+}
 
-  // BTH
-  const uint8_t* t = udp + kUdpHeaderSize;
-  const uint32_t transport = ip_payload - kUdpHeaderSize;
-  if (transport < kBthSize + kIcrcSize) return failed(ParseError::kTruncated);
-  const BthExtras bth = read_bth(t, k);
-  if (bth.tver != 0) return failed(ParseError::kBadVersion);
+// BTH, the opcode's extension headers, payload + pad and the ICRC over the IP packet.
+ParseError parse_transport(RocePacket& k, const Walk& w) {
+  if (w.transport_size < kBthSize + kIcrcSize) return ParseError::kTruncated;
+  const BthExtras bth = read_bth(w.transport, k);
+  if (bth.tver != 0) return ParseError::kBadVersion;
   const uint16_t h = headers_of(k.opcode);
-  if (!(h & hdr::kKnown)) return failed(ParseError::kUnknownOpcode);
+  if (!(h & hdr::kKnown)) return ParseError::kUnknownOpcode;
   const uint32_t headers = kBthSize + extension_headers_size(k.opcode);
-  if (transport < headers + kIcrcSize) return failed(ParseError::kTruncated);
-  const uint32_t data = transport - headers - kIcrcSize;  // payload + pad
+  if (w.transport_size < headers + kIcrcSize) return ParseError::kTruncated;
+  const uint32_t data = w.transport_size - headers - kIcrcSize;  // payload + pad
   if (h & hdr::kPayload) {
-    if (data % 4 != 0 || bth.pad > data) return failed(ParseError::kBadPad);
+    if (data % 4 != 0 || bth.pad > data) return ParseError::kBadPad;
   } else if (data != 0 || bth.pad != 0) {
-    return failed(ParseError::kBadPad);
+    return ParseError::kBadPad;
   }
-
-  // ICRC
-  const std::span<const uint8_t> ip_packet(ip, ip_length);
-  if (icrc_of_ip_packet(ip_packet) != load_le32(ip + ip_length - kIcrcSize)) {
-    return failed(ParseError::kBadIcrc);
-  }
-
-  // Extension headers and payload
-  const uint8_t* e = t + kBthSize;
+  const std::span<const uint8_t> ip_packet(w.ip, w.ip_length);
+  if (icrc_of_ip_packet(ip_packet) != load_le32(w.ip + w.ip_length - kIcrcSize)) return ParseError::kBadIcrc;
+  const uint8_t* e = w.transport + kBthSize;
   for (const ExtHeader& x : kExtHeaders) {
     if (h & x.bit) {
       x.read(e, k);
@@ -342,6 +352,21 @@ ParseResult parse_frame(std::span<const uint8_t> frame) {
     }
   }
   k.payload = std::span<const uint8_t>(e, data - bth.pad);
+  return ParseError::kNone;
+}
+
+}  // namespace
+
+ParseResult parse_frame(std::span<const uint8_t> frame) {
+  ParseResult r;
+  Walk w;
+  uint16_t ethertype = 0;
+  r.error = parse_ethernet(frame, r.packet, ethertype, w);
+  if (r.error == ParseError::kNone)
+    r.error = ethertype == kEtherTypeIpv4 ? parse_ipv4(r.packet, w) : parse_ipv6(r.packet, w);
+  if (r.error == ParseError::kNone) r.error = parse_udp(r.packet, w);
+  if (r.error == ParseError::kNone) r.error = parse_transport(r.packet, w);
+  if (r.error != ParseError::kNone) r.packet = {};
   return r;
 }
 

@@ -368,36 +368,91 @@ void query_nic_vport_context(CommandCall& call) {
                          call.out().subspan(kQueryNicContext + nvc::kBytes));
 }
 
+// The permanent address a MODIFY_NIC_VPORT_CONTEXT sets: the PF's own, a unicast nobody else owns.
+bool check_permanent_address(CommandCall& call, std::span<const uint8_t> ctx, MacAddress& permanent) {
+  FunctionContext& f = call.function();
+  if (f.identity.is_vf) {  // a VF's MAC is the PF's (eswitch manager's) to set
+    fail(call, CommandStatus::kBadParameter, kPermanentAddressFromVf);
+    return false;
+  }
+  permanent = mac_from(get(ctx, nvc::kPermanentMac47_32), get(ctx, nvc::kPermanentMac31_0));
+  if (is_zero(permanent) || is_multicast(permanent)) {
+    fail(call, CommandStatus::kBadParameter, kBadPermanentAddress);
+    return false;
+  }
+  if (f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(permanent)) {
+    ++f.unicast_steals_refused;
+    fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
+    return false;
+  }
+  return true;
+}
+
+// An allowed list: its type and length, group addresses only in the MC list and unicast ones only
+// in the UC list, and no unicast address another function owns (a real eswitch refuses it too).
+bool check_address_list(CommandCall& call, uint32_t list_type, uint32_t list_size, std::span<const uint8_t> list) {
+  FunctionContext& f = call.function();
+  if (list_type > kListVlan) {
+    fail(call, CommandStatus::kBadParameter, kBadListType);
+    return false;
+  }
+  if (list_size > list_capacity(list_type)) {
+    fail(call, CommandStatus::kBadParameter, kListTooLong);
+    return false;
+  }
+  if (list.size() < size_t(list_size) * nvc::kEntryBytes) {
+    fail(call, CommandStatus::kBadInputLength, kListTooLong);
+    return false;
+  }
+  for (uint32_t i = 0; list_type != kListVlan && i < list_size; ++i) {
+    std::span<const uint8_t> e = list.subspan(i * nvc::kEntryBytes, nvc::kEntryBytes);
+    const MacAddress m = mac_from(get(e, nvc::kEntryMac47_32), get(e, nvc::kEntryMac31_0));
+    if (is_multicast(m) != (list_type == kListMc)) {
+      fail(call, CommandStatus::kBadParameter, kBadListEntry);
+      return false;
+    }
+    if (list_type == kListUc && f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(m)) {
+      if (f.unicast_steals_refused++ < 8)
+        log().warn("function {}: unicast address {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} belongs to another "
+                   "function: refused", f.identity.vhca_id, m[0], m[1], m[2], m[3], m[4], m[5]);
+      fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
+      return false;
+    }
+  }
+  return true;
+}
+
+void store_address_list(VportState& v, uint32_t list_type, uint32_t list_size, std::span<const uint8_t> list) {
+  std::vector<MacAddress> macs;
+  std::vector<uint16_t> vlans;
+  for (uint32_t i = 0; i < list_size; ++i) {
+    std::span<const uint8_t> e = list.subspan(i * nvc::kEntryBytes, nvc::kEntryBytes);
+    if (list_type == kListVlan)
+      vlans.push_back(uint16_t(get(e, nvc::kEntryVlan)));
+    else
+      macs.push_back(mac_from(get(e, nvc::kEntryMac47_32), get(e, nvc::kEntryMac31_0)));
+  }
+  if (list_type == kListUc) v.uc_addresses = std::move(macs);
+  if (list_type == kListMc) v.mc_addresses = std::move(macs);
+  if (list_type == kListVlan) v.vlans = std::move(vlans);
+}
+
 void modify_nic_vport_context(CommandCall& call) {
   if (!call.need_input(kModifyNicContext + nvc::kBytes) || !own_vport(call) || !op_mod_is(call, 0)) return;
-  FunctionContext& f = call.function();
   const uint32_t select = get(call.in(), kFieldSelect);
   const std::span<const uint8_t> ctx = sub(call.in(), kModifyNicContext, nvc::kBytes);
   const std::span<const uint8_t> list = call.in().subspan(kModifyNicContext + nvc::kBytes);
+  const uint32_t mtu = get(ctx, nvc::kMtu);
+  const uint32_t list_type = get(ctx, nvc::kAllowedListType);
+  const uint32_t list_size = get(ctx, nvc::kAllowedListSize);
 
-  // Validate every selected field before changing any.
+  // Every selected field is checked before any changes.
+  MacAddress permanent{};
   if (select & ~kSelSupported) {
     fail(call, CommandStatus::kBadParameter, kUnsupportedField);
     return;
   }
-  MacAddress permanent{};
-  if (select & kSelPermanentAddress) {
-    if (f.identity.is_vf) {  // a VF's MAC is the PF's (eswitch manager's) to set
-      fail(call, CommandStatus::kBadParameter, kPermanentAddressFromVf);
-      return;
-    }
-    permanent = mac_from(get(ctx, nvc::kPermanentMac47_32), get(ctx, nvc::kPermanentMac31_0));
-    if (is_zero(permanent) || is_multicast(permanent)) {
-      fail(call, CommandStatus::kBadParameter, kBadPermanentAddress);
-      return;
-    }
-    if (f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(permanent)) {
-      ++f.unicast_steals_refused;
-      fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
-      return;
-    }
-  }
-  const uint32_t mtu = get(ctx, nvc::kMtu);
+  if ((select & kSelPermanentAddress) && !check_permanent_address(call, ctx, permanent)) return;
   if ((select & kSelMtu) && (mtu < kPortMinMtu || mtu > kPortMaxMtu)) {
     fail(call, CommandStatus::kBadParameter, kBadMtu);
     return;
@@ -406,39 +461,9 @@ void modify_nic_vport_context(CommandCall& call) {
     fail(call, CommandStatus::kBadParameter, kBadMinInline);
     return;
   }
-  const uint32_t list_type = get(ctx, nvc::kAllowedListType);
-  const uint32_t list_size = get(ctx, nvc::kAllowedListSize);
-  if (select & kSelAddressesList) {
-    if (list_type > kListVlan) {
-      fail(call, CommandStatus::kBadParameter, kBadListType);
-      return;
-    }
-    if (list_size > list_capacity(list_type)) {
-      fail(call, CommandStatus::kBadParameter, kListTooLong);
-      return;
-    }
-    if (list.size() < size_t(list_size) * nvc::kEntryBytes) {
-      fail(call, CommandStatus::kBadInputLength, kListTooLong);
-      return;
-    }
-    for (uint32_t i = 0; list_type != kListVlan && i < list_size; ++i) {
-      std::span<const uint8_t> e = list.subspan(i * nvc::kEntryBytes, nvc::kEntryBytes);
-      const MacAddress m = mac_from(get(e, nvc::kEntryMac47_32), get(e, nvc::kEntryMac31_0));
-      if (is_multicast(m) != (list_type == kListMc)) {  // UC list: unicast only; MC list: groups only
-        fail(call, CommandStatus::kBadParameter, kBadListEntry);
-        return;
-      }
-      if (list_type == kListUc && f.unicast_owned_elsewhere && f.unicast_owned_elsewhere(m)) {
-        if (f.unicast_steals_refused++ < 8)
-          log().warn("function {}: unicast address {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} belongs to another "
-                     "function: refused", f.identity.vhca_id, m[0], m[1], m[2], m[3], m[4], m[5]);
-        fail(call, CommandStatus::kBadParameter, kUnicastOwnedElsewhere);
-        return;
-      }
-    }
-  }
+  if ((select & kSelAddressesList) && !check_address_list(call, list_type, list_size, list)) return;
 
-  VportState& v = f.vport;
+  VportState& v = call.function().vport;
   if (select & kSelRoceEn) v.roce_en = get(ctx, nvc::kRoceEn);
   if (select & kSelPermanentAddress) {
     v.permanent_address = permanent;
@@ -455,20 +480,7 @@ void modify_nic_vport_context(CommandCall& call) {
   }
   if (select & kSelMtu) v.mtu = uint16_t(mtu);
   if (select & kSelMinInline) v.min_wqe_inline_mode = uint8_t(get(ctx, nvc::kMinWqeInlineMode));
-  if (select & kSelAddressesList) {
-    std::vector<MacAddress> macs;
-    std::vector<uint16_t> vlans;
-    for (uint32_t i = 0; i < list_size; ++i) {
-      std::span<const uint8_t> e = list.subspan(i * nvc::kEntryBytes, nvc::kEntryBytes);
-      if (list_type == kListVlan)
-        vlans.push_back(uint16_t(get(e, nvc::kEntryVlan)));
-      else
-        macs.push_back(mac_from(get(e, nvc::kEntryMac47_32), get(e, nvc::kEntryMac31_0)));
-    }
-    if (list_type == kListUc) v.uc_addresses = std::move(macs);
-    if (list_type == kListMc) v.mc_addresses = std::move(macs);
-    if (list_type == kListVlan) v.vlans = std::move(vlans);
-  }
+  if (select & kSelAddressesList) store_address_list(v, list_type, list_size, list);
 }
 
 // --- HCA vport context, GIDs and P_Keys (query_hca_vport_*_in) ------------------------------------
