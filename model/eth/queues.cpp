@@ -430,25 +430,47 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
   return std::nullopt;
 }
 
+// One frame on its way into a receive queue.
+struct EthQueues::Arrival {
+  uint32_t rqn = 0;
+  EthReceiveQueue* rq = nullptr;
+  std::vector<uint8_t> frame;
+  frame::Parsed parsed;
+  bool stripped = false;  // the VLAN tag went into the CQE
+  uint16_t index = 0;     // the receive WQE
+  std::vector<uint8_t> wqe;
+  uint32_t segments = 0;  // its data segments before the terminator
+};
+
 bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
-  EthReceiveQueue* rq = f_.eth.rqs.find(rqn);
+  Arrival a;
+  a.rqn = rqn;
+  a.rq = f_.eth.rqs.find(rqn);
+  return admit(a, frame_in) && take_receive_wqe(a) && scatter(a) && complete_receive(a);
+}
+
+bool EthQueues::admit(Arrival& a, std::span<const uint8_t> frame_in) {
+  EthReceiveQueue* rq = a.rq;
   if (rq == nullptr) return ++counters_.rx_no_rq, false;
   if (rq->state != WqState::kReady) return ++counters_.rx_rq_not_ready, false;
   if (rq->wq.type != wq_type::kCyclic) return ++counters_.rx_unsupported_rq, false;
   if (frame_in.size() < frame::kEthHeaderSize) return ++counters_.rx_runt, false;
   if (f_.memory == nullptr) return ++counters_.rx_dma_faults, false;
-
   // VLAN stripping unless the RQ has vsd (vlan strip disable) set: the tag goes into the CQE.
-  std::vector<uint8_t> frame(frame_in.begin(), frame_in.end());
-  frame::Parsed parsed = frame::parse(frame);
-  const bool strip = parsed.vlan && (rq->context[0] & 0x10) == 0;  // rqc.vsd = bit 28
-  if (strip) {
-    frame.erase(frame.begin() + 2 * frame::kMacSize, frame.begin() + 2 * frame::kMacSize + 4);
-    const uint16_t tci = parsed.vlan_tci;
-    parsed = frame::parse(frame);
-    parsed.vlan_tci = tci;
+  a.frame.assign(frame_in.begin(), frame_in.end());
+  a.parsed = frame::parse(a.frame);
+  a.stripped = a.parsed.vlan && (rq->context[0] & 0x10) == 0;  // rqc.vsd = bit 28
+  if (a.stripped) {
+    a.frame.erase(a.frame.begin() + 2 * frame::kMacSize, a.frame.begin() + 2 * frame::kMacSize + 4);
+    const uint16_t tci = a.parsed.vlan_tci;
+    a.parsed = frame::parse(a.frame);
+    a.parsed.vlan_tci = tci;
   }
+  return true;
+}
 
+bool EthQueues::take_receive_wqe(Arrival& a) {
+  EthReceiveQueue* rq = a.rq;
   uint32_t posted = 0;
   if (!read_doorbell_record(f_.memory, rq->wq.dbr_addr, posted)) return ++counters_.rx_dbr_faults, false;
   const uint32_t available = (posted - rq->consumer) & kCounterMask;
@@ -458,63 +480,67 @@ bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
     count_into(f_.q_counters, get(rq->context, rqc::kCounterSetId), q_counter::kOutOfBuffer);
     return ++counters_.rx_no_wqe, false;
   }
-  const uint16_t index = uint16_t(rq->consumer & kCounterMask);
+  a.index = uint16_t(rq->consumer & kCounterMask);
   const uint32_t stride = 1u << rq->wq.log_stride;
-  std::vector<uint8_t> wqe_bytes(stride);
+  a.wqe.resize(stride);
   const uint64_t slot = uint64_t(rq->consumer & (rq->wq.entries() - 1)) << rq->wq.log_stride;
-  if (!rq->wq.buffer.read(*f_.memory, slot, wqe_bytes)) return ++counters_.rx_dma_faults, false;
-
+  if (!rq->wq.buffer.read(*f_.memory, slot, a.wqe)) return ++counters_.rx_dma_faults, false;
   // Capacity first: a frame that does not fit is dropped and the WQE stays posted.
   uint64_t capacity = 0;
-  uint32_t segments = 0;
-  for (; segments * wqe::kSegment < stride; ++segments) {
-    const uint8_t* seg = &wqe_bytes[segments * wqe::kSegment];
+  for (a.segments = 0; a.segments * wqe::kSegment < stride; ++a.segments) {
+    const uint8_t* seg = &a.wqe[a.segments * wqe::kSegment];
     if (load_be32(seg + 4) == wqe::kInvalidLkey) break;
     capacity += load_be32(seg) & ~wqe::kInlineFlag;
   }
-  if (frame.size() > capacity) {
-    ++rq->too_big;
-    return ++counters_.rx_too_big, false;
-  }
+  if (a.frame.size() <= capacity) return true;
+  ++rq->too_big;
+  return ++counters_.rx_too_big, false;
+}
 
-  auto fail = [&](uint8_t syndrome) {
-    write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
-      store_be32(&c[cqe::kSopDropQpn], rqn & 0xffffff);
-      store_be16(&c[cqe::kWqeCounter], index);
-      c[cqe::kErrSyndrome] = syndrome;
-      c[cqe::kOpOwn] = uint8_t(cqe::kResponderError << 4);
-    }, true);
-    ++counters_.rx_error_cqes;
-    rq->consumer = (rq->consumer + 1) & kCounterMask;
-    rq->state = WqState::kError;
-    rq->context[1] = uint8_t((rq->context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // rqc.state [23:20]
-    return false;
-  };
-
+bool EthQueues::scatter(Arrival& a) {
   uint32_t written = 0;
-  for (uint32_t s = 0; s < segments && written < frame.size(); ++s) {
-    const uint8_t* seg = &wqe_bytes[s * wqe::kSegment];
-    const uint32_t n = std::min<uint32_t>(load_be32(seg) & ~wqe::kInlineFlag, uint32_t(frame.size()) - written);
+  for (uint32_t s = 0; s < a.segments && written < a.frame.size(); ++s) {
+    const uint8_t* seg = &a.wqe[s * wqe::kSegment];
+    const uint32_t n = std::min<uint32_t>(load_be32(seg) & ~wqe::kInlineFlag, uint32_t(a.frame.size()) - written);
     std::vector<Chunk> chunks;
     if (translate(load_be32(seg + 4), load_be64(seg + 8), n, true, chunks) != Fault::kNone) {
       ++counters_.rx_bad_lkey;
-      return fail(cqe_error::kLocalProtection);
+      return fail_receive(a, cqe_error::kLocalProtection);
     }
     for (const Chunk& c : chunks) {
-      if (!f_.memory->write(c.address, std::span<const uint8_t>(frame).subspan(written, c.length))) {
+      if (!f_.memory->write(c.address, std::span<const uint8_t>(a.frame).subspan(written, c.length))) {
         ++counters_.rx_dma_faults;
-        return fail(cqe_error::kLocalProtection);
+        return fail_receive(a, cqe_error::kLocalProtection);
       }
       written += c.length;
     }
   }
-  rq->consumer = (rq->consumer + 1) & kCounterMask;
+  a.rq->consumer = (a.rq->consumer + 1) & kCounterMask;
+  return true;
+}
 
+bool EthQueues::fail_receive(Arrival& a, uint8_t syndrome) {
+  EthReceiveQueue* rq = a.rq;
+  write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
+    store_be32(&c[cqe::kSopDropQpn], a.rqn & 0xffffff);
+    store_be16(&c[cqe::kWqeCounter], a.index);
+    c[cqe::kErrSyndrome] = syndrome;
+    c[cqe::kOpOwn] = uint8_t(cqe::kResponderError << 4);
+  }, true);
+  ++counters_.rx_error_cqes;
+  rq->consumer = (rq->consumer + 1) & kCounterMask;
+  rq->state = WqState::kError;
+  rq->context[1] = uint8_t((rq->context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // rqc.state [23:20]
+  return false;
+}
+
+bool EthQueues::complete_receive(Arrival& a) {
   // Checksums as the hardware reports them: the sum of everything after the L2 header, and the
   // L3/L4 verdicts for IPv4/IPv6 TCP/UDP.
-  const std::span<const uint8_t> bytes(frame);
+  const std::span<const uint8_t> bytes(a.frame);
+  const frame::Parsed& parsed = a.parsed;
   uint8_t flags = cqe_eth::kL2Ok;
-  uint8_t types = strip ? 0x1 : 0;
+  uint8_t types = a.stripped ? 0x1 : 0;
   if (parsed.ip_version == 4) {
     types |= cqe_eth::kL3Ipv4 << 2;
     if (frame::ipv4_header_ok(bytes, parsed)) flags |= cqe_eth::kL3Ok;
@@ -527,22 +553,22 @@ bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
     if (frame::l4_checksum_ok(bytes, parsed)) flags |= cqe_eth::kL4Ok;
   }
   const uint16_t checksum = frame::fold(frame::sum16(bytes.subspan(frame::kEthHeaderSize)));
-  const CqeResult result = write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
+  const CqeResult result = write_cqe(f_, a.rq->cqn, [&](std::span<uint8_t> c) {
     store_be16(&c[cqe_eth::kChecksum], checksum);
     c[cqe_eth::kHdsIpExt] = flags;
     c[cqe_eth::kL4L3HdrType] = types;
-    if (strip) store_be16(&c[cqe_eth::kVlanInfo], parsed.vlan_tci);
-    store_be32(&c[cqe::kByteCount], uint32_t(frame.size()));
-    store_be32(&c[cqe::kSopDropQpn], rqn & 0xffffff);
-    store_be16(&c[cqe::kWqeCounter], index);
+    if (a.stripped) store_be16(&c[cqe_eth::kVlanInfo], parsed.vlan_tci);
+    store_be32(&c[cqe::kByteCount], uint32_t(bytes.size()));
+    store_be32(&c[cqe::kSopDropQpn], a.rqn & 0xffffff);
+    store_be16(&c[cqe::kWqeCounter], a.index);
     c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
   });
   if (result != CqeResult::kWritten) return ++counters_.rx_cqe_failures, false;
-  ++rq->frames;
-  rq->bytes += frame.size();
+  ++a.rq->frames;
+  a.rq->bytes += bytes.size();
   ++counters_.rx_frames;
   ++counters_.rx_cqes;
-  counters_.rx_bytes += frame.size();
+  counters_.rx_bytes += bytes.size();
   return true;
 }
 

@@ -104,6 +104,14 @@ class EthQueues {
   const EthCounters& counters() const { return counters_; }
 
  private:
+  // The receive path of deliver(), one step each: checks and VLAN strip, the receive WQE and its
+  // capacity, the scatter, the CQE (or an error CQE that stops the RQ).
+  struct Arrival;
+  bool admit(Arrival& a, std::span<const uint8_t> frame);
+  bool take_receive_wqe(Arrival& a);
+  bool scatter(Arrival& a);
+  bool fail_receive(Arrival& a, uint8_t syndrome);
+  bool complete_receive(Arrival& a);
   LogLimiter sq_error_log_;  // a guest can fail SQ after SQ
   struct Chunk {
     uint64_t address;
