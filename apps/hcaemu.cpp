@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "common/log.h"
-#include "pcie/model_time.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "qemu-bridge/server.h"
+#include "sriov/device_recorder.h"
+#include "sriov/device_report.h"
 #include "sriov/hca_device.h"
-#include "traces/latency_trace.h"
-#include "traces/pcap_writer.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -114,21 +113,115 @@ int parse_options(int argc, char** argv, Options& o) {
   return -1;
 }
 
-// One served function: its kernel queue, backend and (once the function exists) its server.
-struct ServedFunction {
-  std::unique_ptr<bridge::KernelQueue> queue;
-  std::unique_ptr<bridge::FunctionBackend> backend;
-  std::unique_ptr<vfio_user::VfioUserServer> server;
+// The timing preset the options name, from --timing-file or the built-in ones; nullopt (with the
+// reason on stderr) when there is none.
+std::optional<model::TimingPreset> resolve_timing(const Options& options) {
+  std::string error;
+  std::vector<model::TimingPreset> presets =
+      options.timing_file.empty() ? model::builtin_timing_presets() : model::load_timing_presets(options.timing_file, &error);
+  if (!error.empty()) {
+    std::cerr << "hcaemu: --timing-file " << options.timing_file << ": " << error << "\n";
+    return std::nullopt;
+  }
+  for (const auto& p : presets)
+    if (p.name == options.timing_preset) return p;
+  std::cerr << "hcaemu: unknown --timing-preset \"" << options.timing_preset << "\"; known:";
+  for (const auto& p : presets) std::cerr << " " << p.name;
+  std::cerr << "\n";
+  return std::nullopt;
+}
+
+// The device configuration the options name, checked against them; nullopt (reason on stderr) if
+// it is unusable. --print-config prints it and sets `done`.
+std::optional<sriov::DeviceConfig> load_config(const Options& options, bool& done) {
+  sriov::DeviceConfig config;
+  try {
+    if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
+    config.validate();
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: " << e.what() << "\n";
+    return std::nullopt;
+  }
+  done = options.print_config;
+  if (done) {
+    std::cout << sriov::to_json(config) << "\n";
+    return config;
+  }
+  if (options.vfs > config.total_vfs) {
+    std::cerr << "hcaemu: --vfs " << options.vfs << " exceeds TotalVFs " << config.total_vfs << "\n";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  fs::create_directories(options.socket_dir, ec);
+  if (!fs::is_directory(options.socket_dir)) {
+    std::cerr << "hcaemu: cannot use socket directory " << options.socket_dir << ": " << ec.message() << "\n";
+    return std::nullopt;
+  }
+  return config;
+}
+
+// One vfio-user server per function: its kernel queue and backend exist from the start, its server
+// (socket) once the function does. A disabled VF keeps its socket and answers like an absent
+// function (all ones) until it is enabled again.
+class FunctionServers {
+ public:
+  FunctionServers(sriov::HcaDevice& device, fs::path socket_dir, unsigned socket_mode)
+      : device_(device), socket_dir_(std::move(socket_dir)), socket_mode_(socket_mode) {
+    functions_.resize(1 + device.vf_ports());
+    for (unsigned i = 0; i < functions_.size(); ++i) {
+      const std::string name = i == 0 ? "pf_queue" : "vf" + std::to_string(i - 1) + "_queue";
+      functions_[i].queue = std::make_unique<bridge::KernelQueue>(name.c_str());
+      functions_[i].backend = std::make_unique<bridge::FunctionBackend>(port(i), *functions_[i].queue);
+    }
+  }
+  void serve_pf() { start(0, "pf.sock"); }
+  void serve_vfs(uint16_t count) {
+    for (uint16_t i = 0; i < count; ++i) {
+      try {
+        start(1u + i, "vf" + std::to_string(i) + ".sock");
+      } catch (const std::exception& e) {
+        log().error("vf{}: cannot serve: {}", i, e.what());
+      }
+    }
+  }
+  void stop() {
+    for (auto& f : functions_) f.server.reset();
+  }
+
+ private:
+  struct Served {
+    std::unique_ptr<bridge::KernelQueue> queue;
+    std::unique_ptr<bridge::FunctionBackend> backend;
+    std::unique_ptr<vfio_user::VfioUserServer> server;
+  };
+  sriov::FunctionPort& port(unsigned index) { return index == 0 ? device_.pf() : device_.vf(index - 1); }
+  void start(unsigned index, const std::string& socket) {
+    Served& f = functions_[index];
+    if (f.server) return;
+    vfio_user::ServerOptions server_options;
+    server_options.socket_mode = socket_mode_;
+    const fs::path path = socket_dir_ / socket;
+    f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend, server_options);
+    // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
+    port(index).attach_host(&f.server->host_memory(), &f.server->msix(), sriov::FunctionFace::MsixRouting::kHostOwnsTable);
+    log().info("{}: serving on {}", port(index).name(), path.string());
+  }
+
+  sriov::HcaDevice& device_;
+  fs::path socket_dir_;
+  unsigned socket_mode_;
+  std::vector<Served> functions_;
 };
 
-void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& path, unsigned socket_mode) {
-  if (f.server) return;
-  vfio_user::ServerOptions server_options;
-  server_options.socket_mode = socket_mode;
-  f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend, server_options);
-  // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
-  port.attach_host(&f.server->host_memory(), &f.server->msix(), sriov::FunctionFace::MsixRouting::kHostOwnsTable);
-  log().info("{}: serving on {}", port.name(), path.string());
+// Signals go to one waiting thread, never into the SystemC kernel or the I/O threads.
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
 }
 
 }  // namespace
@@ -136,149 +229,48 @@ void start_server(ServedFunction& f, sriov::FunctionPort& port, const fs::path& 
 int sc_main(int argc, char** argv) {
   Options options;
   if (int code = parse_options(argc, argv, options); code >= 0) return code;
+  bool done = false;
+  std::optional<sriov::DeviceConfig> config = load_config(options, done);
+  if (!config) return 2;
+  if (done) return 0;
+  const sigset_t stop_signals = block_stop_signals();
+  const std::optional<model::TimingPreset> timing = resolve_timing(options);
+  if (!timing) return 2;
+  // The preset's PCIe latency; generation and width stay the device configuration's.
+  config->link_one_way_ns = timing->pcie_one_way_ns;
+  if (timing->pcie_gen != config->link_generation || timing->pcie_width != config->link_width)
+    log().warn("timing preset {} assumes PCIe Gen{} x{}, the device configuration has Gen{} x{}", timing->name,
+               timing->pcie_gen, timing->pcie_width, config->link_generation, config->link_width);
 
-  sriov::DeviceConfig config;
+  // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
+  sriov::HcaDevice device("hca", *config);
+  device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers});
+  std::optional<sriov::DeviceRecorder> recorder;
+  bridge::KernelQueue control("control");
+  FunctionServers servers(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));
   try {
-    if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
-    config.validate();
+    recorder.emplace(device, options.pcap_file, options.trace_prefix);
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 2;
   }
-  if (options.print_config) {
-    std::cout << sriov::to_json(config) << "\n";
-    return 0;
-  }
-  if (options.vfs > config.total_vfs) {
-    std::cerr << "hcaemu: --vfs " << options.vfs << " exceeds TotalVFs " << config.total_vfs << "\n";
-    return 2;
-  }
-  std::error_code ec;
-  fs::create_directories(options.socket_dir, ec);
-  if (!fs::is_directory(options.socket_dir)) {
-    std::cerr << "hcaemu: cannot use socket directory " << options.socket_dir << ": " << ec.message() << "\n";
-    return 2;
-  }
-
-  // Signals go to one waiting thread, never into the SystemC kernel or the I/O threads.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-
-  std::optional<model::TimingPreset> timing;
-  {
-    std::string error;
-    std::vector<model::TimingPreset> presets =
-        options.timing_file.empty() ? model::builtin_timing_presets() : model::load_timing_presets(options.timing_file, &error);
-    if (!error.empty()) {
-      std::cerr << "hcaemu: --timing-file " << options.timing_file << ": " << error << "\n";
-      return 2;
-    }
-    for (const auto& p : presets)
-      if (p.name == options.timing_preset) timing = p;
-    if (!timing) {
-      std::cerr << "hcaemu: unknown --timing-preset \"" << options.timing_preset << "\"; known:";
-      for (const auto& p : presets) std::cerr << " " << p.name;
-      std::cerr << "\n";
-      return 2;
-    }
-  }
-  // The preset's PCIe latency; generation and width stay the device configuration's.
-  config.link_one_way_ns = timing->pcie_one_way_ns;
-  if (timing->pcie_gen != config.link_generation || timing->pcie_width != config.link_width)
-    log().warn("timing preset {} assumes PCIe Gen{} x{}, the device configuration has Gen{} x{}", timing->name,
-               timing->pcie_gen, timing->pcie_width, config.link_generation, config.link_width);
-  std::unique_ptr<traces::PcapWriter> pcap;
-  std::unique_ptr<traces::LatencyTrace> trace;
-  std::string error;
-  if (!options.pcap_file.empty() && !(pcap = traces::PcapWriter::open(options.pcap_file, &error))) {
-    std::cerr << "hcaemu: --pcap " << options.pcap_file << ": " << error << "\n";
-    return 2;
-  }
-  if (!options.trace_prefix.empty() && !(trace = traces::LatencyTrace::open(options.trace_prefix, &error))) {
-    std::cerr << "hcaemu: --trace " << options.trace_prefix << ": " << error << "\n";
-    return 2;
-  }
-
-  // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
-  sriov::HcaDevice device("hca", config);
-  device.pf().hca().apply_timing(*timing);
-  for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().apply_timing(*timing);
-  const model::TimerPolicy timers{.wall_clock_floor = options.wall_clock_timers};
-  device.pf().hca().set_timer_policy(timers);
-  for (unsigned i = 0; i < device.vf_ports(); ++i) device.vf(i).hca().set_timer_policy(timers);
-  if (pcap) {
-    device.eswitch().set_tap([&pcap](std::span<const uint8_t> frame) {
-      pcap->write(pcie::model_time_ps(), frame);
-    });
-  }
-  if (trace) {
-    auto hook = [&trace](uint16_t function) {
-      return [&trace, function](const model::StageStamp& s) {
-        trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps(),
-                       .function = s.function >= 0 ? uint16_t(s.function) : function,
-                       .qpn = s.qpn,
-                       .message = s.message,
-                       .opcode = s.opcode,
-                       .bytes = s.bytes,
-                       .stage = traces::Stage(s.stage)});
-      };
-    };
-    // Remote delivery is stamped by the responder on the requester's record: MAC -> function.
-    auto peer = [&config](const transport::Mac& mac) -> int32_t {
-      for (uint16_t vhca = 0; vhca <= config.total_vfs; ++vhca)
-        if (config.function_mac(vhca) == mac) return vhca;
-      return -1;
-    };
-    device.pf().hca().set_stage_hook(hook(0));
-    device.pf().hca().set_peer_lookup(peer);
-    for (unsigned i = 0; i < device.vf_ports(); ++i) {
-      device.vf(i).hca().set_stage_hook(hook(uint16_t(1 + i)));
-      device.vf(i).hca().set_peer_lookup(peer);
-    }
-  }
-  bridge::KernelQueue control("control");
-  ServedFunction pf;
-  pf.queue = std::make_unique<bridge::KernelQueue>("pf_queue");
-  pf.backend = std::make_unique<bridge::FunctionBackend>(device.pf(), *pf.queue);
-  std::vector<ServedFunction> vfs(device.vf_ports());
-  for (unsigned i = 0; i < vfs.size(); ++i) {
-    vfs[i].queue = std::make_unique<bridge::KernelQueue>(("vf" + std::to_string(i) + "_queue").c_str());
-    vfs[i].backend = std::make_unique<bridge::FunctionBackend>(device.vf(i), *vfs[i].queue);
-  }
-
-  const unsigned socket_mode = unsigned(std::stoul(options.socket_mode, nullptr, 8));
   try {
-    start_server(pf, device.pf(), options.socket_dir / "pf.sock", socket_mode);
+    servers.serve_pf();
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 1;
   }
-  // VF sockets appear when VF Enable creates the VFs. A disabled VF keeps its socket and answers
-  // like an absent function (all ones) until it is enabled again.
-  device.on_vfs_changed([&](uint16_t count) {
-    for (uint16_t i = 0; i < count; ++i) {
-      try {
-        start_server(vfs[i], device.vf(i), options.socket_dir / ("vf" + std::to_string(i) + ".sock"), socket_mode);
-      } catch (const std::exception& e) {
-        log().error("vf{}: cannot serve: {}", i, e.what());
-      }
-    }
-  });
+  device.on_vfs_changed([&](uint16_t count) { servers.serve_vfs(count); });
   control.post([&] {
     if (options.vfs > 0) {
       if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
         log().error("enabling {} VFs failed: {}", options.vfs, error);
     }
     log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, timing {}, sockets in {}",
-               config.vendor_id, config.pf_device_id, config.firmware.major, config.firmware.minor,
-               config.firmware.subminor, device.enabled_vfs(), config.total_vfs, timing->name,
+               config->vendor_id, config->pf_device_id, config->firmware.major, config->firmware.minor,
+               config->firmware.subminor, device.enabled_vfs(), config->total_vfs, timing->name,
                options.socket_dir.string());
   });
-
   std::thread signal_waiter([&] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
@@ -288,64 +280,9 @@ int sc_main(int argc, char** argv) {
 
   sc_core::sc_start();
 
-  // What each function did, for the log: the first place to look when traffic goes missing.
-  auto report = [](sriov::FunctionPort& port) {
-    const auto& e = port.hca().eth_counters();
-    log().info("{}: commands {} (unsupported {}, failed {}); eth tx {} frames / {} WQEs / {} CQEs, rx {} frames "
-               "(no WQE {}, steering miss {}, no RQ {}), tx errors {}, unclaimed SQ doorbells {}",
-               port.name(), port.hca().command_counters().executed, port.hca().firmware().unsupported_commands(),
-               port.hca().firmware().failed_commands(), e.tx_frames, e.tx_wqes, e.tx_cqes, e.rx_frames, e.rx_no_wqe,
-               e.rx_steering_miss, e.rx_no_rq, e.tx_error_cqes, port.hca().unclaimed_sq_doorbells());
-  };
-  auto details = [](sriov::FunctionPort& port) {
-    const auto& e = port.hca().eth_counters();
-    log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
-                "tso {} no-port {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
-                port.name(), e.doorbells, e.doorbell_unknown_sq, e.doorbell_not_ready, e.doorbell_in_error,
-                e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.rx_cqes, e.rx_dma_faults,
-                e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
-  };
-  auto rdma = [](sriov::FunctionPort& port) {
-    const auto& r = port.hca().rdma_counters();
-    if (r.sq_doorbells == 0 && r.rx_packets == 0) return;
-    log().info("{}: rdma {} WQEs, {} messages completed, tx {} packets, rx {} packets, acks {}/{} naks {}/{} rnr {}/{} "
-               "(sent/received), retransmits {}, timeouts {}, duplicates {}, error CQEs {}, flushed {}",
-               port.name(), r.wqes, r.messages_completed, r.tx_packets, r.rx_packets, r.acks_sent, r.acks_received,
-               r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
-               r.duplicates, r.error_cqes, r.flushed_wqes);
-    log().debug("{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
-                "RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, "
-                "other services {}",
-                port.name(), r.rx_not_addressed, r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
-                r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
-                r.bad_wqes, r.dma_faults, r.unsupported_service);
-    if (r.umr_wqes != 0 || r.umr_errors != 0)
-      log().info("{}: rdma UMR WQEs (memory re-registration) {}, refused {}", port.name(), r.umr_wqes, r.umr_errors);
-    if (r.datagrams_sent != 0 || r.datagrams_received != 0 || r.datagrams_dropped_no_receive != 0 || r.rx_bad_qkey != 0)
-      log().info("{}: datagrams (UD/QP1) sent {}, received {}, dropped: no receive {}, bad Q_Key {}, too long {}",
-                 port.name(), r.datagrams_sent, r.datagrams_received, r.datagrams_dropped_no_receive, r.rx_bad_qkey,
-                 r.datagrams_too_long);
-  };
-  rdma(device.pf());
-  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) rdma(device.vf(i));
-  if (pcap) log().info("pcap: {} frames written to {}", pcap->frames(), options.pcap_file);
-  if (trace) {
-    trace->close();
-    log().info("trace: {} events written to {}.json and {}.csv", trace->events(), options.trace_prefix,
-               options.trace_prefix);
-  }
-  details(device.pf());
-  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) details(device.vf(i));
-  report(device.pf());
-  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) report(device.vf(i));
-  const auto& sw = device.eswitch().counters();
-  log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
-             "runt {}",
-             sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
-             sw.drop_runt);
-
-  pf.server.reset();
-  for (auto& f : vfs) f.server.reset();
+  recorder->close();
+  sriov::log_device_counters(device);
+  servers.stop();
   pthread_kill(signal_waiter.native_handle(), SIGTERM);
   signal_waiter.join();
   log().info("hcaemu: stopped");

@@ -156,4 +156,15 @@ void HcaDevice::vfs_disabled() {
   if (vfs_changed_) vfs_changed_(0);
 }
 
+void HcaDevice::apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers) {
+  for (FunctionPort* port : std::initializer_list<FunctionPort*>{pf_port_.get()}) {
+    port->hca().apply_timing(preset);
+    port->hca().set_timer_policy(timers);
+  }
+  for (auto& port : vf_ports_) {
+    port->hca().apply_timing(preset);
+    port->hca().set_timer_policy(timers);
+  }
+}
+
 }  // namespace hcaemu::sriov

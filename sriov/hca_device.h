@@ -37,6 +37,9 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
 
   Eswitch& eswitch() { return eswitch_; }
 
+  // Every function's pipeline timing and timer policy (elaboration).
+  void apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers);
+
   // Called (kernel thread) after VFs appear (count) or disappear (0).
   void on_vfs_changed(std::function<void(uint16_t count)> fn) { vfs_changed_ = std::move(fn); }
 

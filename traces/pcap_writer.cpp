@@ -34,7 +34,7 @@ std::unique_ptr<PcapWriter> PcapWriter::open(const std::string& path, std::strin
   }
   handles->dumper = pcap_dump_open(handles->pcap, path.c_str());
   if (!handles->dumper) {
-    if (error) *error = path + ": " + pcap_geterr(handles->pcap);
+    if (error) *error = pcap_geterr(handles->pcap);  // libpcap names the file
     return nullptr;
   }
   return std::unique_ptr<PcapWriter>(new PcapWriter(std::move(handles)));

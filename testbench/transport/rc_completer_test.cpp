@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testbench/transport/step_scenarios.h"
+
 #include <functional>
 #include <ostream>
 #include <set>
@@ -77,8 +79,7 @@ struct Bench {
   RequesterState state;
   CompleterQp qp{.service = Service::kRc, .acknowledged = true, .retry_count = 3, .rnr_retry = 3, .pmtu = 256};
   FakeHost host;
-  std::vector<Step> path;
-  std::set<Step>* seen = nullptr;
+  testing_steps::StepRecorder<Step> steps{step_name};
   std::vector<uint8_t> data = std::vector<uint8_t>(256, 0x5a);
 
   Bench() {
@@ -86,10 +87,7 @@ struct Bench {
     state.acked_psn = 99;
     state.retries_left = 3;
     state.rnr_retries_left = 3;
-    completer.set_trace([this](Step s) {
-      path.push_back(s);
-      if (seen != nullptr) seen->insert(s);
-    });
+    completer.set_trace(steps.hook());
   }
   RocePacket ack(uint32_t psn, uint8_t syndrome = aeth_ack(kAethCreditsInvalid)) {
     RocePacket p;
@@ -111,20 +109,14 @@ struct Bench {
     return p;
   }
   void respond(const RocePacket& p) {
-    path.clear();
+    steps.path.clear();
     completer.response(state, qp, p, host);
   }
   void expire() {
-    path.clear();
+    steps.path.clear();
     completer.timeout(state, qp, host);
   }
-  void expect_path(std::vector<Step> steps) {
-    steps.push_back(Step::kDone);
-    std::vector<std::string> got, want;
-    for (Step s : path) got.push_back(step_name(s));
-    for (Step s : steps) want.push_back(step_name(s));
-    EXPECT_EQ(got, want);
-  }
+  void expect_path(std::vector<Step> path) { steps.expect(std::move(path)); }
 };
 
 const std::vector<Step> kAckPath = {Step::kGetResponse, Step::kCheckAck, Step::kAck, Step::kCheckImplied};
@@ -135,11 +127,7 @@ std::vector<Step> then(std::vector<Step> head, std::vector<Step> rest) {
   return head;
 }
 
-struct Scenario {
-  const char* name;
-  std::function<void(Bench&)> run;
-};
-void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+using Scenario = testing_steps::Scenario<Bench>;
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
@@ -422,24 +410,13 @@ TEST_P(CompleterPath, FollowsItsStates) {
   GetParam().run(bench);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rc, CompleterPath, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rc, CompleterPath, testing::ValuesIn(scenarios()), testing_steps::scenario_name<Bench>);
 
 TEST(CompleterSteps, EveryStateIsEnteredAndLeftBySomeScenario) {
-  std::set<Step> seen;
-  for (const Scenario& s : scenarios()) {
-    Bench bench;
-    bench.seen = &seen;
-    s.run(bench);
-  }
-  for (size_t i = 0; i < size_t(Step::kCount); ++i)
-    EXPECT_TRUE(seen.count(Step(i)) != 0) << step_name(Step(i)) << " is never entered";
+  testing_steps::expect_every_step_entered<Bench, Step>(scenarios(), step_name);
 }
 
-TEST(CompleterSteps, EveryStateAndEventHasAName) {
-  for (size_t i = 0; i < size_t(Step::kCount); ++i) EXPECT_STRNE(step_name(Step(i)), "?");
-  for (size_t i = 0; i < size_t(CompleterEvent::kCount); ++i) EXPECT_STRNE(event_name(CompleterEvent(i)), "?");
-}
+TEST(CompleterSteps, EveryStateAndEventHasAName) { testing_steps::expect_names<Step, CompleterEvent>(step_name, event_name); }
 
 }  // namespace
 }  // namespace hcaemu::transport::rc

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testbench/transport/step_scenarios.h"
+
 #include <functional>
 #include <ostream>
 #include <set>
@@ -77,34 +79,20 @@ struct Bench {
   RequesterState state;
   RequesterQp qp{.service = Service::kRc, .pmtu = 256};
   FakeHost host;
-  std::vector<Step> path;
-  std::set<Step>* seen = nullptr;
+  testing_steps::StepRecorder<Step> steps{step_name};
 
   Bench() {
     state.next_psn = 100;
-    requester.set_trace([this](Step s) {
-      path.push_back(s);
-      if (seen != nullptr) seen->insert(s);
-    });
+    requester.set_trace(steps.hook());
   }
   void transmit(size_t index, uint32_t from) {
-    path.clear();
+    steps.path.clear();
     requester.transmit(state, qp, index, from, host);
   }
-  void expect_path(std::vector<Step> steps) {
-    steps.push_back(Step::kDone);
-    std::vector<std::string> got, want;
-    for (Step s : path) got.push_back(step_name(s));
-    for (Step s : steps) want.push_back(step_name(s));
-    EXPECT_EQ(got, want);
-  }
+  void expect_path(std::vector<Step> path) { steps.expect(std::move(path)); }
 };
 
-struct Scenario {
-  const char* name;
-  std::function<void(Bench&)> run;
-};
-void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+using Scenario = testing_steps::Scenario<Bench>;
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
@@ -132,7 +120,7 @@ const std::vector<Scenario>& scenarios() {
            OutstandingMessage m;
            m.request.kind = c.kind;
            m.length = c.length;
-           b.path.clear();
+           b.steps.path.clear();
            b.requester.assign_psns(b.state, b.qp, m);
            b.expect_path({Step::kAssignPsn});
            EXPECT_EQ(m.first_psn, next);
@@ -260,7 +248,7 @@ const std::vector<Scenario>& scenarios() {
                             message(RequestKind::kAtomic, 103, 8), message(RequestKind::kRead, 104, 512)};
          b.host.messages[2].responded = true;
          b.host.messages[3].read_next_psn = 105;  // its first response came
-         b.path.clear();
+         b.steps.path.clear();
          b.requester.resend_from(b.state, b.qp, 101, b.host);
          const auto& s = b.host.sent_packets;
          ASSERT_EQ(s.size(), 3u);
@@ -270,7 +258,7 @@ const std::vector<Scenario>& scenarios() {
          EXPECT_EQ(s[2].psn, 105u);
          EXPECT_EQ(s[2].opcode, op::kRcRdmaReadRequest);
          EXPECT_EQ(b.requester.events(RequesterEvent::kResent), 3u);
-         EXPECT_EQ(b.path.front(), Step::kSelectResend);
+         EXPECT_EQ(b.steps.path.front(), Step::kSelectResend);
        }},
       {"ResendStopsWhenTheSendQueueStops",
        [](Bench& b) {
@@ -290,24 +278,13 @@ TEST_P(RequesterPath, FollowsItsStates) {
   GetParam().run(bench);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rc, RequesterPath, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rc, RequesterPath, testing::ValuesIn(scenarios()), testing_steps::scenario_name<Bench>);
 
 TEST(RequesterSteps, EveryStateIsEnteredAndLeftBySomeScenario) {
-  std::set<Step> seen;
-  for (const Scenario& s : scenarios()) {
-    Bench bench;
-    bench.seen = &seen;
-    s.run(bench);
-  }
-  for (size_t i = 0; i < size_t(Step::kCount); ++i)
-    EXPECT_TRUE(seen.count(Step(i)) != 0) << step_name(Step(i)) << " is never entered";
+  testing_steps::expect_every_step_entered<Bench, Step>(scenarios(), step_name);
 }
 
-TEST(RequesterSteps, EveryStateAndEventHasAName) {
-  for (size_t i = 0; i < size_t(Step::kCount); ++i) EXPECT_STRNE(step_name(Step(i)), "?");
-  for (size_t i = 0; i < size_t(RequesterEvent::kCount); ++i) EXPECT_STRNE(event_name(RequesterEvent(i)), "?");
-}
+TEST(RequesterSteps, EveryStateAndEventHasAName) { testing_steps::expect_names<Step, RequesterEvent>(step_name, event_name); }
 
 }  // namespace
 }  // namespace hcaemu::transport::rc

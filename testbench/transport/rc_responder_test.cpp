@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testbench/transport/step_scenarios.h"
+
 #include <functional>
 #include <ostream>
 #include <set>
@@ -78,16 +80,12 @@ struct Bench {
   ResponderQp qp{.service = Service::kRc, .remote_read = true, .remote_write = true, .remote_atomic = true,
                  .pmtu = 256, .min_rnr_timer = 12};
   FakeHost host;
-  std::vector<Step> path;
-  std::set<Step>* seen = nullptr;
+  testing_steps::StepRecorder<Step> steps{step_name};
   std::vector<uint8_t> data = std::vector<uint8_t>(256, 0xab);
 
   Bench() {
     state.epsn = kEpsn;
-    responder.set_trace([this](Step s) {
-      path.push_back(s);
-      if (seen != nullptr) seen->insert(s);
-    });
+    responder.set_trace(steps.hook());
   }
   RocePacket packet(uint8_t opcode, uint32_t psn, size_t bytes = 0) {
     RocePacket p;
@@ -99,18 +97,14 @@ struct Bench {
     return p;
   }
   void send(const RocePacket& p) {
-    path.clear();
+    steps.path.clear();
     responder.receive(state, qp, p, host);
   }
   void expect_path(std::vector<Step> middle) {
     std::vector<Step> want{Step::kGetRequest};
     if (qp.service == Service::kXrc) want.push_back(Step::kCheckXrcSrq);
     want.insert(want.end(), middle.begin(), middle.end());
-    want.push_back(Step::kDone);
-    std::vector<std::string> got_names, want_names;
-    for (Step s : path) got_names.push_back(step_name(s));
-    for (Step s : want) want_names.push_back(step_name(s));
-    EXPECT_EQ(got_names, want_names);
+    steps.expect(std::move(want));
   }
   void expect_nak(uint32_t psn, NakCode code) {
     ASSERT_FALSE(host.acks.empty());
@@ -127,10 +121,7 @@ std::vector<Step> accepted(std::vector<Step> rest) {
   return v;
 }
 
-struct Scenario {
-  const char* name;
-  std::function<void(Bench&)> run;
-};
+using Scenario = testing_steps::Scenario<Bench>;
 
 void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
 
@@ -428,24 +419,13 @@ TEST_P(ResponderPath, FollowsItsStates) {
   GetParam().run(bench);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rc, ResponderPath, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rc, ResponderPath, testing::ValuesIn(scenarios()), testing_steps::scenario_name<Bench>);
 
 TEST(ResponderSteps, EveryStateIsEnteredAndLeftBySomeScenario) {
-  std::set<Step> seen;
-  for (const Scenario& s : scenarios()) {
-    Bench bench;
-    bench.seen = &seen;
-    s.run(bench);
-  }
-  for (size_t i = 0; i < size_t(Step::kCount); ++i)
-    EXPECT_TRUE(seen.count(Step(i)) != 0) << step_name(Step(i)) << " is never entered";
+  testing_steps::expect_every_step_entered<Bench, Step>(scenarios(), step_name);
 }
 
-TEST(ResponderSteps, EveryStateAndEventHasAName) {
-  for (size_t i = 0; i < size_t(Step::kCount); ++i) EXPECT_STRNE(step_name(Step(i)), "?");
-  for (size_t i = 0; i < size_t(ResponderEvent::kCount); ++i) EXPECT_STRNE(event_name(ResponderEvent(i)), "?");
-}
+TEST(ResponderSteps, EveryStateAndEventHasAName) { testing_steps::expect_names<Step, ResponderEvent>(step_name, event_name); }
 
 }  // namespace
 }  // namespace hcaemu::transport::rc

@@ -12,7 +12,7 @@ const char* event_name(CompleterEvent event) {
       "ACKs", "RNR NAKs", "NAKs", "responses beyond the sent PSNs", "duplicate responses", "reserved AETH",
       "implied NAKs", "PSN sequence NAKs", "READ response gaps", "wrong response kinds", "NAKs in READ responses",
       "timeouts"};
-  return event < CompleterEvent::kCount ? kNames[size_t(event)] : "?";
+  return name_in(kNames, event);
 }
 
 const char* step_name(CompleterStep step) {
@@ -21,7 +21,7 @@ const char* step_name(CompleterStep step) {
       "UPDATE", "RETIRE", "CHECK_IMPLIED", "RETRY", "ARM_TIMER", "RNR_WAIT", "TIMEOUT", "DROP",
       "ERR_RETRY_EXCEEDED", "ERR_RNR_RETRY_EXCEEDED", "ERR_BAD_RESPONSE", "ERR_LOCAL_PROTECTION", "ERR_REMOTE",
       "DONE"};
-  return step < Step::kCount ? kNames[size_t(step)] : "?";
+  return name_in(kNames, step);
 }
 
 // One response (or timeout) on its way through the states.
@@ -56,11 +56,7 @@ void Completer::retire(RequesterState& state, const CompleterQp& qp, CompleterHo
 }
 
 void Completer::run(Step step, Work& w) {
-  while (step != Step::kDone) {
-    if (trace_) trace_(step);
-    step = dispatch(step, w);
-  }
-  if (trace_) trace_(Step::kDone);
+  run_steps(step, trace_, [&](Step s) { return dispatch(s, w); });
 }
 
 Step Completer::dispatch(Step step, Work& w) {
@@ -94,7 +90,7 @@ Step Completer::dispatch(Step step, Work& w) {
 }
 
 Step Completer::note(Work& w, CompleterEvent event, Step next) {
-  ++events_[size_t(event)];
+  events_.add(event);
   w.host.count(event);
   return next;
 }

@@ -130,7 +130,7 @@ class Completer {
   static uint32_t resend_point(CompleterHost& host, uint32_t psn);
 
   void set_trace(std::function<void(CompleterStep)> trace) { trace_ = std::move(trace); }
-  uint64_t events(CompleterEvent event) const { return events_[size_t(event)]; }
+  uint64_t events(CompleterEvent event) const { return events_[event]; }
 
  private:
   struct Work;
@@ -157,7 +157,7 @@ class Completer {
   static void retire_messages(RequesterState& state, const CompleterQp& qp, CompleterHost& host);
 
   std::function<void(CompleterStep)> trace_;
-  std::array<uint64_t, size_t(CompleterEvent::kCount)> events_{};
+  EventCounts<CompleterEvent> events_;
 };
 
 }  // namespace hcaemu::transport::rc

@@ -12,14 +12,14 @@ using Step = RequesterStep;
 const char* event_name(RequesterEvent event) {
   static constexpr std::array<const char*, size_t(RequesterEvent::kCount)> kNames{
       "fenced requests", "request packets", "messages resent", "no source address", "payload faults"};
-  return event < RequesterEvent::kCount ? kNames[size_t(event)] : "?";
+  return name_in(kNames, event);
 }
 
 const char* step_name(RequesterStep step) {
   static constexpr std::array<const char*, size_t(Step::kCount)> kNames{
       "CHECK_FENCE", "FENCED", "ASSIGN_PSN", "ADDRESS", "REQUEST_PACKET", "OPEN_PAYLOAD", "DATA_PACKET",
       "SELECT_RESEND", "ERR_NO_ADDRESS", "ERR_PAYLOAD", "DONE"};
-  return step < Step::kCount ? kNames[size_t(step)] : "?";
+  return name_in(kNames, step);
 }
 
 uint8_t request_opcode(const WorkRequest& r, bool first, bool last) {
@@ -65,11 +65,7 @@ struct Requester::Work {
 };
 
 void Requester::run(Step step, Work& w) {
-  while (step != Step::kDone) {
-    if (trace_) trace_(step);
-    step = dispatch(step, w);
-  }
-  if (trace_) trace_(Step::kDone);
+  run_steps(step, trace_, [&](Step s) { return dispatch(s, w); });
 }
 
 Step Requester::dispatch(Step step, Work& w) {
@@ -91,7 +87,7 @@ Step Requester::dispatch(Step step, Work& w) {
 }
 
 Step Requester::note(Work& w, RequesterEvent event, Step next) {
-  ++events_[size_t(event)];
+  events_.add(event);
   if (w.host != nullptr) w.host->count(event);
   return next;
 }

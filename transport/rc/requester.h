@@ -72,7 +72,7 @@ class Requester {
   void resend_from(RequesterState& state, const RequesterQp& qp, uint32_t psn, RequesterHost& host);
 
   void set_trace(std::function<void(RequesterStep)> trace) { trace_ = std::move(trace); }
-  uint64_t events(RequesterEvent event) const { return events_[size_t(event)]; }
+  uint64_t events(RequesterEvent event) const { return events_[event]; }
 
  private:
   struct Work;
@@ -89,7 +89,7 @@ class Requester {
   RequesterStep note(Work& w, RequesterEvent event, RequesterStep next);
 
   std::function<void(RequesterStep)> trace_;
-  std::array<uint64_t, size_t(RequesterEvent::kCount)> events_{};
+  EventCounts<RequesterEvent> events_;
 };
 
 // The wire opcode (RC's numbering) of packet `first`/`last` of a request of this kind.

@@ -15,7 +15,7 @@ const char* event_name(ResponderEvent event) {
       "remote access errors", "no receive WQE", "WRITE beyond its length", "SEND beyond its receive WQE",
       "local protection errors", "DMA faults", "invalidate refused", "UC messages dropped", "remote invalidations",
       "receive completions"};
-  return event < ResponderEvent::kCount ? kNames[size_t(event)] : "?";
+  return name_in(kNames, event);
 }
 
 const char* step_name(ResponderStep step) {
@@ -24,7 +24,7 @@ const char* step_name(ResponderStep step) {
       "CHECK_WRITE_ACCESS", "CHECK_RESOURCE", "EXECUTE_READ", "EXECUTE_ATOMIC", "WRITE_DATA", "RECEIVE_DATA",
       "COMPLETE", "ACKNOWLEDGE", "DUPLICATE", "ERR_SEQUENCE", "ERR_RNR", "ERR_INVALID_REQUEST",
       "ERR_REMOTE_ACCESS", "ERR_REMOTE_OPERATION", "ERR_LOCAL_PROTECTION", "ERR_LENGTH", "DROP_MESSAGE", "DONE"};
-  return step < Step::kCount ? kNames[size_t(step)] : "?";
+  return name_in(kNames, step);
 }
 
 // One request packet on its way through the states.
@@ -54,12 +54,7 @@ struct Responder::Request {
 
 void Responder::receive(ResponderState& state, const ResponderQp& qp, const RocePacket& packet, ResponderHost& host) {
   Request r{.state = state, .qp = qp, .packet = packet, .host = host};
-  Step step = Step::kGetRequest;
-  while (step != Step::kDone) {
-    if (trace_) trace_(step);
-    step = dispatch(step, r);
-  }
-  if (trace_) trace_(Step::kDone);
+  run_steps(Step::kGetRequest, trace_, [&](Step s) { return dispatch(s, r); });
 }
 
 Step Responder::dispatch(Step step, Request& r) {
@@ -97,7 +92,7 @@ Step Responder::dispatch(Step step, Request& r) {
 }
 
 Step Responder::note(Request& r, ResponderEvent event, Step next) {
-  ++events_[size_t(event)];
+  events_.add(event);
   r.host.count(event);
   return next;
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <span>
 
+#include "transport/rc/steps.h"
 #include "transport/roce_packet.h"
 
 namespace hcaemu::transport::rc {
@@ -123,7 +124,7 @@ class Responder {
   void receive(ResponderState& state, const ResponderQp& qp, const RocePacket& packet, ResponderHost& host);
   // Called with every state entered (tests, debug logs).
   void set_trace(std::function<void(ResponderStep)> trace) { trace_ = std::move(trace); }
-  uint64_t events(ResponderEvent event) const { return events_[size_t(event)]; }
+  uint64_t events(ResponderEvent event) const { return events_[event]; }
 
  private:
   struct Request;
@@ -150,7 +151,7 @@ class Responder {
   ResponderStep note(Request& r, ResponderEvent event, ResponderStep next);
 
   std::function<void(ResponderStep)> trace_;
-  std::array<uint64_t, size_t(ResponderEvent::kCount)> events_{};
+  EventCounts<ResponderEvent> events_;
 };
 
 }  // namespace hcaemu::transport::rc

@@ -1,0 +1,30 @@
+#pragma once
+// What a device run leaves behind for its user: a pcap of every frame through the embedded switch
+// and the per-message latency trace (model time, per stage) of every function. Attached at
+// elaboration; close() flushes both and logs what was written.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "sriov/hca_device.h"
+#include "traces/latency_trace.h"
+#include "traces/pcap_writer.h"
+
+namespace hcaemu::sriov {
+
+class DeviceRecorder {
+ public:
+  // Empty paths record nothing. Throws std::runtime_error naming the file it cannot open.
+  DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix);
+  void close();
+
+ private:
+  void attach_trace(HcaDevice& device);
+
+  std::unique_ptr<traces::PcapWriter> pcap_;
+  std::unique_ptr<traces::LatencyTrace> trace_;
+  std::filesystem::path pcap_file_;
+  std::string trace_prefix_;
+};
+
+}  // namespace hcaemu::sriov

@@ -1,0 +1,66 @@
+// The counters of every function and of the embedded switch, at the end of a run.
+#include "sriov/device_report.h"
+
+#include "common/log.h"
+
+namespace hcaemu::sriov {
+
+namespace {
+
+void log_summary(FunctionPort& port) {
+  const auto& e = port.hca().eth_counters();
+  log().info("{}: commands {} (unsupported {}, failed {}); eth tx {} frames / {} WQEs / {} CQEs, rx {} frames "
+             "(no WQE {}, steering miss {}, no RQ {}), tx errors {}, unclaimed SQ doorbells {}",
+             port.name(), port.hca().command_counters().executed, port.hca().firmware().unsupported_commands(),
+             port.hca().firmware().failed_commands(), e.tx_frames, e.tx_wqes, e.tx_cqes, e.rx_frames, e.rx_no_wqe,
+             e.rx_steering_miss, e.rx_no_rq, e.tx_error_cqes, port.hca().unclaimed_sq_doorbells());
+}
+
+void log_details(FunctionPort& port) {
+  const auto& e = port.hca().eth_counters();
+  log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
+              "tso {} no-port {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
+              port.name(), e.doorbells, e.doorbell_unknown_sq, e.doorbell_not_ready, e.doorbell_in_error,
+              e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.rx_cqes, e.rx_dma_faults,
+              e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
+}
+
+void log_rdma(FunctionPort& port) {
+  const auto& r = port.hca().rdma_counters();
+  if (r.sq_doorbells == 0 && r.rx_packets == 0) return;
+  log().info("{}: rdma {} WQEs, {} messages completed, tx {} packets, rx {} packets, acks {}/{} naks {}/{} rnr {}/{} "
+             "(sent/received), retransmits {}, timeouts {}, duplicates {}, error CQEs {}, flushed {}",
+             port.name(), r.wqes, r.messages_completed, r.tx_packets, r.rx_packets, r.acks_sent, r.acks_received,
+             r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
+             r.duplicates, r.error_cqes, r.flushed_wqes);
+  log().debug("{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
+              "RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, "
+              "other services {}",
+              port.name(), r.rx_not_addressed, r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
+              r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
+              r.bad_wqes, r.dma_faults, r.unsupported_service);
+  if (r.umr_wqes != 0 || r.umr_errors != 0)
+    log().info("{}: rdma UMR WQEs (memory re-registration) {}, refused {}", port.name(), r.umr_wqes, r.umr_errors);
+  if (r.datagrams_sent != 0 || r.datagrams_received != 0 || r.datagrams_dropped_no_receive != 0 || r.rx_bad_qkey != 0)
+    log().info("{}: datagrams (UD/QP1) sent {}, received {}, dropped: no receive {}, bad Q_Key {}, too long {}",
+               port.name(), r.datagrams_sent, r.datagrams_received, r.datagrams_dropped_no_receive, r.rx_bad_qkey,
+               r.datagrams_too_long);
+}
+
+}  // namespace
+
+void log_device_counters(HcaDevice& device) {
+  log_rdma(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_rdma(device.vf(i));
+  log_details(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_details(device.vf(i));
+  log_summary(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_summary(device.vf(i));
+  const auto& sw = device.eswitch().counters();
+  log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
+             "runt {}",
+             sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
+             sw.drop_runt);
+}
+
+}  // namespace hcaemu::sriov
