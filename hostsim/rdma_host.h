@@ -39,6 +39,22 @@ struct Wire {
   // copies pushed onto `frames`).
   std::function<bool(WireFrame&)> filter;
   uint64_t delivered = 0, dropped = 0, unclaimed = 0;
+  // Buffers of delivered frames, used again for new ones: a stream keeps hundreds of MTU-sized
+  // frames in flight, and allocating each anew made the allocator return and fault in pages.
+  std::vector<std::vector<uint8_t>> spare;
+
+  void send(int to, std::span<const uint8_t> frame) {
+    std::vector<uint8_t> bytes;
+    if (!spare.empty()) {
+      bytes = std::move(spare.back());
+      spare.pop_back();
+    }
+    bytes.assign(frame.begin(), frame.end());
+    frames.push_back({to, std::move(bytes)});
+  }
+  void recycle(std::vector<uint8_t>&& bytes) {
+    if (spare.size() < 4096) spare.push_back(std::move(bytes));
+  }
 };
 
 // The RoCE packet in a frame (payload points into `frame`).
@@ -145,7 +161,7 @@ struct RdmaNode : HostFunction {
   struct Port : EthernetPort {
     Wire* wire = nullptr;
     int to = 0;
-    void transmit(std::span<const uint8_t> frame) override { wire->frames.push_back({to, {frame.begin(), frame.end()}}); }
+    void transmit(std::span<const uint8_t> frame) override { wire->send(to, frame); }
   };
 
   static constexpr uint32_t kGidIndex = 1;
@@ -612,6 +628,7 @@ struct RdmaPair {
     }
     ++wire.delivered;
     if (!node(frame.to).engine.receive(frame.bytes)) ++wire.unclaimed;
+    wire.recycle(std::move(frame.bytes));
   }
   // Delivers until the wire is empty (frames sent in answer included); returns the count.
   size_t pump(size_t limit = 1'000'000) {

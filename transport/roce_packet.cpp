@@ -161,9 +161,21 @@ size_t frame_size(const RocePacket& k) {
 }
 
 std::vector<uint8_t> build_frame(const RocePacket& k) {
+  std::vector<uint8_t> frame;
+  build_frame_into(k, frame);
+  return frame;
+}
+
+bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame) {
   const size_t size = frame_size(k);
-  if (size == 0) return {};
-  std::vector<uint8_t> frame(size, 0);
+  frame.clear();
+  if (size == 0) return false;
+  // Everything but the payload is written below or must be zero (reserved bits, pad): only the
+  // headers and the pad are cleared, the payload is copied over whatever the buffer held.
+  frame.resize(size);
+  const size_t payload_at = size - kIcrcSize - pad_for(k.payload.size()) - k.payload.size();
+  std::memset(frame.data(), 0, payload_at);
+  std::memset(frame.data() + payload_at + k.payload.size(), 0, pad_for(k.payload.size()));
   const bool v4 = is_ipv4_mapped(k.src_gid);
 
   // Ethernet [+ 802.1Q]
@@ -225,7 +237,7 @@ std::vector<uint8_t> build_frame(const RocePacket& k) {
   const std::span<const uint8_t> ip_packet(ip, size - off);
   store_le32(frame.data() + size - kIcrcSize, icrc_of_ip_packet(ip_packet));
   if (!v4) store_be16(udp + 6, udp6_checksum(ip, udp, udp_length));
-  return frame;
+  return true;
 }
 
 const char* parse_error_name(ParseError e) {

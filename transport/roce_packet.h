@@ -92,6 +92,9 @@ size_t frame_size(const RocePacket& packet);
 // truncated. Returns an empty vector for an unknown opcode, a payload on an opcode that carries
 // none, or a packet too long for the IP length field.
 std::vector<uint8_t> build_frame(const RocePacket& packet);
+// The same into `frame`, reusing its capacity (a sender's per-packet buffer); false (and `frame`
+// empty) where build_frame would return an empty vector.
+bool build_frame_into(const RocePacket& packet, std::vector<uint8_t>& frame);
 
 enum class ParseError : uint8_t {
   kNone,

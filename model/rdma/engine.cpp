@@ -78,7 +78,8 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
 }
 
 bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
-  std::vector<uint8_t> frame = transport::build_frame(packet);
+  std::vector<uint8_t>& frame = tx_frame_;
+  transport::build_frame_into(packet, frame);
   // The pipeline builds a packet while the one before it is on the wire: it leaves when the wire
   // is free (this thread's now) or when its inputs are there plus the pipeline's time, the later.
   const uint64_t now = now_ps();

@@ -203,6 +203,8 @@ class RdmaEngine {
   uint64_t prefetch_floor_ps_ = 0;
   uint64_t rx_arrival_ps_ = 0;  // of the frame being received
   RdmaCounters counters_;
+  // Per-packet buffers used again for every packet (no allocation on the data path).
+  std::vector<uint8_t> tx_frame_, tx_payload_;
   transport::rc::Responder responder_;
   transport::rc::Completer completer_;
   transport::rc::Requester requester_;

@@ -213,14 +213,15 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
       bytes = std::span<const uint8_t>(message.wqe.inline_data).subspan(size_t(offset), size);
       return HostResult::kOk;
     }
-    buffer_.resize(size);
-    if (!reads_ || !read_chunks(*reads_, chunks_, offset, buffer_)) {
+    std::vector<uint8_t>& buffer = e_.tx_payload_;
+    buffer.resize(size);
+    if (!reads_ || !read_chunks(*reads_, chunks_, offset, buffer)) {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
     }
     ready_ps = reads_->ready_ps();
     if (offset == 0) e_.stamp(qpn_, message, RdmaStage::kPayloadDma, ready_ps);
-    bytes = buffer_;
+    bytes = buffer;
     return HostResult::kOk;
   }
   void send(RocePacket& packet, uint64_t ready_ps) override { e_.send_frame(packet, ready_ps); }
@@ -246,7 +247,6 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
   uint64_t issue_ps_;
   std::vector<DmaChunk> chunks_;
   std::optional<pcie::PipelinedReads> reads_;
-  std::vector<uint8_t> buffer_;
 };
 
 transport::rc::RequesterQp RdmaEngine::requester_qp(const QueuePair& qp) {
