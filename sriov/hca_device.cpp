@@ -44,7 +44,7 @@ pcie::LinkConfig link_config(const DeviceConfig& c) {
 }  // namespace
 
 // A function's Ethernet port: what its SQs send enters the switch at the function's vport.
-class HcaDevice::SwitchUplink : public model::EthernetPort {
+class HcaDevice::SwitchUplink : public transport::EthernetPort {
  public:
   SwitchUplink(HcaDevice& device, uint16_t vport) : device_(device), vport_(vport) {}
   void transmit(std::span<const uint8_t> frame) override {

@@ -1,5 +1,7 @@
 #include "transport/icrc.h"
 
+#include "transport/ethernet.h"
+
 #include <array>
 #include <isa-l/crc.h>
 
@@ -11,9 +13,6 @@
 namespace hcaemu::transport {
 namespace {
 
-constexpr uint32_t kEthHeaderSize = 14;
-constexpr uint32_t kVlanTagSize = 4;
-constexpr uint16_t kEtherTypeIpv4 = 0x0800, kEtherTypeIpv6 = 0x86dd, kEtherTypeVlan = 0x8100;
 constexpr uint32_t kIpv4MinHeaderSize = 20, kIpv4MaxHeaderSize = 60, kIpv6HeaderSize = 40;
 constexpr uint32_t kUdpHeaderSize = 8;
 
@@ -72,28 +71,9 @@ uint32_t icrc_of_ip_packet(std::span<const uint8_t> ip) {
 }
 
 uint32_t compute_icrc(std::span<const uint8_t> frame) {
-  if (frame.size() < kEthHeaderSize) return 0;
-  uint32_t l3 = kEthHeaderSize;
-  uint16_t ethertype = load_be16(frame.data() + 12);
-  if (ethertype == kEtherTypeVlan) {
-    if (frame.size() < kEthHeaderSize + kVlanTagSize) return 0;
-    ethertype = load_be16(frame.data() + 16);
-    l3 += kVlanTagSize;
-  }
-  const uint8_t* ip = frame.data() + l3;
-  const size_t available = frame.size() - l3;
-  size_t ip_length = 0;
-  if (ethertype == kEtherTypeIpv4) {
-    if (available < kIpv4MinHeaderSize) return 0;
-    ip_length = load_be16(ip + 2);
-  } else if (ethertype == kEtherTypeIpv6) {
-    if (available < kIpv6HeaderSize) return 0;
-    ip_length = kIpv6HeaderSize + size_t(load_be16(ip + 4));
-  } else {
-    return 0;
-  }
-  if (ip_length > available) return 0;
-  return icrc_of_ip_packet({ip, ip_length});
+  const ethernet::Parsed p = ethernet::parse(frame);
+  if (p.ip_version == 0) return 0;
+  return icrc_of_ip_packet(frame.subspan(p.l3_offset, p.l3_length));
 }
 
 }  // namespace hcaemu::transport

@@ -1,5 +1,7 @@
 #include "transport/roce_packet.h"
 
+#include "transport/ethernet.h"
+
 #include <cstring>
 
 #include "common/endian.h"
@@ -29,16 +31,9 @@ inline uint32_t load_be24(const uint8_t* p) {
   return (uint32_t(p[0]) << 16) | (uint32_t(p[1]) << 8) | uint32_t(p[2]);
 }
 
-// ---- Internet checksum (RFC 1071) ----
-uint32_t sum16(const uint8_t* p, size_t n, uint32_t sum = 0) {
-  for (; n >= 2; p += 2, n -= 2) sum += load_be16(p);
-  if (n) sum += uint32_t(p[0]) << 8;
-  return sum;
-}
-uint16_t fold(uint32_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return uint16_t(sum);
-}
+// ---- Internet checksum (RFC 1071): ethernet.h's, over a pointer and a length ----
+uint32_t sum16(const uint8_t* p, size_t n, uint32_t sum = 0) { return ethernet::sum16({p, n}, sum); }
+using ethernet::fold;
 
 // ---- BTH (IBA 9.2): one writer and one reader ----
 //  0 opcode | 1 SE M PadCnt(2) TVer(4) | 2-3 P_Key | 4 resv8a | 5-7 DestQP | 8 A resv7 | 9-11 PSN

@@ -19,17 +19,13 @@
 
 #include "common/log_limit.h"
 #include "model/eth/objects.h"
+#include "transport/ethernet.h"
 
 namespace hcaemu::model {
 
 struct FunctionContext;
 
-// Where transmitted frames go (the function's eswitch vport, or a test).
-class EthernetPort {
- public:
-  virtual ~EthernetPort() = default;
-  virtual void transmit(std::span<const uint8_t> frame) = 0;
-};
+using transport::EthernetPort;
 
 namespace wqe {
 inline constexpr uint32_t kBasicBlock = 64;  // WQEBB

@@ -13,6 +13,7 @@
 #include "model/objects/memory_protection.h"
 #include "model/rdma/engine.h"
 #include "model/rdma/internal.h"
+#include "transport/ethernet.h"
 #include "transport/ib_opcodes.h"
 
 namespace hcaemu::model {
@@ -30,21 +31,16 @@ constexpr uint32_t kQkeyUseQp = 0x80000000u;  // a WR Q_Key with its top bit set
 constexpr uint32_t kCqeFlagsRqpn = 0x18;
 constexpr uint32_t kCqeGrhPresent = 1u << 28;
 constexpr uint32_t kCqeRoceIpv6 = 1u << 24, kCqeRoceIpv4 = 2u << 24;
-constexpr uint16_t kEtherTypeVlan = 0x8100, kEtherTypeIpv6 = 0x86dd;
 constexpr uint32_t kIpv4HeaderBytes = 20;  // transport::build_frame sends IHL 5 and parse_frame insists on it
 
 // The GRH the receiver sees: the frame's IP header, an IPv4 one right-aligned in 40 bytes.
 bool grh_of(std::span<const uint8_t> frame, std::array<uint8_t, kGrhBytes>& grh, bool& ipv6) {
-  size_t at = 12;
-  if (frame.size() < at + 2) return false;
-  if (load_be16(&frame[at]) == kEtherTypeVlan) at += 4;
-  if (frame.size() < at + 2) return false;
-  ipv6 = load_be16(&frame[at]) == kEtherTypeIpv6;
-  at += 2;
+  const transport::ethernet::Parsed p = transport::ethernet::parse(frame);
+  if (p.ip_version == 0) return false;
+  ipv6 = p.ip_version == 6;
   const size_t n = ipv6 ? kGrhBytes : kIpv4HeaderBytes;
-  if (frame.size() < at + n) return false;
   grh.fill(0);
-  std::copy_n(&frame[at], n, grh.begin() + (kGrhBytes - n));
+  std::copy_n(&frame[p.l3_offset], n, grh.begin() + (kGrhBytes - n));
   return true;
 }
 

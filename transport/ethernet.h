@@ -1,0 +1,66 @@
+#pragma once
+// The walk of an Ethernet frame's headers, done once for every part of the emulator that needs
+// it (the NIC's Ethernet queues and flow steering, the RoCE ICRC, the GRH of UD receives): L2/L3/L4
+// parsing (802.1Q, IPv4, IPv6 without extension headers, TCP, UDP), Internet checksums (RFC 1071),
+// and TCP segmentation. Lenient: a frame it cannot walk yields what it could read. The strict
+// validation of a RoCEv2 packet is parse_frame's (roce_packet.h).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace hcaemu::transport {
+
+// Where a sender's frames go: a switch vport, a link, or a test. The frame is the sender's buffer
+// until transmit returns.
+class EthernetPort {
+ public:
+  virtual ~EthernetPort() = default;
+  virtual void transmit(std::span<const uint8_t> frame) = 0;
+};
+
+}  // namespace hcaemu::transport
+
+namespace hcaemu::transport::ethernet {
+
+inline constexpr uint32_t kMacSize = 6;
+inline constexpr uint32_t kEthHeaderSize = 14;
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800, kEtherTypeIpv6 = 0x86dd, kEtherTypeVlan = 0x8100;
+inline constexpr uint8_t kProtoTcp = 6, kProtoUdp = 17;
+
+struct Parsed {
+  uint16_t ethertype = 0;       // after at most one 802.1Q tag
+  bool vlan = false;
+  uint16_t vlan_tci = 0;
+  uint32_t l3_offset = 0;       // 0 when not IP
+  uint8_t ip_version = 0;       // 4, 6 or 0
+  uint32_t l3_header_size = 0;
+  uint32_t l3_length = 0;       // the IP packet (header + payload) as its header says
+  uint32_t l4_offset = 0;       // 0 when not TCP/UDP (or a fragment)
+  uint32_t l4_length = 0;       // from the IP header, bounded by the frame
+  uint8_t l4_protocol = 0;
+  bool fragment = false;
+};
+
+Parsed parse(std::span<const uint8_t> frame);
+
+// One's complement sum of 16-bit big-endian words (an odd tail is padded with 0), not folded to 16
+// bits and not inverted.
+uint32_t sum16(std::span<const uint8_t> bytes, uint32_t sum = 0);
+uint16_t fold(uint32_t sum);
+
+bool ipv4_header_ok(std::span<const uint8_t> frame, const Parsed& p);
+bool l4_checksum_ok(std::span<const uint8_t> frame, const Parsed& p);
+
+// Writes the IPv4 header checksum / the TCP or UDP checksum. False when the frame has no such header.
+bool fill_ipv4_checksum(std::span<uint8_t> frame, const Parsed& p);
+bool fill_l4_checksum(std::span<uint8_t> frame, const Parsed& p);
+
+// TCP segmentation offload: cuts a TCP/IP frame larger than one MSS into wire frames of at most
+// `mss` payload bytes each: IP length and (IPv4) ID advanced, TCP sequence advanced, FIN/PSH only on
+// the last segment, CWR only on the first, checksums filled. Empty when the frame is not TCP/IP
+// or mss is 0.
+std::vector<std::vector<uint8_t>> segment_tcp(std::span<const uint8_t> frame, uint16_t mss);
+
+}  // namespace hcaemu::transport::ethernet
