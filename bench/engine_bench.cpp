@@ -90,7 +90,7 @@ struct Bench {
           trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : now_ps(),
                          .function = uint16_t(s.function >= 0 ? s.function : i),
                          .qpn = s.qpn, .message = s.message, .opcode = s.opcode, .bytes = s.bytes,
-                         .stage = traces::Stage(s.stage)});
+                         .stage = s.stage});
         });
     p.wire.filter = [this](WireFrame& frame) {
       if (pcap) pcap->write(now_ps(), frame.bytes);

@@ -30,7 +30,7 @@ void DeviceRecorder::attach_trace(HcaDevice& device) {
                       .message = s.message,
                       .opcode = s.opcode,
                       .bytes = s.bytes,
-                      .stage = traces::Stage(s.stage)});
+                      .stage = s.stage});
     };
   };
   // Remote delivery is stamped by the responder on the requester's record: MAC -> function.

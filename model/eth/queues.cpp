@@ -283,12 +283,12 @@ void EthQueues::write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index,
 }
 
 void EthQueues::sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, Fault fault) {
-  uint8_t syndrome = cqe_error::kLocalQpOperation;
+  uint8_t syndrome = cqe_syndrome::kLocalQpOperation;
   switch (fault) {
     case Fault::kBadLkey:
-    case Fault::kDma: syndrome = cqe_error::kLocalProtection; break;
+    case Fault::kDma: syndrome = cqe_syndrome::kLocalProtection; break;
     case Fault::kLength:
-    case Fault::kDs: syndrome = cqe_error::kLocalLength; break;
+    case Fault::kDs: syndrome = cqe_syndrome::kLocalLength; break;
     default: break;
   }
   ++sq.errors;
@@ -330,7 +330,7 @@ void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
     ++counters_.tx_flushed_wqes;
   }
   sq.consumer = producer;
-  write_tx_cqe(sq, sqn, last, last_opcode, true, cqe_error::kWrFlushed, true);
+  write_tx_cqe(sq, sqn, last, last_opcode, true, cqe_syndrome::kWrFlushed, true);
 }
 
 // ---------------------------------------------------------------- RX
@@ -505,12 +505,12 @@ bool EthQueues::scatter(Arrival& a) {
     std::vector<Chunk> chunks;
     if (translate(load_be32(seg + 4), load_be64(seg + 8), n, true, chunks) != Fault::kNone) {
       ++counters_.rx_bad_lkey;
-      return fail_receive(a, cqe_error::kLocalProtection);
+      return fail_receive(a, cqe_syndrome::kLocalProtection);
     }
     for (const Chunk& c : chunks) {
       if (!f_.memory->write(c.address, std::span<const uint8_t>(a.frame).subspan(written, c.length))) {
         ++counters_.rx_dma_faults;
-        return fail_receive(a, cqe_error::kLocalProtection);
+        return fail_receive(a, cqe_syndrome::kLocalProtection);
       }
       written += c.length;
     }

@@ -38,11 +38,6 @@ inline constexpr uint32_t kInlineFlag = 0x80000000u;
 inline constexpr uint16_t kInsertVlan = 0x8000;
 }  // namespace wqe
 
-// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
-namespace cqe_error {
-inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
-}
-
 // RX CQE checksum/header-type bytes.
 namespace cqe_eth {
 inline constexpr uint32_t kChecksum = 0x14;     // BE16 one's complement sum of the bytes after the L2 header

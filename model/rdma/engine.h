@@ -16,14 +16,15 @@
 #include "model/rdma/rc_state.h"
 #include "model/timing_preset.h"
 #include "model/objects/resources.h"
+#include "traces/stage.h"
 #include "transport/roce_packet.h"
 
 namespace hcaemu::model {
 
 struct FunctionContext;
 
-// Stages of a message the latency trace stamps (same order as traces::Stage).
-enum class RdmaStage : uint8_t { kDoorbell, kWqeFetch, kPayloadDma, kWireFirstPacket, kRemoteDelivery, kAck, kCqeWrite, kInterrupt };
+// Stages of a message the latency trace stamps.
+using RdmaStage = traces::Stage;
 struct StageStamp {
   int32_t function = -1;  // vhca id the stamp belongs to; -1 = this function (remote delivery is
                           // stamped by the responder on the requester's message)

@@ -23,12 +23,7 @@ using transport::psn_add;
 using transport::psn_diff;
 using transport::RocePacket;
 
-// Error CQE syndromes (mlx5-device-bringup.md section 7.5).
-namespace syndrome {
-inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
-inline constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12, kRemoteAccess = 0x13,
-                  kRemoteOperation = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
-}  // namespace syndrome
+namespace syndrome = cqe_syndrome;  // model/queues/completion_queue.h
 
 inline constexpr uint32_t kCounterMask16 = 0xffff;
 inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
