@@ -84,10 +84,11 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   // is free (this thread's now) or when its inputs are there plus the pipeline's time, the later.
   const uint64_t now = now_ps();
   const uint64_t depart = std::max(now, (inputs_ready_ps != 0 ? inputs_ready_ps : now) + timing_.per_packet_tx_ps);
-  pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS));
-  // Serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included).
+  // Then serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included): one
+  // wait for both, nothing happens to the packet in between.
   const double wire_ns = double(frame.size() + 24) * 8.0 / timing_.link_gbps;
-  pcie::consume_model_time(sc_core::sc_time(wire_ns, sc_core::SC_NS));
+  pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS) +
+                           sc_core::sc_time(wire_ns, sc_core::SC_NS));
   if (port_ == nullptr) {
     ++counters_.tx_no_port;
     return false;
