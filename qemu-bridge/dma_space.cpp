@@ -1,5 +1,6 @@
 #include "qemu-bridge/dma_space.h"
 
+
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +12,9 @@
 #include <cstring>
 #include <iterator>
 #include <vector>
+
+#include "common/log.h"
+#include "qemu-bridge/guarded_copy.h"
 
 namespace hcaemu::vfio_user {
 
@@ -142,7 +146,14 @@ bool DmaSpace::access(uint64_t addr, size_t len, uint32_t need, Copy&& copy, Sen
     messenger = messenger_;
     for (const auto& s : segs) {
       if (s.map->host) {
-        copy(s.map->host + (s.iova - s.map->iova), s.buf_offset, s.len);
+        if (!copy(s.map->host + (s.iova - s.map->iova), s.buf_offset, s.len)) {
+          // The client shrank the file behind the map: this access fails, nothing else does.
+          const uint64_t n = faults_.fetch_add(1) + 1;
+          if (n <= 8 || (n & (n - 1)) == 0)
+            log().warn("DMA at iova {:#x} ({} bytes) faulted: the client's memory behind the map is gone "
+                       "(truncated); the access fails ({} so far)", s.iova, s.len, n);
+          return false;
+        }
       } else {
         remote.push_back(s);
       }
@@ -157,14 +168,14 @@ bool DmaSpace::access(uint64_t addr, size_t len, uint32_t need, Copy&& copy, Sen
 bool DmaSpace::read(uint64_t addr, std::span<uint8_t> dst) {
   return access(
       addr, dst.size(), kRead,
-      [&](const uint8_t* host, size_t off, size_t n) { std::memcpy(dst.data() + off, host, n); },
+      [&](const uint8_t* host, size_t off, size_t n) { return guarded_copy(dst.data() + off, host, n); },
       [&](DmaMessenger* m, uint64_t iova, size_t off, size_t n) { return m->dma_read(iova, dst.subspan(off, n)); });
 }
 
 bool DmaSpace::write(uint64_t addr, std::span<const uint8_t> src) {
   return access(
       addr, src.size(), kWrite,
-      [&](uint8_t* host, size_t off, size_t n) { std::memcpy(host, src.data() + off, n); },
+      [&](uint8_t* host, size_t off, size_t n) { return guarded_copy(host, src.data() + off, n); },
       [&](DmaMessenger* m, uint64_t iova, size_t off, size_t n) { return m->dma_write(iova, src.subspan(off, n)); });
 }
 

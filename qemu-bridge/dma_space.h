@@ -4,7 +4,8 @@
 //
 // * Maps with an fd are mmap(MAP_SHARED)ed at map time; the fd is closed right after mmap (the
 //   mapping keeps the memory alive, and QEMU sends a fresh dup'd fd with every DMA_MAP, so keeping
-//   them would only pile fds up). Accesses to them are bounds-checked memcpy.
+//   them would only pile fds up). Accesses to them are bounds-checked copies that survive the
+//   client truncating the file afterwards (guarded_copy.h): such an access fails and is counted.
 // * Maps without an fd (anonymous guest RAM, firmware ROM) are reached through DMA_READ/DMA_WRITE
 //   messages, via a DmaMessenger (the server), with no lock of this class held while waiting.
 // * An access may span several maps only when they are adjacent and together cover the whole
@@ -15,6 +16,7 @@
 //   nothing touches the unmapped memory. (A message-based access that already resolved its
 //   ranges may still send its DMA_READ/WRITE after a racing unmap: QEMU performs and bounds-checks
 //   that access itself, so our memory safety does not depend on the map.)
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -62,6 +64,8 @@ class DmaSpace final : public pcie::HostMemory {
 
   void set_messenger(DmaMessenger* messenger);
   size_t map_count() const;
+  // Accesses that faulted because the client's file behind a map shrank (SIGBUS caught).
+  uint64_t faults() const { return faults_.load(); }
 
  private:
   struct Map {
@@ -84,6 +88,7 @@ class DmaSpace final : public pcie::HostMemory {
   mutable std::shared_mutex mu_;
   std::map<uint64_t, Map> maps_;  // keyed by iova; entries never overlap
   DmaMessenger* messenger_ = nullptr;
+  std::atomic<uint64_t> faults_{0};
 };
 
 }  // namespace hcaemu::vfio_user
