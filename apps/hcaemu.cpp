@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "qemu-bridge/dma_reply_waiter.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "qemu-bridge/server.h"
@@ -171,6 +172,7 @@ class FunctionServers {
     for (unsigned i = 0; i < functions_.size(); ++i) {
       const std::string name = i == 0 ? "pf_queue" : "vf" + std::to_string(i - 1) + "_queue";
       functions_[i].queue = std::make_unique<bridge::KernelQueue>(name.c_str());
+      functions_[i].waiter = std::make_unique<bridge::DmaReplyWaiter>((name + "_dma").c_str());
       functions_[i].backend = std::make_unique<bridge::FunctionBackend>(port(i), *functions_[i].queue);
     }
   }
@@ -192,6 +194,7 @@ class FunctionServers {
   struct Served {
     std::unique_ptr<bridge::KernelQueue> queue;
     std::unique_ptr<bridge::FunctionBackend> backend;
+    std::unique_ptr<bridge::DmaReplyWaiter> waiter;  // a slow client holds up only its function
     std::unique_ptr<vfio_user::VfioUserServer> server;
   };
   sriov::FunctionPort& port(unsigned index) { return index == 0 ? device_.pf() : device_.vf(index - 1); }
@@ -202,6 +205,7 @@ class FunctionServers {
     server_options.socket_mode = socket_mode_;
     const fs::path path = socket_dir_ / socket;
     f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend, server_options);
+    f.server->set_dma_waiter(f.waiter.get());
     // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
     port(index).attach_host(&f.server->host_memory(), &f.server->msix(), sriov::FunctionFace::MsixRouting::kHostOwnsTable);
     log().info("{}: serving on {}", port(index).name(), path.string());

@@ -3,6 +3,7 @@
 set(_bridge_dir ${PROJECT_SOURCE_DIR}/qemu-bridge)
 add_library(hcaemu_bridge STATIC
   ${_bridge_dir}/kernel_queue.cpp
+  ${_bridge_dir}/dma_reply_waiter.cpp
   ${_bridge_dir}/function_backend.cpp)
 target_link_libraries(hcaemu_bridge PUBLIC hcaemu_vfio_user hcaemu_sriov)
 install(PROGRAMS ${_bridge_dir}/scripts/provide-qemu.sh ${_bridge_dir}/scripts/build-guest-image.sh

@@ -54,6 +54,7 @@ struct MessageDispatcher::Pending {
   std::span<uint8_t> dst;  // DMA_READ destination
   bool done = false;
   int err = 0;
+  std::chrono::steady_clock::time_point deadline{};
 };
 
 MessageDispatcher::MessageDispatcher(DeviceBackend& backend, MessageSink& sink, ProtocolOptions opts)
@@ -420,6 +421,7 @@ void MessageDispatcher::handle_reply(Message& m) {
   }
   p.done = true;
   pending_cv_.notify_all();
+  if (waiter_ != nullptr) waiter_->wake();
 }
 
 void MessageDispatcher::fail_pending(int err) {
@@ -431,6 +433,28 @@ void MessageDispatcher::fail_pending(int err) {
     }
   }
   pending_cv_.notify_all();
+  if (waiter_ != nullptr) waiter_->wake();
+}
+
+std::chrono::steady_clock::time_point MessageDispatcher::expire_dma(std::chrono::steady_clock::time_point now) {
+  auto next = std::chrono::steady_clock::time_point::max();
+  bool expired = false;
+  std::lock_guard lock(pending_mu_);
+  for (auto& [id, p] : pending_) {
+    if (p->done) continue;
+    if (p->deadline <= now) {
+      p->err = ETIMEDOUT;
+      p->done = true;
+      expired = true;
+    } else {
+      next = std::min(next, p->deadline);
+    }
+  }
+  if (expired) {
+    pending_cv_.notify_all();
+    if (waiter_ != nullptr) waiter_->wake();
+  }
+  return next;
 }
 
 int MessageDispatcher::dma_round_trip(uint16_t cmd, uint64_t addr, std::span<uint8_t> dst,
@@ -443,6 +467,7 @@ int MessageDispatcher::dma_round_trip(uint16_t cmd, uint64_t addr, std::span<uin
   for (size_t off = 0; off < total; off += chunk) {
     const size_t n = std::min(chunk, total - off);
     Pending p{cmd, addr + off, uint32_t(n), cmd == kCmdDmaRead ? dst.subspan(off, n) : std::span<uint8_t>{}};
+    p.deadline = std::chrono::steady_clock::now() + opts_.dma_timeout;
     std::vector<uint8_t> msg;
     {
       std::lock_guard lock(pending_mu_);
@@ -457,12 +482,19 @@ int MessageDispatcher::dma_round_trip(uint16_t cmd, uint64_t addr, std::span<uin
     {
       std::lock_guard lock(path_->mu);
       sent = path_->sink && path_->sink->send(conn, std::move(msg));
+      if (sent) path_->sink->dma_requested();
+    }
+    if (sent && waiter_ != nullptr) {
+      waiter_->wait([&] {
+        std::lock_guard lock(pending_mu_);
+        return p.done;
+      });
     }
     std::unique_lock lock(pending_mu_);
-    if (sent) pending_cv_.wait_for(lock, opts_.dma_timeout, [&] { return p.done; });
+    if (sent && waiter_ == nullptr) pending_cv_.wait_for(lock, opts_.dma_timeout, [&] { return p.done; });
     pending_.erase(id);
     if (!sent) return ENOTCONN;
-    if (!p.done) {
+    if (!p.done || p.err == ETIMEDOUT) {
       log().warn("vfio-user: {} id {} iova {:#x} timed out", command_name(cmd), id, p.addr);
       return ETIMEDOUT;
     }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -82,6 +83,22 @@ class MessageSink {
  public:
   virtual ~MessageSink() = default;
   virtual bool send(uint64_t conn, std::vector<uint8_t> bytes) = 0;
+  // A DMA request went out: the thread that reads replies should look at its deadline.
+  virtual void dma_requested() {}
+};
+
+// How a thread that sent a DMA_READ/WRITE waits for its reply. Without one the thread blocks (a
+// condition variable, at most dma_timeout). hcaemu gives its functions one that hands the SystemC
+// kernel to the other functions meanwhile (qemu-bridge/dma_reply_waiter.h): a slow client then
+// holds up only its own function.
+class DmaWaiter {
+ public:
+  virtual ~DmaWaiter() = default;
+  // Returns once done() holds. The dispatcher's I/O thread ends every wait: with the reply, with
+  // an error when the connection goes, or with ETIMEDOUT at dma_timeout (expire_dma()).
+  virtual void wait(const std::function<bool()>& done) = 0;
+  // Any thread: something a waiter may be waiting for has happened.
+  virtual void wake() = 0;
 };
 
 class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
@@ -110,6 +127,12 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   void handle(Message msg);
   // Message-based DMA from this thread is refused (EDEADLK): it is the thread that must read the reply.
   void set_io_thread(std::thread::id id) { io_thread_.store(id); }
+
+  // Before any DMA: how callers wait for their replies (null: block).
+  void set_dma_waiter(DmaWaiter* waiter) { waiter_ = waiter; }
+  // I/O thread: fails the DMA requests older than dma_timeout with ETIMEDOUT; returns when the
+  // oldest one left expires (time_point::max() when none waits).
+  std::chrono::steady_clock::time_point expire_dma(std::chrono::steady_clock::time_point now);
 
   // DmaMessenger: DMA_READ/WRITE round trips, chunked to the client's max_data_xfer_size.
   int dma_read(uint64_t addr, std::span<uint8_t> dst) override;
@@ -176,6 +199,7 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;
   std::map<uint16_t, Pending*> pending_;
+  DmaWaiter* waiter_ = nullptr;
   uint16_t next_dma_id_ = 0x8000;  // guarded by pending_mu_
 };
 

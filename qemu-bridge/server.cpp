@@ -85,12 +85,28 @@ void VfioUserServer::run() {
     // the poll for a while instead of spinning (the connected client is still served).
     const auto now = std::chrono::steady_clock::now();
     const bool listening = now >= accept_paused_until_;
+    bool sending = false;
+    std::chrono::steady_clock::time_point send_deadline{};
+    {
+      std::lock_guard lock(write_mu_);
+      sending = client_fd_ && !broken_ && !outbox_.empty();
+      send_deadline = outbox_since_ + opts_.send_timeout;
+      if (sending && now >= send_deadline) {
+        break_connection_locked("the client has not read its replies in time");
+        sending = false;
+      }
+    }
     pollfd pfd[3] = {{wake_fd_.get(), POLLIN, 0}, {listening ? listen_fd_.get() : -1, POLLIN, 0},
-                     {client_fd_.get(), POLLIN, 0}};
+                     {client_fd_.get(), short(POLLIN | (sending ? POLLOUT : 0)), 0}};
     const nfds_t n = client_fd_ ? 3 : 2;
+    // DMA requests the client has not answered in time fail here, so no waiter needs a clock.
+    auto wait_until = dispatcher_.expire_dma(now);
+    if (!listening) wait_until = std::min(wait_until, accept_paused_until_);
+    if (sending) wait_until = std::min(wait_until, send_deadline);
     const int timeout_ms =
-        listening ? -1
-                  : int(std::chrono::duration_cast<std::chrono::milliseconds>(accept_paused_until_ - now).count()) + 1;
+        wait_until == std::chrono::steady_clock::time_point::max()
+            ? -1
+            : int(std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - now).count()) + 1;
     int r = ::poll(pfd, n, timeout_ms);
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -102,6 +118,10 @@ void VfioUserServer::run() {
       [[maybe_unused]] auto rr = ::read(wake_fd_.get(), &v, sizeof(v));
     }
     if (stopping_) break;
+    if (n == 3 && (pfd[2].revents & POLLOUT)) {
+      std::lock_guard lock(write_mu_);
+      flush_outbox_locked();
+    }
     if (n == 3 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
       if (!read_client()) drop_client("connection closed");
     }
@@ -136,11 +156,7 @@ void VfioUserServer::accept_client() {
     log().warn("vfio-user: refused a second client on {} (one is connected)", path_);
     return;  // fd closes here
   }
-  // Blocking socket: receives use MSG_DONTWAIT; sends block at most send_timeout.
-  timeval tv{};
-  tv.tv_sec = opts_.send_timeout.count() / 1000;
-  tv.tv_usec = (opts_.send_timeout.count() % 1000) * 1000;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  // Every receive and send uses MSG_DONTWAIT: nothing here blocks on the client.
   decoder_.reset();
   const uint64_t conn = dispatcher_.connect();
   {
@@ -159,6 +175,8 @@ void VfioUserServer::drop_client(const char* why) {
     client_fd_.reset();
     client_conn_ = 0;
     broken_ = false;
+    outbox_.clear();
+    outbox_sent_ = outbox_bytes_ = 0;
   }
   decoder_.reset();
   dispatcher_.disconnect();
@@ -206,23 +224,54 @@ bool VfioUserServer::read_client() {
 }
 
 bool VfioUserServer::send(uint64_t conn, std::vector<uint8_t> bytes) {
-  std::lock_guard lock(write_mu_);
-  if (!client_fd_ || broken_ || conn != client_conn_) return false;
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(client_fd_.get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      log().warn("vfio-user: send on {} failed: {}; dropping the client", path_,
-                 n < 0 ? std::strerror(errno) : "closed");
-      broken_ = true;
-      ::shutdown(client_fd_.get(), SHUT_RDWR);  // the I/O thread sees EOF and disconnects
-      if (std::this_thread::get_id() != thread_.get_id()) wake();
+  bool queued = false;
+  {
+    std::lock_guard lock(write_mu_);
+    if (!client_fd_ || broken_ || conn != client_conn_) return false;
+    if (outbox_.empty()) outbox_since_ = std::chrono::steady_clock::now();
+    outbox_bytes_ += bytes.size();
+    outbox_.push_back(std::move(bytes));
+    if (outbox_bytes_ > opts_.max_outbox_bytes) {
+      break_connection_locked("the client stopped reading (outbox full)");
       return false;
     }
-    off += size_t(n);
+    if (outbox_.size() == 1 && !flush_outbox_locked()) return false;
+    queued = !outbox_.empty();
+  }
+  // The rest goes when the socket is writable: the I/O thread polls for it.
+  if (queued && std::this_thread::get_id() != thread_.get_id()) wake();
+  return true;
+}
+
+bool VfioUserServer::flush_outbox_locked() {
+  while (!outbox_.empty()) {
+    const std::vector<uint8_t>& front = outbox_.front();
+    const ssize_t n = ::send(client_fd_.get(), front.data() + outbox_sent_, front.size() - outbox_sent_,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) {
+      break_connection_locked(n < 0 ? std::strerror(errno) : "closed");
+      return false;
+    }
+    outbox_sent_ += size_t(n);
+    outbox_bytes_ -= size_t(n);
+    if (outbox_sent_ == front.size()) {
+      outbox_.pop_front();
+      outbox_sent_ = 0;
+      outbox_since_ = std::chrono::steady_clock::now();
+    }
   }
   return true;
+}
+
+void VfioUserServer::break_connection_locked(const char* why) {
+  log().warn("vfio-user: sending on {} failed: {}; dropping the client", path_, why);
+  broken_ = true;
+  outbox_.clear();
+  outbox_sent_ = outbox_bytes_ = 0;
+  ::shutdown(client_fd_.get(), SHUT_RDWR);  // the I/O thread sees EOF and disconnects
+  if (std::this_thread::get_id() != thread_.get_id()) wake();
 }
 
 }  // namespace hcaemu::vfio_user

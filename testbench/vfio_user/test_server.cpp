@@ -349,6 +349,57 @@ TEST(ServerDma, FdLessDmaTimesOutWhenTheClientIsSilent) {
   std::filesystem::remove_all(tmpl);
 }
 
+// Issue 14: replies used to be written with a blocking send (5 s timeout) on the thread that
+// completed the access, which in hcaemu is the simulation thread every function shares: a client
+// that stopped reading froze them all, again and again. Now a reply that the socket does not take
+// waits in the connection's outbox, and the client is dropped when it lets the outbox fill.
+TEST(ServerSend, AClientThatStopsReadingIsDroppedWithoutStallingTheCompletingThread) {
+  FakeBackend backend;
+  char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/s.sock";
+  ServerOptions o;
+  o.max_outbox_bytes = 256 * 1024;
+  o.send_timeout = 10s;  // the byte bound, not the timer, must do it here
+  VfioUserServer server(path, backend, o);
+  TestClient c;
+  ASSERT_TRUE(c.connect(path));
+  ASSERT_TRUE(c.version()->ok());
+  // 400 reads of 4 KiB, none of whose replies the client reads: far more than the socket buffer.
+  for (int i = 0; i < 400; ++i) c.send(kCmdRegionRead, encode_region_access(0, 0, 4096, {}));
+  const auto t0 = std::chrono::steady_clock::now();
+  backend.drain();  // every reply was handed over: the completing thread never waited on the client
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_TRUE(eventually([&] { return !server.client_connected(); }));
+  EXPECT_TRUE(c.peer_closed());
+
+  TestClient next;  // the next client is served as usual
+  ASSERT_TRUE(next.connect(path));
+  ASSERT_TRUE(next.version()->ok());
+  auto r = next.region_read(0, 0, 8);
+  EXPECT_TRUE(r && r->ok());
+  server.stop();
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST(ServerSend, AClientThatDoesNotDrainItsRepliesInTimeIsDropped) {
+  FakeBackend backend;
+  char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/s.sock";
+  ServerOptions o;
+  o.send_timeout = 300ms;  // the timer, not the byte bound
+  VfioUserServer server(path, backend, o);
+  TestClient c;
+  ASSERT_TRUE(c.connect(path));
+  ASSERT_TRUE(c.version()->ok());
+  for (int i = 0; i < 200; ++i) c.send(kCmdRegionRead, encode_region_access(0, 0, 4096, {}));
+  backend.drain();
+  EXPECT_TRUE(eventually([&] { return !server.client_connected(); }));
+  server.stop();
+  std::filesystem::remove_all(tmpl);
+}
+
 // ---- connection lifecycle ------------------------------------------------------------------------
 
 TEST_F(ServerTest, DisconnectDropsMapsAndIrqsButKeepsDeviceState) {
