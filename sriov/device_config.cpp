@@ -62,6 +62,11 @@ void take_function(const json& object, const char* key, FunctionShape& shape) {
 
 }  // namespace
 
+VfSettings DeviceConfig::vf_settings(uint16_t vf) const {
+  auto it = vfs.find(vf);
+  return it != vfs.end() ? it->second : VfSettings{};
+}
+
 std::array<uint8_t, 6> DeviceConfig::function_mac(uint16_t vhca_id) const {
   uint64_t value = 0;
   for (uint8_t b : mac_base) value = (value << 8) | b;
@@ -104,7 +109,28 @@ void DeviceConfig::validate() const {
   if (vf.msix_vectors < 1 || vf.msix_vectors > 512) fail("\"vf.msix_vectors\" must be 1..512 (the table shares BAR2 with the PBA)");
   if (total_vfs > 127) fail("\"total_vfs\" must be at most 127 (ConnectX firmware limit per PF)");
   if (link_generation < 1 || link_generation > 5) fail("\"pcie.generation\" must be 1..5");
+  for (const auto& [vf, settings] : vfs)
+    if (vf >= total_vfs) fail("\"vfs\" names VF " + std::to_string(vf) + ", beyond total_vfs");
   if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");
+}
+
+// "vfs": {"3": {"spoofchk": false}, ...}: settings by VF number.
+void take_vf_settings(const json& vfs, DeviceConfig& config) {
+  if (!vfs.is_object()) fail("\"vfs\" must be an object keyed by VF number");
+  for (const auto& [key, value] : vfs.items()) {
+    unsigned vf = 0;
+    char extra = 0;
+    if (std::sscanf(key.c_str(), "%u%c", &vf, &extra) != 1 || vf > 0xffff)
+      fail("\"vfs\" keys must be VF numbers, not \"" + key + "\"");
+    if (!value.is_object()) fail("\"vfs." + key + "\" must be an object");
+    check_known_keys(value, {"spoofchk"}, "vfs." + key + ".");
+    VfSettings settings;
+    if (value.contains("spoofchk")) {
+      if (!value.at("spoofchk").is_boolean()) fail("\"vfs." + key + ".spoofchk\" must be true or false");
+      settings.spoofchk = value.at("spoofchk").get<bool>();
+    }
+    config.vfs[uint16_t(vf)] = settings;
+  }
 }
 
 DeviceConfig load_device_config(const std::filesystem::path& file) {
@@ -116,7 +142,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number", "mac_base"},
+                            "serial_number", "mac_base", "vfs"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -149,6 +175,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     }
     if (root.contains("mac_base")) config.mac_base = parse_mac(root.at("mac_base").get<std::string>());
     if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
+    if (root.contains("vfs")) take_vf_settings(root.at("vfs"), config);
     config.validate();
   } catch (const json::exception& e) {
     throw std::runtime_error(file.string() + ": " + e.what());
@@ -177,6 +204,9 @@ std::string to_json(const DeviceConfig& c) {
             {"pcie", {{"generation", c.link_generation}, {"width", c.link_width}}},
             {"serial_number", serial},
             {"mac_base", format_mac(c.mac_base)}};
+  json vfs = json::object();
+  for (const auto& [vf, settings] : c.vfs) vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}};
+  j["vfs"] = vfs;
   return j.dump(2);
 }
 

@@ -3,6 +3,7 @@
 // the PCIe link. Defaults are a ConnectX-6 Dx on a PCIe Gen4 x16 link; a JSON file overrides any
 // of them (hcaemu --config). Unknown keys and out-of-range values are errors, not surprises.
 #include <array>
+#include <map>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -14,6 +15,11 @@ namespace hcaemu::sriov {
 struct FunctionShape {
   uint64_t bar0_size = 0;     // HCA registers + UAR pages
   uint32_t msix_vectors = 0;  // MSI-X table size
+};
+
+// What the host admin sets per VF (the role of `ip link set PF vf N ...`).
+struct VfSettings {
+  bool spoofchk = true;  // drop the VF's frames whose source MAC is not its own
 };
 
 struct DeviceConfig {
@@ -36,7 +42,11 @@ struct DeviceConfig {
   // them). Locally administered by default, so it never clashes with a real adapter.
   std::array<uint8_t, 6> mac_base{0x02, 0xc9, 0x00, 0x00, 0x00, 0x00};
 
+  // Per-VF settings by VF number; VFs not listed keep VfSettings' defaults.
+  std::map<uint16_t, VfSettings> vfs;
+
   std::array<uint8_t, 6> function_mac(uint16_t vhca_id) const;
+  VfSettings vf_settings(uint16_t vf) const;
 
   // Throws std::runtime_error naming the offending key when the combination is invalid.
   void validate() const;

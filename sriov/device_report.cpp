@@ -58,9 +58,9 @@ void log_device_counters(HcaDevice& device) {
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_summary(device.vf(i));
   const auto& sw = device.eswitch().counters();
   log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
-             "runt {}",
+             "runt {}, spoofed source {}",
              sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
-             sw.drop_runt);
+             sw.drop_runt, sw.drop_spoofed);
 }
 
 }  // namespace hcaemu::sriov

@@ -40,6 +40,12 @@ bool Eswitch::set_unicast_list(uint16_t vport, std::span<const Mac> macs) {
   return true;
 }
 
+bool Eswitch::set_spoof_check(uint16_t vport, bool on) {
+  if (vport >= vports_.size()) return false;
+  vports_[vport].spoof_check = on;
+  return true;
+}
+
 void Eswitch::deliver(Vport& to, std::span<const uint8_t> frame) {
   if (!to.up) {
     ++to.counters.drop_vport_down;
@@ -58,6 +64,10 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
     return void(++counters_.drop_sender_down);
   }
   if (frame.size() < kEthHeader) return void(++counters_.drop_runt);
+  if (sender.spoof_check && !std::equal(sender.mac.begin(), sender.mac.end(), frame.begin() + 6)) {
+    ++sender.counters.drop_spoofed;
+    return void(++counters_.drop_spoofed);
+  }
   ++sender.counters.tx_frames;
   Mac dst;
   std::copy_n(frame.begin(), dst.size(), dst.begin());

@@ -20,12 +20,14 @@ using Mac = std::array<uint8_t, 6>;
 struct VportCounters {
   uint64_t rx_frames = 0, tx_frames = 0;
   uint64_t drop_vport_down = 0;  // frames the vport did not send/receive because it is down
+  uint64_t drop_spoofed = 0;     // frames sent with a source MAC that is not the vport's
 };
 
 struct EswitchCounters {
   uint64_t forwarded = 0, flooded = 0;
   uint64_t looped_back = 0;
   uint64_t drop_unknown_unicast = 0, drop_runt = 0, drop_bad_vport = 0, drop_sender_down = 0, drop_to_self = 0;
+  uint64_t drop_spoofed = 0;
 };
 
 class Eswitch {
@@ -38,6 +40,9 @@ class Eswitch {
   bool set_loopback(uint16_t vport, Deliver loopback);
   bool set_admin_up(uint16_t vport, bool up);
   bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
+  // Source MAC spoof check (a VF's `spoofchk`, on for VFs by default): a frame whose source is not
+  // the vport's permanent MAC is dropped and counted, so a VF cannot pose as another function.
+  bool set_spoof_check(uint16_t vport, bool on);
 
   // A frame sent by `vport` (its SQ engine's EthernetPort::transmit).
   void transmit(uint16_t vport, std::span<const uint8_t> frame);
@@ -53,6 +58,7 @@ class Eswitch {
     Mac mac{};
     std::vector<Mac> unicast;
     bool up = true;
+    bool spoof_check = false;
     Deliver deliver;
     Deliver loopback;
     VportCounters counters;

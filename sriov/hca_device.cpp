@@ -63,6 +63,7 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
     port.hca().receive(frame);
   });
   eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame) { port.hca().receive(frame, true); });
+  if (identity.is_vf) eswitch_.set_spoof_check(vport, config_.vf_settings(uint16_t(identity.vhca_id - 1)).spoofchk);
   port.hca().set_unicast_owner_check([this, &port](const std::array<uint8_t, 6>& mac) { return owned_by_other(port, mac); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
   port.hca().set_port(uplinks_.back().get());

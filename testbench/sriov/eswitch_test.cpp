@@ -76,5 +76,30 @@ TEST(Eswitch, LoopsTheSendersOwnUnicastBack) {
   EXPECT_EQ(looped[1], 2) << "broadcast is not looped back to its sender";
 }
 
+// Issue 14: a VF could send frames with another function's source MAC; with its spoof check on
+// (a VF's default, hcaemu's "vfs" setting `spoofchk`) they are dropped and counted.
+TEST(Eswitch, SpoofCheckDropsAForeignSourceMac) {
+  ThreeVports t;
+  ASSERT_TRUE(t.sw.set_spoof_check(1, true));
+  auto from = [&](const Mac& src, const Mac& dst) {
+    std::vector<uint8_t> f = frame_to(dst);
+    std::copy(src.begin(), src.end(), f.begin() + 6);
+    return f;
+  };
+  t.sw.transmit(1, from(t.mac[0], t.mac[2]));  // VF posing as the PF
+  t.sw.transmit(1, from({2, 0, 0, 0, 0, 0x99}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));  // made-up source, broadcast
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(t.sw.counters().drop_spoofed, 2u);
+  EXPECT_EQ(t.sw.counters(1).drop_spoofed, 2u);
+  t.sw.transmit(1, from(t.mac[1], t.mac[2]));  // its own address goes through
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 1}));
+  ASSERT_TRUE(t.sw.set_spoof_check(1, false));  // spoofchk off: the admin allows it
+  t.sw.transmit(1, from(t.mac[0], t.mac[2]));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 2}));
+  t.sw.transmit(0, from({2, 0, 0, 0, 0, 0x99}, t.mac[2]));  // vports without the check are not touched
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 3}));
+  EXPECT_FALSE(t.sw.set_spoof_check(7, true));
+}
+
 }  // namespace
 }  // namespace hcaemu::sriov

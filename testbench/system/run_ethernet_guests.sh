@@ -2,7 +2,7 @@
 # Full-system test: Ethernet between two VMs through the emulated NIC. One VM on the PF, one on a
 # VF of the same hcaemu; each brings up the unmodified mlx5e driver, they ping each other over IPv4
 # and IPv6, the PF guest tries to take the VF's MAC with a macvlan (refused; the VF keeps its
-# traffic) and, with TRANSFER=1 in the environment, they move a few MB over TCP checked by checksum.
+# traffic), the VF guest sends from a macvlan with a made-up MAC (dropped by its spoof check) and, with TRANSFER=1 in the environment, they move a few MB over TCP checked by checksum.
 # Usage: [TRANSFER=1] run_ethernet_guests.sh HCAEMU HCAVM
 set -uo pipefail
 HCAEMU=$1
@@ -30,6 +30,9 @@ echo "--- PF guest (exit $PF_RC)"; grep -E "CHECK|received|hcavm:|mlx5" "$WORK/p
 echo "--- VF guest (exit $VF_RC)"; grep -E "CHECK|hcavm:|mlx5" "$WORK/vf.log"
 kill -TERM "$HCAEMU_PID"; wait "$HCAEMU_PID"; HCAEMU_PID=
 grep -E "commands|eswitch" "$WORK/hcaemu.log"
+# The VF guest's macvlan with a made-up MAC sent frames the VF's spoof check dropped.
+spoofed=$(sed -n 's/.*eswitch:.*spoofed source \([0-9]*\).*/\1/p' "$WORK/hcaemu.log" | tail -n1)
+[ "${spoofed:-0}" -gt 0 ] || fail "the switch dropped no spoofed frame from the VF (spoof check)"
 [ $PF_RC -eq 0 ] || fail "PF guest checks failed (exit $PF_RC)"
 [ $VF_RC -eq 0 ] || fail "VF guest checks failed (exit $VF_RC)"
 echo "PASS"

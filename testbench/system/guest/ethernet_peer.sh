@@ -37,6 +37,15 @@ if [ "$ROLE" = server ]; then
 else
   sleep 4
   check "IPv4 ping to the PF while it holds a macvlan with this VF's MAC" ping -c 5 -W 2 10.9.0.$PEER
+  # Spoof check (issue 14): a VF sends only with its own source MAC. A macvlan with a made-up MAC
+  # (no function owns it, so the device accepts it in the VF's address list) cannot reach anyone:
+  # the switch drops its frames (counted as "spoofed source"); eth0 keeps working.
+  modprobe macvlan
+  ip link add link eth0 name spoof0 address 02:5f:00:00:00:$ME type macvlan mode bridge && ip link set spoof0 up
+  ip addr add 10.9.2.$ME/24 dev spoof0
+  ping -c 3 -W 1 10.9.2.$PEER >/dev/null 2>&1  # its ARP requests leave from spoof0
+  ip link del spoof0 2>/dev/null
+  check "IPv4 ping to the PF still works after the spoofed frames" ping -c 2 -W 2 10.9.0.$PEER
 fi
 
 seq 1 500000 > /tmp/data   # 3.4 MB, the same bytes in both guests
