@@ -58,7 +58,7 @@ struct MessageDispatcher::Pending {
 };
 
 MessageDispatcher::MessageDispatcher(DeviceBackend& backend, MessageSink& sink, ProtocolOptions opts)
-    : backend_(backend), opts_(opts), path_(std::make_shared<ReplyPath>()), dma_(opts.max_dma_maps, this) {
+    : backend_(backend), opts_(opts), path_(std::make_shared<ReplyPath>()), dma_(opts.max_dma_maps, this, opts.max_dma_mapped_bytes) {
   path_->sink = &sink;
   path_->rejects = &rejects_;
   for (uint32_t i = 0; i < kNumIrqs; ++i) irqs_[i].resize(backend_.irq_count(i));

@@ -63,6 +63,7 @@ struct ProtocolOptions {
   uint32_t max_msg_fds = kMaxMsgFds;                // advertised; more fds in one message are refused
   uint32_t max_data_xfer_size = kMaxDataXferSize;   // advertised; region access and DMA chunk limit
   uint32_t max_dma_maps = kMaxDmaMaps;
+  uint64_t max_dma_mapped_bytes = kMaxDmaMappedBytes;  // address space one client's maps may take
   std::chrono::milliseconds dma_timeout{5000};      // wait for one DMA_READ/WRITE reply
 };
 

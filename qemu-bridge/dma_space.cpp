@@ -27,7 +27,13 @@ uint64_t fd_page_size(int fd) {
 }
 }  // namespace
 
-DmaSpace::DmaSpace(size_t max_maps, DmaMessenger* messenger) : max_maps_(max_maps), messenger_(messenger) {}
+DmaSpace::DmaSpace(size_t max_maps, DmaMessenger* messenger, uint64_t max_mapped_bytes)
+    : max_maps_(max_maps), max_mapped_bytes_(max_mapped_bytes), messenger_(messenger) {}
+
+uint64_t DmaSpace::mapped_bytes() const {
+  std::shared_lock lock(mu_);
+  return mapped_bytes_;
+}
 
 DmaSpace::~DmaSpace() { unmap_all(); }
 
@@ -62,6 +68,10 @@ int DmaSpace::map(uint64_t iova, uint64_t size, uint32_t flags, UniqueFd fd, uin
     const uint64_t aligned = fd_offset & ~(page - 1);
     const uint64_t remainder = fd_offset - aligned;
     if (size > SIZE_MAX - remainder) return EINVAL;
+    {
+      std::shared_lock lock(mu_);  // checked again when the map is added
+      if (size + remainder > max_mapped_bytes_ - std::min(mapped_bytes_, max_mapped_bytes_)) return ENOSPC;
+    }
     int prot = ((flags & kRead) ? PROT_READ : 0) | ((flags & kWrite) ? PROT_WRITE : 0);
     void* p = ::mmap(nullptr, size_t(size + remainder), prot, MAP_SHARED, fd.get(), off_t(aligned));
     if (p == MAP_FAILED) return errno;
@@ -78,12 +88,14 @@ int DmaSpace::map(uint64_t iova, uint64_t size, uint32_t flags, UniqueFd fd, uin
     auto prev = std::prev(next);
     overlap = prev->second.iova + prev->second.size > iova;
   }
-  int err = overlap ? EEXIST : (maps_.size() >= max_maps_ ? ENOSPC : 0);
+  const bool over_budget = m.mapping_len > max_mapped_bytes_ - std::min(mapped_bytes_, max_mapped_bytes_);
+  int err = overlap ? EEXIST : (maps_.size() >= max_maps_ || over_budget ? ENOSPC : 0);
   if (err != 0) {
     lock.unlock();
     release(m);
     return err;
   }
+  mapped_bytes_ += m.mapping_len;
   maps_.emplace(iova, m);
   return 0;
 }
@@ -96,6 +108,7 @@ int DmaSpace::unmap(uint64_t iova, uint64_t size) {
     if (it == maps_.end()) return ENOENT;
     if (it->second.size != size) return EINVAL;
     victim = it->second;
+    mapped_bytes_ -= victim.mapping_len;
     maps_.erase(it);
   }
   release(victim);  // no access can reach it any more
@@ -107,6 +120,7 @@ void DmaSpace::unmap_all() {
   {
     std::unique_lock lock(mu_);
     old.swap(maps_);
+    mapped_bytes_ = 0;
   }
   for (auto& [iova, m] : old) release(m);
 }

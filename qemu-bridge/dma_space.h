@@ -43,14 +43,17 @@ class DmaSpace final : public pcie::HostMemory {
   static constexpr uint32_t kRead = 1u << 0;
   static constexpr uint32_t kWrite = 1u << 1;
 
-  explicit DmaSpace(size_t max_maps = 65535, DmaMessenger* messenger = nullptr);
+  // max_mapped_bytes: the address space the fd-backed maps may take together (one client's budget).
+  explicit DmaSpace(size_t max_maps = 4096, DmaMessenger* messenger = nullptr,
+                    uint64_t max_mapped_bytes = uint64_t(1) << 40);
   ~DmaSpace() override;
   DmaSpace(const DmaSpace&) = delete;
   DmaSpace& operator=(const DmaSpace&) = delete;
 
   // Adds [iova, iova + size). With a valid fd, maps fd at fd_offset (the fd is consumed: closed on
   // return, success or not). Returns 0, or EINVAL (size 0, overflow, bad flags, fd too small),
-  // EEXIST (overlaps an existing map), ENOSPC (max_maps reached) or the mmap errno.
+  // EEXIST (overlaps an existing map), ENOSPC (max_maps reached, or the map would take the
+  // mapped size past max_mapped_bytes) or the mmap errno.
   int map(uint64_t iova, uint64_t size, uint32_t flags, UniqueFd fd, uint64_t fd_offset);
   // Removes the map that starts at iova with exactly this size. ENOENT when no map starts at
   // iova, EINVAL when one does but with another size. Waits for in-flight memcpy accesses.
@@ -64,6 +67,7 @@ class DmaSpace final : public pcie::HostMemory {
 
   void set_messenger(DmaMessenger* messenger);
   size_t map_count() const;
+  uint64_t mapped_bytes() const;
   // Accesses that faulted because the client's file behind a map shrank (SIGBUS caught).
   uint64_t faults() const { return faults_.load(); }
 
@@ -85,6 +89,8 @@ class DmaSpace final : public pcie::HostMemory {
   static void release(Map& m);
 
   const size_t max_maps_;
+  const uint64_t max_mapped_bytes_;
+  uint64_t mapped_bytes_ = 0;  // of the fd-backed maps, guarded by mu_
   mutable std::shared_mutex mu_;
   std::map<uint64_t, Map> maps_;  // keyed by iova; entries never overlap
   DmaMessenger* messenger_ = nullptr;

@@ -218,6 +218,10 @@ std::vector<uint8_t> build_dma_read_reply(const Header& request, uint64_t addr, 
 inline constexpr uint32_t kMaxMsgFds = 16;
 inline constexpr uint32_t kMaxDataXferSize = 1u << 20;
 inline constexpr uint32_t kPgSizes = 4096;
-inline constexpr uint32_t kMaxDmaMaps = 65535;
+// Per connection, and advertised in VERSION: the functions of one hcaemu together stay well under
+// the kernel's vm.max_map_count (65,530 by default), which 65,535 maps of one client alone exceeded.
+inline constexpr uint32_t kMaxDmaMaps = 4096;
+// Per connection: the address space its fd-backed maps may take (the guest RAM QEMU shares).
+inline constexpr uint64_t kMaxDmaMappedBytes = uint64_t(1) << 40;
 
 }  // namespace hcaemu::vfio_user

@@ -104,6 +104,22 @@ TEST(DmaSpaceDeathTest, AFaultOutsideAGuardedCopyStillEndsTheProcess) {
       "");
 }
 
+// Issue 14: one client could map without a limit and exhaust hcaemu's address space for every VM.
+TEST(DmaSpace, FdMapsStayWithinTheClientsAddressSpaceBudget) {
+  DmaSpace s(16, nullptr, 3 * 4096);
+  ASSERT_EQ(s.map(0x10000, 2 * 4096, kRW, make_memfd(2 * 4096), 0), 0);
+  EXPECT_EQ(s.mapped_bytes(), 2u * 4096);
+  EXPECT_EQ(s.map(0x20000, 2 * 4096, kRW, make_memfd(2 * 4096), 0), ENOSPC);  // would take 4 pages
+  ASSERT_EQ(s.map(0x20000, 4096, kRW, make_memfd(4096), 0), 0);                 // 3 fit
+  EXPECT_EQ(s.map(0x30000, 4096, kRW, make_memfd(4096), 0), ENOSPC);
+  EXPECT_EQ(s.map(0x40000, 1u << 20, kRW, UniqueFd(), 0), 0);  // fd-less maps take no address space
+  ASSERT_EQ(s.unmap(0x10000, 2 * 4096), 0);
+  EXPECT_EQ(s.mapped_bytes(), 4096u);
+  EXPECT_EQ(s.map(0x30000, 2 * 4096, kRW, make_memfd(2 * 4096), 0), 0);  // the budget came back
+  s.unmap_all();
+  EXPECT_EQ(s.mapped_bytes(), 0u);
+}
+
 TEST(DmaSpace, OnePastTheEndIsRefusedAndTouchesNothing) {
   DmaSpace s;
   auto fd = make_memfd(4096);
