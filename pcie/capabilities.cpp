@@ -110,6 +110,19 @@ void install_msix_cap(ConfigSpace& cs, const FunctionConfig& c, uint8_t next) {
   cs.define(b + kMsixPba, 4, {.value = c.msix_pba_offset | c.msix_pba_bar});
 }
 
+void install_vendor_cap(ConfigSpace& cs, uint8_t next) {
+  // The ConnectX vendor-specific capability (VSC) is a gateway into the device's internal address
+  // spaces (crash dumps, semaphores). None is modelled: every register reads 0 and ignores writes,
+  // and the ctrl register's "space supported" status stays 0, so mlx5 finds the capability at
+  // probe and, should it ever try a gateway access, is told the space is not supported.
+  const uint16_t b = kVendorCapOffset;
+  cs.define(b, 1, {.value = kCapIdVendor});
+  cs.define(b + 1, 1, {.value = next});
+  cs.define(b + 2, 1, {.value = kVendorCapSize});
+  cs.define(b + 3, 1, {});
+  for (uint16_t off = b + 4; off < b + kVendorCapSize; off += 4) cs.define(off, 4, {});
+}
+
 uint16_t ExtCapChain::append(uint16_t id, uint8_t version, uint16_t size) {
   if (size < kExtHdrSize || (size & 3)) throw std::invalid_argument("extended cap size must be a dword multiple");
   const uint16_t at = next_free_;
@@ -140,7 +153,8 @@ void install_standard_layout(ConfigSpace& cs, const FunctionConfig& c, ExtCapCha
   install_header(cs, c);
   install_pcie_cap(cs, c, kPmCapOffset);
   install_pm_cap(cs, c, kMsixCapOffset);
-  install_msix_cap(cs, c, 0);
+  install_msix_cap(cs, c, kVendorCapOffset);
+  install_vendor_cap(cs, 0);
   const uint16_t dsn = ext.append(kExtCapIdDsn, 1, kDsnCapSize);
   install_dsn_cap(cs, dsn, c);
   const uint16_t ari = ext.append(kExtCapIdAri, 1, kAriCapSize);

@@ -1,6 +1,6 @@
 #pragma once
 // Builders that lay out the type-0 header and the capability lists at the named offsets of
-// pci_regs.h. Standard list: 0x34 -> PCI Express -> Power Management -> MSI-X. Extended list from
+// pci_regs.h. Standard list: 0x34 -> PCI Express -> Power Management -> MSI-X -> vendor-specific. Extended list from
 // 0x100: ARI -> Device Serial Number -> whatever the caller appends (SR-IOV on the PF).
 #include <cstdint>
 
@@ -13,6 +13,7 @@ void install_header(ConfigSpace& cs, const FunctionConfig& cfg);      // not the
 void install_pcie_cap(ConfigSpace& cs, const FunctionConfig& cfg, uint8_t next);
 void install_pm_cap(ConfigSpace& cs, const FunctionConfig& cfg, uint8_t next);
 void install_msix_cap(ConfigSpace& cs, const FunctionConfig& cfg, uint8_t next);
+void install_vendor_cap(ConfigSpace& cs, uint8_t next);
 
 // The extended capability chain. append() places a capability of `size` bytes (header included)
 // at the next 16-byte boundary after the previous one, writes its RO header with next = 0 and

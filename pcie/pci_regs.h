@@ -57,14 +57,19 @@ inline constexpr uint32_t kBarFlagMask = 0xF;
 inline constexpr uint8_t kCapIdPm = 0x01;
 inline constexpr uint8_t kCapIdExp = 0x10;
 inline constexpr uint8_t kCapIdMsix = 0x11;
+inline constexpr uint8_t kCapIdVendor = 0x09;
 inline constexpr uint16_t kExtCapIdDsn = 0x0003;
 inline constexpr uint16_t kExtCapIdAri = 0x000E;
 inline constexpr uint16_t kExtCapIdSriov = 0x0010;
 
-// ---- Where our capabilities live (chosen here; list order PCIe -> PM -> MSI-X) ----
+// ---- Where our capabilities live (chosen here; list order PCIe -> PM -> MSI-X -> vendor) ----
 inline constexpr uint16_t kPcieCapOffset = 0x40;  // 0x3C bytes, to 0x7B
 inline constexpr uint16_t kPmCapOffset = 0x80;    // 8 bytes
 inline constexpr uint16_t kMsixCapOffset = 0x90;  // 12 bytes
+// Vendor-specific capability as on a ConnectX (mlx5 looks for it at probe and warns without it):
+// header, then the gateway registers ctrl/space, counter, semaphore, address, data.
+inline constexpr uint16_t kVendorCapOffset = 0xa0;  // 24 bytes
+inline constexpr uint8_t kVendorCapSize = 0x18;
 inline constexpr uint16_t kExtCapStart = 0x100;   // PCIe §7.6: the first extended header is here
 // DSN comes first: QEMU hides ARI and SR-IOV from its guests, and a hidden capability at 0x100
 // shows in the guest as a "Null" header; DSN at 0x100 keeps the guest's list clean.

@@ -134,11 +134,18 @@ TEST_F(PfTest, CapabilityWalkLikeLinux) {
   bool loop = true;
   const auto std_caps = walk_std_caps(rd, loop);
   EXPECT_FALSE(loop);
-  ASSERT_EQ(std_caps.size(), 3u);
+  ASSERT_EQ(std_caps.size(), 4u);
   EXPECT_EQ(std_caps[0].id, kCapIdExp);
   EXPECT_EQ(std_caps[0].offset, kPcieCapOffset);
   EXPECT_EQ(std_caps[1].id, kCapIdPm);
   EXPECT_EQ(std_caps[2].id, kCapIdMsix);
+  // The vendor-specific capability mlx5 looks for at probe ("Failed to get valid vendor specific
+  // ID" without it): its length byte, and a gateway whose registers read 0 and ignore writes.
+  EXPECT_EQ(std_caps[3].id, kCapIdVendor);
+  EXPECT_EQ(std_caps[3].offset, kVendorCapOffset);
+  EXPECT_EQ(f.config_read(kVendorCapOffset + 2, 1), kVendorCapSize);
+  f.config_write(kVendorCapOffset + 4, 4, 0xffffffff);
+  EXPECT_EQ(f.config_read(kVendorCapOffset + 4, 4), 0u) << "no gateway space is supported";
   EXPECT_EQ(f.config_read(kPcieCapOffset + kExpFlags, 2) & 0xFF, 0x02u) << "cap version 2, Endpoint";
   const auto ext = walk_ext_caps(rd, loop);
   EXPECT_FALSE(loop);

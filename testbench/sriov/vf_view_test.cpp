@@ -71,10 +71,11 @@ TEST_F(VfViewTest, MemoryEnableIsVirtualAndGatedByPf) {
 TEST_F(VfViewTest, CapsOnAVf) {
   bool loop = true;
   const auto std_caps = test::walk_std_caps(rd, loop);
-  ASSERT_EQ(std_caps.size(), 3u);
+  ASSERT_EQ(std_caps.size(), 4u);
   EXPECT_EQ(std_caps[0].id, kCapIdExp);
   EXPECT_EQ(std_caps[1].id, kCapIdPm);
   EXPECT_EQ(std_caps[2].id, kCapIdMsix);
+  EXPECT_EQ(std_caps[3].id, kCapIdVendor);  // mlx5 looks for it on VFs too
   EXPECT_EQ(view->config_read(kMsixCapOffset + kMsixCtrl, 2) & kMsixCtrlTableSizeMask, 31u);
   const auto ext = test::walk_ext_caps(rd, loop);
   EXPECT_FALSE(loop);
