@@ -45,7 +45,6 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
 
 void HcaFunction::apply_timing(const TimingPreset& preset) {
   timing_.command_latency = sc_core::sc_time(preset.command_latency_us, sc_core::SC_US);
-  timing_.clock_mhz = preset.hca_clock_mhz;
   timing_.wire_propagation = sc_core::sc_time(preset.propagation_ns, sc_core::SC_NS);
   rdma_.set_timing(RdmaTiming::from_preset(preset));
 }
@@ -134,7 +133,7 @@ void HcaFunction::enqueue(WorkItem item) {
 }
 
 uint64_t HcaFunction::now_ticks() const {
-  return uint64_t(sc_core::sc_time_stamp().to_seconds() * timing_.clock_mhz * 1e6);
+  return pcie::model_time_ps() / (1'000'000'000ull / init_seg::kInternalTimerKhz);  // ps per tick
 }
 
 void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

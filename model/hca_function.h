@@ -29,7 +29,6 @@ struct HcaTiming {
   sc_core::sc_time register_access = sc_core::sc_time(20, sc_core::SC_NS);  // BAR0 register decode
   sc_core::sc_time command_latency = sc_core::sc_time(2, sc_core::SC_US);   // firmware per command
   sc_core::sc_time wire_propagation = sc_core::sc_time(100, sc_core::SC_NS);  // switch hop to another function
-  double clock_mhz = 1000.0;  // device clock for the internal timer
 };
 
 struct HcaFunctionCounters {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "model/firmware/init_segment.h"
 #include "model/function_context.h"
 
 namespace hcaemu::model {
@@ -194,7 +195,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxCurrentUcList, kLogMaxCurrentUcList},
     {gen::kLogMaxUctx, 0},                   // no DEVX
     {gen::kLogUarPageSz, 0},
-    {gen::kDeviceFrequencyKhz, 0},           // no PTP clock
+    {gen::kDeviceFrequencyKhz, init_seg::kInternalTimerKhz},  // the internal timer: model time
     {gen::kNativePortNum, 1},
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions

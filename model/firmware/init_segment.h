@@ -31,6 +31,10 @@ inline constexpr uint32_t kCmdQInitTimeout = 0xffc;  // 0 = driver keeps its bui
 inline constexpr uint32_t kInternalTimerHigh = 0x1000;
 inline constexpr uint32_t kInternalTimerLow = 0x1004;
 inline constexpr uint32_t kHealthCounter = 0x1010;
+// The internal timer counts model time in nanoseconds: a 1 GHz device clock, which the caps'
+// device_frequency_khz announces, so the guest's PTP clock and completion timestamps read model
+// time (a user can measure model-time latency from inside the guest).
+inline constexpr uint32_t kInternalTimerKhz = 1'000'000;
 inline constexpr uint32_t kSize = 0x2010;            // sizeof(struct mlx5_init_seg)
 
 inline constexpr uint32_t kCmdifRevision = 5;        // the only revision the Linux driver accepts

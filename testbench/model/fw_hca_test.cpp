@@ -207,7 +207,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x8c, 15, 0), 9u + 4u) << "max_num_eqs: the MSI-X vectors plus the control EQs";
     EXPECT_GE(1u << f.cap(0x1c, 3, 0), f.cap(0x8c, 15, 0));
     EXPECT_EQ(f.cap(0x90, 15, 0), 0u) << "log_uar_page_sz";
-    EXPECT_EQ(f.cap(0x9c, 31, 0), 0u) << "device_frequency_khz";
+    EXPECT_EQ(f.cap(0x9c, 31, 0), 1000000u) << "device_frequency_khz: the internal timer counts model ns";
     EXPECT_EQ(f.cap(0xc0, 1, 1), 0u) << "sw_owner_id";
     EXPECT_EQ(f.cap(0xd0, 31, 31), 0u) << "sf";
   }
