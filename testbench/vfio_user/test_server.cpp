@@ -325,17 +325,34 @@ TEST_F(ServerTest, FdLessDmaFromTheIoThreadIsRefused) {
   backend_.on_io_thread_read = nullptr;
 }
 
-TEST(ServerDma, FdLessDmaTimesOutWhenTheClientIsSilent) {
+// A server of its own (options of the test's choosing) on a fresh socket, and a client that has
+// connected and negotiated.
+struct OwnServer {
   FakeBackend backend;
-  char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string path = std::string(tmpl) + "/s.sock";
+  std::filesystem::path dir;
+  std::unique_ptr<VfioUserServer> server;
+  TestClient client;
+  explicit OwnServer(const ServerOptions& options) {
+    char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir = tmpl;
+    server = std::make_unique<VfioUserServer>(path(), backend, options);
+    EXPECT_TRUE(client.connect(path()));
+    EXPECT_TRUE(client.version()->ok());
+  }
+  ~OwnServer() {
+    server->stop();
+    std::filesystem::remove_all(dir);
+  }
+  std::string path() const { return (dir / "s.sock").string(); }
+};
+
+TEST(ServerDma, FdLessDmaTimesOutWhenTheClientIsSilent) {
   ServerOptions o;
   o.protocol.dma_timeout = 150ms;
-  VfioUserServer server(path, backend, o);
-  TestClient c;
-  ASSERT_TRUE(c.connect(path));
-  ASSERT_TRUE(c.version()->ok());
+  OwnServer own(o);
+  VfioUserServer& server = *own.server;
+  TestClient& c = own.client;
   ASSERT_TRUE(c.dma_map(0x10000, 0x1000, kDmaMapFlagRead)->ok());
   uint8_t b[4];
   auto t0 = std::chrono::steady_clock::now();
@@ -345,8 +362,6 @@ TEST(ServerDma, FdLessDmaTimesOutWhenTheClientIsSilent) {
   EXPECT_EQ(c.serve_dma(1), 1);
   EXPECT_TRUE(c.get_info()->ok());
   EXPECT_EQ(server.rejects().get(Reject::kUnexpectedReply), 1u);
-  server.stop();
-  std::filesystem::remove_all(tmpl);
 }
 
 // Issue 14: replies used to be written with a blocking send (5 s timeout) on the thread that
@@ -354,17 +369,13 @@ TEST(ServerDma, FdLessDmaTimesOutWhenTheClientIsSilent) {
 // that stopped reading froze them all, again and again. Now a reply that the socket does not take
 // waits in the connection's outbox, and the client is dropped when it lets the outbox fill.
 TEST(ServerSend, AClientThatStopsReadingIsDroppedWithoutStallingTheCompletingThread) {
-  FakeBackend backend;
-  char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string path = std::string(tmpl) + "/s.sock";
   ServerOptions o;
   o.max_outbox_bytes = 256 * 1024;
   o.send_timeout = 10s;  // the byte bound, not the timer, must do it here
-  VfioUserServer server(path, backend, o);
-  TestClient c;
-  ASSERT_TRUE(c.connect(path));
-  ASSERT_TRUE(c.version()->ok());
+  OwnServer own(o);
+  VfioUserServer& server = *own.server;
+  FakeBackend& backend = own.backend;
+  TestClient& c = own.client;
   // 400 reads of 4 KiB, none of whose replies the client reads: far more than the socket buffer.
   for (int i = 0; i < 400; ++i) c.send(kCmdRegionRead, encode_region_access(0, 0, 4096, {}));
   const auto t0 = std::chrono::steady_clock::now();
@@ -374,30 +385,19 @@ TEST(ServerSend, AClientThatStopsReadingIsDroppedWithoutStallingTheCompletingThr
   EXPECT_TRUE(c.peer_closed());
 
   TestClient next;  // the next client is served as usual
-  ASSERT_TRUE(next.connect(path));
+  ASSERT_TRUE(next.connect(own.path()));
   ASSERT_TRUE(next.version()->ok());
   auto r = next.region_read(0, 0, 8);
   EXPECT_TRUE(r && r->ok());
-  server.stop();
-  std::filesystem::remove_all(tmpl);
 }
 
 TEST(ServerSend, AClientThatDoesNotDrainItsRepliesInTimeIsDropped) {
-  FakeBackend backend;
-  char tmpl[] = "/tmp/hcaemu-vfu-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string path = std::string(tmpl) + "/s.sock";
   ServerOptions o;
   o.send_timeout = 300ms;  // the timer, not the byte bound
-  VfioUserServer server(path, backend, o);
-  TestClient c;
-  ASSERT_TRUE(c.connect(path));
-  ASSERT_TRUE(c.version()->ok());
-  for (int i = 0; i < 200; ++i) c.send(kCmdRegionRead, encode_region_access(0, 0, 4096, {}));
-  backend.drain();
-  EXPECT_TRUE(eventually([&] { return !server.client_connected(); }));
-  server.stop();
-  std::filesystem::remove_all(tmpl);
+  OwnServer own(o);
+  for (int i = 0; i < 200; ++i) own.client.send(kCmdRegionRead, encode_region_access(0, 0, 4096, {}));
+  own.backend.drain();
+  EXPECT_TRUE(eventually([&] { return !own.server->client_connected(); }));
 }
 
 // ---- connection lifecycle ------------------------------------------------------------------------
