@@ -70,6 +70,10 @@ struct FunctionContext {
   uint64_t unicast_steals_refused = 0;
   LogLimiter cq_overrun_log{};  // a guest can overrun CQ after CQ
 
+  // The device clock CQE timestamps read: ticks of the internal timer (model-time nanoseconds,
+  // init_seg::kInternalTimerKhz). Set by the owner of the data path; unset, CQEs carry 0.
+  std::function<uint64_t()> clock_ticks{};
+
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();
 };

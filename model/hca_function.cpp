@@ -37,6 +37,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   });
   rdma_.set_yield_hook([this] { return take_arrived_frames(); });
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
+  context_.clock_ticks = [this] { return now_ticks(); };
   SC_THREAD(engine);
   SC_METHOD(timer_fired);
   sensitive << wall_timer_.fired() << model_timer_;

@@ -426,14 +426,17 @@ void MessageDispatcher::handle_reply(Message& m) {
 
 void MessageDispatcher::fail_pending(int err) {
   std::lock_guard lock(pending_mu_);
+  bool failed = false;
   for (auto& [id, p] : pending_) {
     if (!p->done) {
       p->err = err;
       p->done = true;
+      failed = true;
     }
   }
   pending_cv_.notify_all();
-  if (waiter_ != nullptr) waiter_->wake();
+  // Only a waiter that waits is woken: at teardown the waiter may already be gone.
+  if (failed && waiter_ != nullptr) waiter_->wake();
 }
 
 std::chrono::steady_clock::time_point MessageDispatcher::expire_dma(std::chrono::steady_clock::time_point now) {

@@ -61,7 +61,8 @@ class VfioUserServer final : private MessageSink {
 
   // Valid for the server's lifetime; thread-safe.
   pcie::HostMemory& host_memory() { return dispatcher_.dma(); }
-  // How callers of host_memory() wait for message-based DMA (dispatcher.h); set before use.
+  // How callers of host_memory() wait for message-based DMA (dispatcher.h); set before use. The
+  // waiter must outlive the server.
   void set_dma_waiter(DmaWaiter* waiter) { dispatcher_.set_dma_waiter(waiter); }
   pcie::MsixSender& msix() { return dispatcher_; }
   uint64_t refused_peers() const { return refused_peers_; }

@@ -65,6 +65,12 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   }
   std::array<uint8_t, cqe::kSize> entry{};
   if (fill) fill(entry);
+  // Completion time on the device clock (what ibv_wc_read_completion_ts and mlx5e's hardware
+  // timestamps read); an error CQE has its syndromes where the timestamp's low bytes would be.
+  const uint8_t opcode = entry[cqe::kOpOwn] >> 4;
+  const bool error = opcode == cqe::kRequesterError || opcode == cqe::kResponderError;
+  if (f.clock_ticks && !error)
+    store_be64(&entry[cqe::kTimestamp], f.clock_ticks());
   // Slot taken before the DMA (which spends model time), as in eq_write.
   const uint32_t slot = cq->producer;
   cq->producer = (cq->producer + 1) & kCounterMask;
@@ -79,8 +85,7 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   cq = f.resources.cqs.find(cqn);  // destroyed while the DMA ran?
   if (cq == nullptr) return CqeResult::kNoSuchCq;
   ++cq->cqes;
-  const uint8_t opcode = entry[cqe::kOpOwn] >> 4;
-  if (solicited || opcode == cqe::kRequesterError || opcode == cqe::kResponderError) {
+  if (solicited || error) {
     cq->has_solicited = true;
     cq->last_solicited = cq->producer;
     solicited = true;

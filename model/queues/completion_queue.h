@@ -29,6 +29,7 @@ inline constexpr uint32_t kSize = 64;
 inline constexpr uint32_t kSrqnUserIndex = 0x20;
 inline constexpr uint32_t kImmediate = 0x24;
 inline constexpr uint32_t kByteCount = 0x2c;
+inline constexpr uint32_t kTimestamp = 0x30;    // BE64 device clock (not in error CQEs: 0x36/0x37 are their syndromes)
 inline constexpr uint32_t kSopDropQpn = 0x38;   // [31:24] send opcode (requester), [23:0] QPN/SQN
 inline constexpr uint32_t kWqeCounter = 0x3c;   // BE16
 inline constexpr uint32_t kErrSyndrome = 0x37;  // error CQEs

@@ -235,6 +235,24 @@ struct CqTest : EqTest {
   uint64_t eqe_of(uint32_t eq_index_page, uint32_t index) { return eq_index_page + index * 64; }
 };
 
+// Issue 16: completions carry the device clock (model time), which extended CQs and hardware
+// timestamps read; error CQEs keep their syndromes where its low bytes would be.
+TEST_F(CqTest, CqesCarryTheDeviceClockErrorCqesTheirSyndromes) {
+  uint64_t now = 0x0123456789abcdefull;
+  t.f.clock_ticks = [&] { return now; };
+  ASSERT_EQ(cqe(), CqeResult::kWritten);
+  EXPECT_EQ(load_be64(&t.read(ring, 64)[cqe::kTimestamp]), now);
+  set_ci(1);
+  ASSERT_EQ(write_cqe(t.f, cqn, [&](std::span<uint8_t> c) {
+              c[cqe::kErrSyndrome] = cqe_syndrome::kWrFlushed;
+              c[cqe::kOpOwn] = uint8_t(cqe::kResponderError << 4);
+            }),
+            CqeResult::kWritten);
+  auto err = t.read(ring + 64, 64);
+  EXPECT_EQ(err[cqe::kErrSyndrome], cqe_syndrome::kWrFlushed);
+  EXPECT_EQ(load_be64(&err[cqe::kTimestamp]) >> 16, 0u) << "no timestamp in an error CQE";
+}
+
 TEST_F(CqTest, CqeOwnerArmAndCompletionEventChain) {
   const uint64_t comp_ring = t.f.resources.eqs.find(comp_eqn)->ring.pages()[0];
   auto e = be32((comp_eqn << 24) | 0);

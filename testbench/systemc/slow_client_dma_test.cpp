@@ -66,8 +66,8 @@ TEST(SlowClientDma, OnlyTheWaitingFunctionWaits) {
   const std::string path = std::string(tmpl) + "/s.sock";
   vfio_user::ServerOptions options;
   options.protocol.dma_timeout = 300ms;
+  bridge::DmaReplyWaiter waiter("waiter");  // outlives the server that wakes it
   vfio_user::VfioUserServer server(path, backend, options);
-  bridge::DmaReplyWaiter waiter("waiter");
   server.set_dma_waiter(&waiter);
   vfio_user::test::TestClient client;
   ASSERT_TRUE(client.connect(path));
