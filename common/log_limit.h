@@ -11,10 +11,14 @@ class LogLimiter {
  public:
   static constexpr uint64_t kBurst = 8;
 
+  // Whether the n-th occurrence (from 1) of a kind is logged; for counters kept elsewhere (an
+  // atomic one shared by threads, say).
+  static constexpr bool logs(uint64_t n) { return n <= kBurst || (n & (n - 1)) == 0; }
+
   // True when this occurrence is to be logged; `skipped` is then how many were not since the last.
   bool allow(uint64_t& skipped) {
     ++seen_;
-    if (seen_ > kBurst && (seen_ & (seen_ - 1)) != 0) return false;
+    if (!logs(seen_)) return false;
     skipped = seen_ - logged_ - 1;
     logged_ = seen_;
     return true;

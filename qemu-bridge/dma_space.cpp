@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/log_limit.h"
 #include "qemu-bridge/guarded_copy.h"
 
 namespace hcaemu::vfio_user {
@@ -163,7 +164,7 @@ bool DmaSpace::access(uint64_t addr, size_t len, uint32_t need, Copy&& copy, Sen
         if (!copy(s.map->host + (s.iova - s.map->iova), s.buf_offset, s.len)) {
           // The client shrank the file behind the map: this access fails, nothing else does.
           const uint64_t n = faults_.fetch_add(1) + 1;
-          if (n <= 8 || (n & (n - 1)) == 0)
+          if (LogLimiter::logs(n))
             log().warn("DMA at iova {:#x} ({} bytes) faulted: the client's memory behind the map is gone "
                        "(truncated); the access fails ({} so far)", s.iova, s.len, n);
           return false;

@@ -26,13 +26,15 @@ using transport::RocePacket;
 namespace syndrome = cqe_syndrome;  // model/queues/completion_queue.h
 
 inline constexpr uint32_t kCounterMask16 = 0xffff;
-inline constexpr uint8_t kUcOpcodeBase = 0x20;  // UC opcodes are the RC SEND/WRITE ones with this bit (IBA table 38)
 
-// The engine speaks RC's opcodes; on the wire a UC or XRC QP's are RC's plus its service's base
-// (UC 0x20, XRC 0xa0), which is also what a received opcode's top three bits must be.
-inline uint8_t opcode_base(uint8_t st) {
-  return st == qp_st::kUc ? kUcOpcodeBase : st == qp_st::kXrc ? transport::opcode::kXrcBase : 0;
+// The transport machines' name for a connected QP's service (transport/rc/).
+inline transport::rc::Service service_of(uint8_t st) {
+  return st == qp_st::kUc ? transport::rc::Service::kUc : st == qp_st::kXrc ? transport::rc::Service::kXrc
+                                                                             : transport::rc::Service::kRc;
 }
+// The engine speaks RC's opcodes; on the wire a UC or XRC QP's are RC's plus its service's base,
+// which is also what a received opcode's top three bits must be (UD and QP1: 0).
+inline uint8_t opcode_base(uint8_t st) { return transport::rc::opcode_base(service_of(st)); }
 // RC and XRC: acknowledged, and a send error takes the whole QP to ERR.
 inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc; }
 inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;

@@ -171,8 +171,7 @@ void RdmaEngine::CompleterPort::count(transport::rc::CompleterEvent event) {
 }
 
 transport::rc::CompleterQp RdmaEngine::completer_qp(const QueuePair& qp) {
-  using transport::rc::Service;
-  return {.service = qp.st == qp_st::kXrc ? Service::kXrc : qp.st == qp_st::kUc ? Service::kUc : Service::kRc,
+  return {.service = service_of(qp.st),
           .acknowledged = reliable_connected(qp.st),
           .retry_count = get(qp.context, qpc::kRetryCount),
           .rnr_retry = get(qp.context, qpc::kRnrRetry),
@@ -250,7 +249,7 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
 };
 
 transport::rc::RequesterQp RdmaEngine::requester_qp(const QueuePair& qp) {
-  return {.service = completer_qp(qp).service, .pmtu = pmtu_of(qp), .datagram = is_datagram(qp)};
+  return {.service = service_of(qp.st), .pmtu = pmtu_of(qp), .datagram = is_datagram(qp)};
 }
 
 // ---------------------------------------------------------------------------------------------

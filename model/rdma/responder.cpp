@@ -136,8 +136,8 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   bool take_receive_wqe() override { return e_.take_receive_wqe(qp_); }
 
   HostResult check_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind) override {
-    std::vector<DmaChunk> chunks;
-    return translate_remote(va, rkey, length, kind, chunks) ? HostResult::kOk : HostResult::kProtection;
+    checked_.clear();  // kept for the atomic that follows the check (one packet per port)
+    return translate_remote(va, rkey, length, kind, checked_) ? HostResult::kOk : HostResult::kProtection;
   }
 
   HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) override {
@@ -157,11 +157,11 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   }
 
   HostResult atomic(const transport::AtomicEth& atomic, bool fetch_add, uint64_t& original) override {
-    std::vector<DmaChunk> chunks;
+    // The responder checked the key (check_remote) just before: its translation is the target.
+    const std::vector<DmaChunk>& chunks = checked_;
     // Atomics run on 8 bytes of responder memory in host byte order (little-endian).
     std::array<uint8_t, 8> word{};
-    if (!translate_remote(atomic.va, atomic.rkey, 8, RemoteAccess::kAtomic, chunks) || e_.f_.memory == nullptr ||
-        !read_chunks(*e_.f_.memory, chunks, 0, word))
+    if (chunks.empty() || e_.f_.memory == nullptr || !read_chunks(*e_.f_.memory, chunks, 0, word))
       return HostResult::kDmaFault;
     original = 0;
     for (int i = 0; i < 8; ++i) original |= uint64_t(word[i]) << (8 * i);
@@ -241,6 +241,7 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   uint32_t qpn_;
   QueuePair& qp_;
   const RocePacket& packet_;
+  std::vector<DmaChunk> checked_;  // the remote range check_remote translated
 };
 
 void RdmaEngine::ResponderPort::complete_receive(const transport::rc::ReceiveCompletion& done) {
@@ -296,8 +297,7 @@ void RdmaEngine::ResponderPort::count(transport::rc::ResponderEvent event) {
 }
 
 transport::rc::ResponderQp RdmaEngine::responder_qp(const QueuePair& qp) {
-  using transport::rc::Service;
-  return {.service = qp.st == qp_st::kUc ? Service::kUc : qp.st == qp_st::kXrc ? Service::kXrc : Service::kRc,
+  return {.service = service_of(qp.st),
           .remote_read = get(qp.context, qpc::kRre) != 0,
           .remote_write = get(qp.context, qpc::kRwe) != 0,
           .remote_atomic = get(qp.context, qpc::kRae) != 0,

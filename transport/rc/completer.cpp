@@ -96,8 +96,7 @@ Step Completer::note(Work& w, CompleterEvent event, Step next) {
 }
 
 Step Completer::get_response(Work& w) {
-  const uint8_t base = w.qp.service == Service::kXrc ? op::kXrcBase : 0;  // XRC responses are RC's at 0xa0
-  w.opcode = uint8_t(w.packet->opcode & ~base);
+  w.opcode = uint8_t(w.packet->opcode & ~opcode_base(w.qp.service));  // XRC responses are RC's at 0xa0
   if (psn_diff(w.psn(), w.state.next_psn) >= 0) return note(w, CompleterEvent::kUnexpectedPsn, Step::kDrop);
   return w.opcode == op::kRcAcknowledge ? Step::kCheckAck : Step::kGetMessage;
 }

@@ -59,7 +59,7 @@ struct Requester::Work {
   uint32_t resend_psn = 0;
   size_t resend_index = 0;   // the next message to consider for the resend
   OutstandingMessage& message() const { return host->message(index); }
-  uint8_t base() const { return qp.service == Service::kUc ? 0x20 : qp.service == Service::kXrc ? op::kXrcBase : 0; }
+  uint8_t base() const { return opcode_base(qp.service); }
   // Where a transmission goes when it has ended (or stopped on an error).
   Step finished() const { return resending && !host->stopped() ? Step::kSelectResend : Step::kDone; }
 };

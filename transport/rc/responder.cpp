@@ -98,8 +98,7 @@ Step Responder::note(Request& r, ResponderEvent event, Step next) {
 }
 
 Step Responder::get_request(Request& r) {
-  const uint8_t base = r.qp.service == Service::kUc ? 0x20 : r.qp.service == Service::kXrc ? op::kXrcBase : 0;
-  r.opcode = uint8_t(r.packet.opcode & ~base);
+  r.opcode = uint8_t(r.packet.opcode & ~opcode_base(r.qp.service));
   r.headers = headers_of(r.opcode);
   r.first = r.headers & hdr::kFirst;
   r.last = r.headers & hdr::kLast;

@@ -18,6 +18,12 @@ namespace hcaemu::transport::rc {
 
 enum class Service : uint8_t { kRc, kUc, kXrc };
 
+// A service's opcodes are RC's plus its base (IBA table 38): UC 0x20, XRC 0xa0. The machines speak
+// RC's numbering and add or strip the base at the wire.
+constexpr uint8_t opcode_base(Service service) {
+  return service == Service::kUc ? 0x20 : service == Service::kXrc ? opcode::kXrcBase : 0;
+}
+
 // Per QP; the host keeps it with the QP so it goes with it (reset, destroy).
 struct ResponderState {
   uint32_t epsn = 0;  // expected PSN
@@ -96,6 +102,7 @@ class ResponderHost {
   virtual HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) = 0;
   // Into the taken receive WQE's buffers at `offset`; kLength when they are too short.
   virtual HostResult write_receive(uint64_t offset, std::span<const uint8_t> data) = 0;
+  // On the range check_remote() has just accepted for this packet.
   virtual HostResult atomic(const AtomicEth& atomic, bool fetch_add, uint64_t& original) = 0;
   virtual HostResult invalidate(uint32_t rkey) = 0;
   virtual void send_ack(uint32_t psn, uint8_t syndrome, uint32_t msn) = 0;
