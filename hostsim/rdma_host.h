@@ -43,6 +43,24 @@ struct Wire {
   // frames in flight, and allocating each anew made the allocator return and fault in pages.
   std::vector<std::vector<uint8_t>> spare;
 
+  // The node owning each MAC (index = node), for frames a port routes by destination address.
+  std::vector<std::array<uint8_t, 6>> macs;
+
+  // Where a frame goes by its destination MAC, as a switch without learning would send it: the
+  // node owning it (its sender too: local loopback), every other node for broadcast and
+  // multicast, nowhere (counted) for an unknown address.
+  void route(int from, std::span<const uint8_t> frame) {
+    if (frame.size() < 6) return void(++unclaimed);
+    if ((frame[0] & 1) != 0) {
+      for (size_t i = 0; i < macs.size(); ++i)
+        if (int(i) != from) send(int(i), frame);
+      return;
+    }
+    for (size_t i = 0; i < macs.size(); ++i)
+      if (std::equal(macs[i].begin(), macs[i].end(), frame.begin())) return send(int(i), frame);
+    ++unclaimed;
+  }
+
   void send(int to, std::span<const uint8_t> frame) {
     std::vector<uint8_t> bytes;
     if (!spare.empty()) {
@@ -160,8 +178,15 @@ inline constexpr uint32_t kAll = kLocalRead | kLocalWrite | kRemoteRead | kRemot
 struct RdmaNode : HostFunction {
   struct Port : EthernetPort {
     Wire* wire = nullptr;
-    int to = 0;
-    void transmit(std::span<const uint8_t> frame) override { wire->send(to, frame); }
+    int from = 0;
+    int to = 0;  // the node every frame goes to; kByMac: the wire routes by destination MAC
+    static constexpr int kByMac = -1;
+    void transmit(std::span<const uint8_t> frame) override {
+      if (to == kByMac)
+        wire->route(from, frame);
+      else
+        wire->send(to, frame);
+    }
   };
 
   static constexpr uint32_t kGidIndex = 1;
@@ -181,9 +206,11 @@ struct RdmaNode : HostFunction {
   uint64_t next_iova = 0;
   uint8_t next_variant = 0;
 
-  RdmaNode(int index, Wire& wire) : id(index) {
+  // `peer`: the node every frame goes to (a point-to-point wire), or Port::kByMac.
+  RdmaNode(int index, Wire& wire, int peer) : id(index) {
     port.wire = &wire;
-    port.to = 1 - index;
+    port.from = index;
+    port.to = peer;
     engine.set_port(&port);
     f.qp_moved_to_error = [this](uint32_t qpn) { engine.qp_moved_to_error(qpn); };
     engine.set_timer_clock([this] { return clock_ps; });
@@ -193,12 +220,14 @@ struct RdmaNode : HostFunction {
     mac = {0x02, 0x00, 0x00, 0x00, 0x00, uint8_t(0x0a + index)};
     gid = transport::gid_from_ipv4(0x0a000001u + uint32_t(index));  // 10.0.0.1 / 10.0.0.2
     next_iova = 0x7f0000000000ull + (uint64_t(index) << 36);
-    next_variant = uint8_t(0xa0 + 0x10 * index);  // keys of the two functions never coincide
+    next_variant = uint8_t(0xa0 + 0x10 * index);  // keys of up to six functions never coincide
     uar = alloc(0x802);
     pd = alloc(0x800);
     eqn = create_eq(6, uar, 0, 0, {page()});
     enable_roce();
     set_roce_address(kGidIndex, gid, mac);
+    if (wire.macs.size() <= size_t(index)) wire.macs.resize(index + 1);
+    wire.macs[index] = mac;
   }
 
   // MODIFY_NIC_VPORT_CONTEXT: field_select.roce_en, nic_vport_context.roce_en (mlx5_nic_vport_enable_roce).
@@ -611,12 +640,26 @@ struct Connection {
   RcAttributes attributes;
 };
 
-struct RdmaPair {
+// N functions, each on its own host, on one wire. Frames are routed by destination MAC (the nodes'
+// MACs 02:00:00:00:00:0a.., GIDs 10.0.0.1..), or, for a pair, simply to the other node.
+struct RdmaCluster {
   Wire wire;
-  RdmaNode a{0, wire};
-  RdmaNode b{1, wire};
+  std::deque<RdmaNode> nodes;  // a deque: nodes never move (the engines hold their ports)
 
-  RdmaNode& node(int index) { return index == 0 ? a : b; }
+  explicit RdmaCluster(int count) {
+    for (int i = 0; i < count; ++i) nodes.emplace_back(i, wire, RdmaNode::Port::kByMac);
+  }
+  RdmaNode& node(int index) { return nodes.at(size_t(index)); }
+  size_t size() const { return nodes.size(); }
+
+ protected:
+  struct PointToPoint {};
+  explicit RdmaCluster(PointToPoint) {
+    nodes.emplace_back(0, wire, 1);
+    nodes.emplace_back(1, wire, 0);
+  }
+
+ public:
 
   // Delivers one frame from the head of the wire (through the filter).
   void deliver_one() {
@@ -670,7 +713,6 @@ struct RdmaPair {
     return armed;
   }
 
-  void bring_up(Qp& qa, Qp& qb, const RcAttributes& attr) { bring_up(a, qa, b, qb, attr); }
   // Two QPs of any nodes (the same node too: local loopback) RST -> RTS, pointing at each other.
   static void bring_up(RdmaNode& na, Qp& qa, RdmaNode& nb, Qp& qb, const RcAttributes& attr) {
     na.rst2init(qa, attr);
@@ -680,19 +722,32 @@ struct RdmaPair {
     na.rtr2rts(qa, attr, attr.sq_psn_a);
     nb.rtr2rts(qb, attr, attr.sq_psn_b);
   }
-  // CQs and a QP on each side, RST -> RTS, pointing at each other.
-  Connection connect(const RcAttributes& attr = {}, uint8_t service = qp_st::kRc) {
+  // CQs and an RC (or `service`) QP on each of two nodes, RST -> RTS, pointing at each other.
+  static Connection connect(RdmaNode& na, RdmaNode& nb, const RcAttributes& attr = {}, uint8_t service = qp_st::kRc) {
     Connection c;
     c.attributes = attr;
-    Cq& sa = a.make_cq();
-    Cq& ra = a.make_cq();
-    Cq& sb = b.make_cq();
-    Cq& rb = b.make_cq();
-    c.a = &a.create_qp(sa, ra, 0, service);
-    c.b = &b.create_qp(sb, rb, 0, service);
-    bring_up(*c.a, *c.b, attr);
+    Cq& sa = na.make_cq();
+    Cq& ra = na.make_cq();
+    Cq& sb = nb.make_cq();
+    Cq& rb = nb.make_cq();
+    c.a = &na.create_qp(sa, ra, 0, service);
+    c.b = &nb.create_qp(sb, rb, 0, service);
+    bring_up(na, *c.a, nb, *c.b, attr);
     return c;
   }
+};
+
+// Two functions on a point-to-point wire: what A sends reaches B and back, whatever its address.
+struct RdmaPair : RdmaCluster {
+  RdmaNode& a;
+  RdmaNode& b;
+  RdmaPair() : RdmaCluster(PointToPoint{}), a(nodes[0]), b(nodes[1]) {}
+
+  using RdmaCluster::bring_up;
+  using RdmaCluster::connect;
+  void bring_up(Qp& qa, Qp& qb, const RcAttributes& attr) { bring_up(a, qa, b, qb, attr); }
+  // CQs and a QP on each side, RST -> RTS, pointing at each other.
+  Connection connect(const RcAttributes& attr = {}, uint8_t service = qp_st::kRc) { return connect(a, b, attr, service); }
   // Both QPs through 2RST and up again (fresh rings, the PSNs of `attr`).
   void reconnect(Connection& c, const RcAttributes& attr) {
     a.to_reset(*c.a);

@@ -54,7 +54,7 @@ std::string describe(const Case& c) {
 
 struct QpModifyTest : ::testing::Test {
   Wire wire;
-  RdmaNode n{0, wire};
+  RdmaNode n{0, wire, 1};
   Cq& cq = n.make_cq();
   uint32_t xrcd = 0;
 
