@@ -121,7 +121,7 @@ struct Bench {
     if (owner == nullptr) return false;
     if (at > now_ps()) sc_core::wait(sc_core::sc_time(double(at - now_ps()), sc_core::SC_PS));
     owner->deadline.reset();
-    owner->engine.on_timer();
+    owner->work_item([&] { return owner->engine.on_timer(), true; });
     return true;
   }
   uint64_t packets() const { return p.a.engine.counters().tx_packets + p.b.engine.counters().tx_packets; }

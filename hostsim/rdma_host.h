@@ -21,6 +21,7 @@
 #include "model/objects/memory_protection.h"
 #include "model/rdma/engine.h"
 #include "model/queues/send_wqe.h"
+#include "pcie/model_time.h"
 #include "hostsim/host_function.h"
 #include "transport/roce_packet.h"
 
@@ -251,6 +252,16 @@ struct RdmaNode : HostFunction {
   }
 
   uint32_t alloc_pd() { return alloc(0x800); }
+
+  // One call into the engine as the device makes it: a work item whose costs are waited out once,
+  // at its end, when the caller is a SystemC thread (pcie/model_time.h).
+  template <typename Fn>
+  auto work_item(Fn&& fn) {
+    pcie::DecoupledScope item;
+    auto result = fn();
+    item.settle();
+    return result;
+  }
 
   // ---- CQ ----
   Cq& make_cq(uint32_t log_size = 8) {
@@ -556,7 +567,7 @@ struct RdmaNode : HostFunction {
   // Doorbell record, then the 8-byte UAR write of the last WQE's ctrl dword0/dword1.
   bool ring(Qp& qp) {
     put32(qp.dbr + 4, qp.sq_pi & 0xffff);
-    return engine.doorbell(last_ctrl_);
+    return work_item([&] { return engine.doorbell(last_ctrl_); });
   }
   uint16_t post_send(Qp& qp, const Wr& wr, bool ring_now = true) {
     const auto wqe = build_wqe(qp, wr);
@@ -670,7 +681,8 @@ struct RdmaCluster {
       return;
     }
     ++wire.delivered;
-    if (!node(frame.to).engine.receive(frame.bytes)) ++wire.unclaimed;
+    RdmaNode& to = node(frame.to);
+    if (!to.work_item([&] { return to.engine.receive(frame.bytes); })) ++wire.unclaimed;
     wire.recycle(std::move(frame.bytes));
   }
   // Delivers until the wire is empty (frames sent in answer included); returns the count.
@@ -696,7 +708,7 @@ struct RdmaCluster {
     if (!n.deadline) return false;
     n.clock_ps = std::max(n.clock_ps, n.deadline->model_ps);
     n.deadline.reset();
-    n.engine.on_timer();
+    n.work_item([&] { return n.engine.on_timer(), true; });
     return true;
   }
 
@@ -709,7 +721,7 @@ struct RdmaCluster {
       armed = true;
     }
     n.deadline.reset();
-    n.engine.on_timer();
+    n.work_item([&] { return n.engine.on_timer(), true; });
     return armed;
   }
 

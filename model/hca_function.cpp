@@ -29,13 +29,13 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
     if (deadline.wall) wall_timer_.arm(*deadline.wall);
     // A model deadline already passed with a wall floor still ahead waits for the wall timer alone
     // (notifying now would spin the kernel in delta cycles until then).
-    const uint64_t now = pcie::model_time_ps();
+    const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());  // the event counts from the kernel's time
     if (deadline.model_ps > now)
       model_timer_.notify(sc_core::sc_time(double(deadline.model_ps - now), sc_core::SC_PS));
     else if (!deadline.wall)
       model_timer_.notify(sc_core::SC_ZERO_TIME);
   });
-  rdma_.set_yield_hook([this] { return take_arrived_frames(); });
+  rdma_.set_sq_scheduler(this);
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
   context_.clock_ticks = [this] { return now_ticks(); };
   SC_THREAD(engine);
@@ -88,30 +88,41 @@ void HcaFunction::receive(std::span<const uint8_t> frame, bool loopback) {
   if (loopback) ++counters_.rx_loopback_frames;
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
-           .not_before = sc_core::sc_time_stamp() + timing_.wire_propagation,
+           .not_before = pcie::model_time() + timing_.wire_propagation,
            .loopback = loopback});
 }
 
-bool HcaFunction::take_arrived_frames() {
-  // Frames that have arrived may overtake queued doorbells and timers, never a command or a reset,
-  // and never each other. The queue is searched afresh each time: handling a frame spends model
-  // time, and a reset may clear the queue meanwhile.
-  if (taking_frames_) return false;  // an SQ loop run from a frame taken here does not nest another
-  taking_frames_ = true;
-  bool handled = false;
-  for (;;) {
-    auto it = std::find_if(work_.begin(), work_.end(), [](const WorkItem& item) {
-      return item.kind != WorkKind::kDoorbell && item.kind != WorkKind::kTimer;
-    });
-    if (it == work_.end() || it->kind != WorkKind::kFrame || it->not_before > sc_core::sc_time_stamp()) break;
+void HcaFunction::resume_later(const SqResume& resume) {
+  // A reset queued behind the running item ends the SQ's work.
+  if (std::any_of(work_.begin(), work_.end(), [](const WorkItem& item) { return item.kind == WorkKind::kReset; }))
+    return;
+  // Ahead of everything queued: the SQ goes on with its next message unless a frame has arrived.
+  work_.push_front({.kind = WorkKind::kSqResume, .sq = resume});
+  work_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool HcaFunction::reread_queued(uint32_t qpn) {
+  for (WorkItem& item : work_)
+    if (item.kind == WorkKind::kSqResume && item.sq.qpn == qpn) return item.sq.reread = true;
+  return false;
+}
+
+HcaFunction::WorkItem HcaFunction::next_item() {
+  auto take = [this](std::deque<WorkItem>::iterator it) {
     WorkItem item = std::move(*it);
     work_.erase(it);
-    ++counters_.frames_taken_between_messages;
-    deliver_frame(item);
-    handled = true;
+    return item;
+  };
+  if (work_.front().kind == WorkKind::kSqResume) {
+    const auto frame = std::find_if(work_.begin(), work_.end(), [](const WorkItem& item) {
+      return item.kind != WorkKind::kDoorbell && item.kind != WorkKind::kTimer && item.kind != WorkKind::kSqResume;
+    });
+    if (frame != work_.end() && frame->kind == WorkKind::kFrame && frame->not_before <= sc_core::sc_time_stamp()) {
+      ++counters_.frames_taken_between_messages;
+      return take(frame);
+    }
   }
-  taking_frames_ = false;
-  return handled;
+  return take(work_.begin());
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {
@@ -182,29 +193,39 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
 void HcaFunction::engine() {
   for (;;) {
     while (work_.empty()) wait(work_event_);
-    WorkItem item = std::move(work_.front());
-    work_.pop_front();
+    WorkItem item = next_item();
+    // A frame is handled once it has arrived (the wire's propagation delay).
+    if (item.kind == WorkKind::kFrame && item.not_before > sc_core::sc_time_stamp())
+      wait(item.not_before - sc_core::sc_time_stamp());
+    pcie::DecoupledScope scope;
     engine_busy_ = true;
-    switch (item.kind) {
-      case WorkKind::kCommands:
-        commands_queued_ = false;
-        run_commands();
-        break;
-      case WorkKind::kDoorbell:
-        doorbells_.write(context_, item.offset, item.data);
-        break;
-      case WorkKind::kFrame:
-        if (item.not_before > sc_core::sc_time_stamp()) wait(item.not_before - sc_core::sc_time_stamp());
-        deliver_frame(item);
-        break;
-      case WorkKind::kTimer:
-        rdma_.on_timer();
-        break;
-      case WorkKind::kReset:
-        firmware_.reset();
-        break;
-    }
+    run_item(item);
     engine_busy_ = false;
+    scope.settle();  // the item's one wait: the model time it spent
+  }
+}
+
+void HcaFunction::run_item(WorkItem& item) {
+  switch (item.kind) {
+    case WorkKind::kCommands:
+      commands_queued_ = false;
+      run_commands();
+      break;
+    case WorkKind::kDoorbell:
+      doorbells_.write(context_, item.offset, item.data);
+      break;
+    case WorkKind::kFrame:
+      deliver_frame(item);
+      break;
+    case WorkKind::kTimer:
+      rdma_.on_timer();
+      break;
+    case WorkKind::kReset:
+      firmware_.reset();
+      break;
+    case WorkKind::kSqResume:
+      rdma_.resume_sq(item.sq);
+      break;
   }
 }
 
@@ -212,8 +233,8 @@ void HcaFunction::run_commands() {
   while (pending_slots_ != 0 && context_.memory != nullptr) {
     const uint32_t slot = uint32_t(std::countr_zero(pending_slots_));
     pending_slots_ &= pending_slots_ - 1;
-    wait(timing_.command_latency);
-    // Checked after the firmware delay: a reset may have come in while we waited.
+    pcie::consume_model_time(timing_.command_latency);
+    // Checked after the firmware delay: a reset may have come in while a DMA waited on its client.
     if (!init_segment_.command_queue_configured() || context_.memory == nullptr) {
       if (doorbell_without_queue_log_.allow())
         log().warn("{}: command doorbell for slot {} without a command queue address; ignored", name(), slot);

@@ -42,10 +42,10 @@ struct HcaFunctionCounters {
   uint64_t rx_loopback_frames = 0;
   uint64_t rx_loopback_eth_blocked = 0;  // own non-RoCE frames: mlx5e blocks self-loopback on its TIRs
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
-  uint64_t frames_taken_between_messages = 0;  // handled inside an SQ batch (take_arrived_frames)
+  uint64_t frames_taken_between_messages = 0;  // arrived frames handled before an SQ's next message
 };
 
-class HcaFunction : public sc_core::sc_module {
+class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
  public:
   SC_HAS_PROCESS(HcaFunction);
   HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, FunctionIdentity identity, FirmwareVersion fw = {},
@@ -100,16 +100,19 @@ class HcaFunction : public sc_core::sc_module {
  private:
   LogLimiter doorbell_without_queue_log_;
   // Everything that changes the function's objects runs on one SystemC thread, one item at a
-  // time: command slots, UAR doorbells and frames from the switch. Handlers spend model time
-  // (DMA) and so yield to other processes; serialising them keeps one function's queues, CQs and
-  // EQs from being advanced by two processes at once (a lost EQE stalled mlx5e before).
-  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer };
+  // time: command slots, UAR doorbells, frames from the switch, timers and the next message of an
+  // SQ. An item runs decoupled (pcie/model_time.h): its costs move a local clock, and the thread
+  // waits them out once when the item is done, so no handler ever finds its objects changed under
+  // it. Serialising the items keeps one function's queues, CQs and EQs from being advanced by two
+  // processes at once (a lost EQE stalled mlx5e before).
+  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer, kSqResume };
   struct WorkItem {
     WorkKind kind;
     uint64_t offset = 0;                 // doorbell: BAR0 offset
     std::vector<uint8_t> data{};         // doorbell bytes or the frame
     sc_core::sc_time not_before{};       // frames: arrival on this function's port
     bool loopback = false;               // frames: sent by this function to itself
+    SqResume sq{};                       // kSqResume: where the SQ stands
   };
 
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -117,8 +120,15 @@ class HcaFunction : public sc_core::sc_module {
   void run_commands();
   void enqueue(WorkItem item);
   void timer_fired();  // SC_METHOD on the transport timers (model time, or the wall-clock floor)
-  bool take_arrived_frames();  // RdmaEngine's yield hook
+  // The next item: the queue's head, except that a frame that has arrived goes before SQ
+  // resumptions, doorbells and timers ahead of it (never before a command or a reset, nor before
+  // another frame).
+  WorkItem next_item();
+  void run_item(WorkItem& item);
   void deliver_frame(const WorkItem& item);
+  // RdmaEngine::SqScheduler: an SQ's next message waits at the head of the queue.
+  void resume_later(const SqResume& resume) override;
+  bool reread_queued(uint32_t qpn) override;
   uint64_t now_ticks() const;
 
   uint64_t bar0_size_;
@@ -137,7 +147,6 @@ class HcaFunction : public sc_core::sc_module {
   uint32_t pending_slots_ = 0;
   bool commands_queued_ = false;         // a kCommands item is in work_
   bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)
-  bool taking_frames_ = false;           // inside take_arrived_frames (no nesting)
   std::deque<WorkItem> work_;
   sc_core::sc_event work_event_;
   HcaFunctionCounters counters_;

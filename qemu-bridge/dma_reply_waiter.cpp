@@ -1,5 +1,7 @@
 #include "qemu-bridge/dma_reply_waiter.h"
 
+#include "pcie/model_time.h"
+
 namespace hcaemu::bridge {
 
 DmaReplyWaiter::DmaReplyWaiter(const char* name) : sc_prim_channel(name) {
@@ -12,6 +14,9 @@ void DmaReplyWaiter::wait(const std::function<bool()>& done) {
   sc_core::sc_process_handle self = sc_core::sc_get_current_process_handle();
   if (self.valid() && self.proc_kind() == sc_core::SC_THREAD_PROC_) {
     // No lost wake-up: update() runs in the kernel's update phase, after this thread yields.
+    // Other functions run while this one waits: the time its work item has spent is waited out
+    // first, so that they see the kernel's time.
+    if (!done()) pcie::settle_model_time();
     while (!done()) {
       ++kernel_waits_;
       sc_core::wait(arrived_);

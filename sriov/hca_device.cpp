@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "pcie/model_time.h"
 #include "sriov/vf_config_view.h"
 
 namespace hcaemu::sriov {
@@ -47,10 +48,7 @@ pcie::LinkConfig link_config(const DeviceConfig& c) {
 class HcaDevice::SwitchUplink : public transport::EthernetPort {
  public:
   SwitchUplink(HcaDevice& device, uint16_t vport) : device_(device), vport_(vport) {}
-  void transmit(std::span<const uint8_t> frame) override {
-    device_.sync_vports();
-    device_.eswitch_.transmit(vport_, frame);
-  }
+  void transmit(std::span<const uint8_t> frame) override { device_.ingress_->submit(vport_, frame, pcie::model_time()); }
 
  private:
   HcaDevice& device_;
@@ -93,6 +91,10 @@ void HcaDevice::sync_vports() {
 HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     : sc_module(name), config_(config), pf_function_config_(pf_function_config(config)) {
   config_.validate();
+  ingress_ = std::make_unique<SwitchIngress>("switch_ingress", [this](uint16_t vport, std::span<const uint8_t> frame) {
+    sync_vports();
+    eswitch_.transmit(vport, frame);
+  });
   pf_pci_ = std::make_unique<pcie::PciFunction>(pf_function_config_);
   if (config_.total_vfs > 0) {
     sriov_ = std::make_unique<SriovCapability>(*pf_pci_, sriov_config(config_));

@@ -14,6 +14,7 @@
 #include "sriov/eswitch.h"
 #include "sriov/function_port.h"
 #include "sriov/sriov_capability.h"
+#include "sriov/switch_ingress.h"
 
 namespace hcaemu::sriov {
 
@@ -63,6 +64,7 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   std::unique_ptr<FunctionPort> pf_port_;
   std::vector<std::unique_ptr<FunctionPort>> vf_ports_;
   Eswitch eswitch_;
+  std::unique_ptr<SwitchIngress> ingress_;  // frames reach the switch in model-time order
   std::vector<std::unique_ptr<SwitchUplink>> uplinks_;
   uint16_t enabled_vfs_ = 0;
   std::function<void(uint16_t)> vfs_changed_;

@@ -66,6 +66,15 @@ struct RdmaCounters {
   uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
 };
 
+// Where an SQ loop stands between two messages: the producer index it read at its doorbell and
+// that doorbell's model time (latency trace), and whether the index must be read again.
+struct SqResume {
+  uint32_t qpn = 0;
+  uint32_t producer = 0;
+  uint64_t doorbell_ps = 0;
+  bool reread = false;
+};
+
 class RdmaEngine {
  public:
   static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
@@ -86,9 +95,20 @@ class RdmaEngine {
   // The model time timers count in (default: the SystemC kernel's); a test without a running
   // kernel gives its own clock.
   void set_timer_clock(std::function<uint64_t()> now_ps) { timer_clock_ = std::move(now_ps); }
-  // Called between the messages of an SQ batch so the owner can hand over frames that have
-  // arrived meanwhile (through receive()); returns whether it handled any.
-  void set_yield_hook(std::function<bool()> hook) { yield_hook_ = std::move(hook); }
+  // Where an SQ is taken up again after each message. The owner queues the resumption as a work
+  // item of its own (frames that have arrived may go first: the completer and responder of a real
+  // HCA run beside its requester) and hands it back through resume_sq(). Without a scheduler, one
+  // doorbell runs the SQ to its end.
+  class SqScheduler {
+   public:
+    virtual ~SqScheduler() = default;
+    virtual void resume_later(const SqResume& resume) = 0;
+    // Asks a queued resumption of `qpn`, if any, to read the producer index again (new WQEs, an
+    // error and its flush); false when none is queued.
+    virtual bool reread_queued(uint32_t qpn) = 0;
+  };
+  void set_sq_scheduler(SqScheduler* scheduler) { sq_scheduler_ = scheduler; }
+  void resume_sq(const SqResume& resume);
 
   // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
   bool doorbell(std::span<const uint8_t> data);
@@ -111,7 +131,7 @@ class RdmaEngine {
   enum class SqStep : uint8_t { kPosted, kFlushed, kStop };
   SqStep next_wqe(uint32_t qpn, QueuePair& qp, uint32_t producer, uint64_t doorbell_ps, std::vector<uint8_t>& bytes);
   bool post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps);
-  bool yield_between_messages(QueuePair& qp, uint32_t& producer);
+  void run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor);
   void process_umr_sq(uint32_t qpn, QueuePair& qp);  // the driver's UMR QP: MKEY changes (rdma/umr_queue.cpp)
   bool fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t block, std::vector<uint8_t>& out, uint8_t& ds);
   // Sends the message's packets from from_psn on; its payload reads are issued at issue_ps.
@@ -196,7 +216,7 @@ class RdmaEngine {
   TimerPolicy timer_policy_;
   std::function<uint64_t()> timer_clock_;
   uint64_t timer_now_ps() const;
-  std::function<bool()> yield_hook_;
+  SqScheduler* sq_scheduler_ = nullptr;
   uint64_t next_message_id_ = 1;
   // The send engine reads one message ahead: the next message's WQE and payload reads are not
   // issued before the current message's first packet has left (a bounded prefetch that hides the

@@ -25,13 +25,11 @@ struct SendMessage : transport::rc::OutstandingMessage {
 };
 
 // The requester's protocol state (transport/rc/completer.h), its messages in PSN order and the
-// device's timer and SQ-loop bookkeeping.
+// device's timer.
 struct RcRequester : transport::rc::RequesterState {
   std::deque<SendMessage> outstanding;
   bool timer_armed = false;
   TimerDeadline deadline{};  // ACK timeout or RNR wait (timer_armed)
-  bool yielding = false;     // the SQ loop handed over to arrived frames (RdmaEngine::process_sq)
-  bool sq_again = false;     // ... and one of them asked for the SQ to be processed
 };
 
 // The responder's protocol state (transport/rc/responder.h) and the receive WQE it fills: the WQE's

@@ -296,22 +296,46 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
     return;
   }
   if (qp.state != QpState::kRts && !send_queue_stopped(qp)) return;  // SQD/RTR: hold the WQEs
-  RcRequester& req = qp.rc.req;
-  if (req.yielding) {  // called again from a frame handled between this QP's messages: the loop goes on
-    req.sq_again = true;
-    return;
-  }
-  uint32_t producer = 0;
-  if (!read_doorbell_record(f_.memory, qp.dbr_addr + kSqDbrOffset, producer)) {
+  // A resumption already queued for this SQ picks the new WQEs up where it stands.
+  if (sq_scheduler_ != nullptr && sq_scheduler_->reread_queued(qpn)) return;
+  SqResume cursor{.qpn = qpn};
+  if (!read_doorbell_record(f_.memory, qp.dbr_addr + kSqDbrOffset, cursor.producer)) {
     ++counters_.dma_faults;
     return;
   }
-  const uint64_t doorbell_ps = now_ps();
+  cursor.doorbell_ps = now_ps();
+  run_sq(qpn, qp, cursor);
+}
+
+void RdmaEngine::resume_sq(const SqResume& resume) {
+  QueuePair* qp = f_.resources.qps.find(resume.qpn);
+  if (qp == nullptr || (qp->state != QpState::kRts && !send_queue_stopped(*qp))) return;  // gone, or held
+  SqResume cursor = resume;
+  // Whatever happened meanwhile (an error and its flush, new WQEs) shows in a fresh producer index.
+  if (cursor.reread || send_queue_stopped(*qp)) {
+    pcie::PipelinedReads record(*f_.memory, now_ps());  // the doorbell record, no time spent
+    if (!read_doorbell_record(&record, qp->dbr_addr + kSqDbrOffset, cursor.producer)) {
+      ++counters_.dma_faults;
+      return;
+    }
+  }
+  run_sq(resume.qpn, *qp, cursor);
+}
+
+// Takes WQEs up to the producer index: one message, then the rest after a resumption the
+// scheduler queues (or, without one, all of them now).
+void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
   std::vector<uint8_t> bytes;
-  while (((producer - qp.sq_consumer) & kCounterMask16) != 0) {
-    const SqStep step = next_wqe(qpn, qp, producer, doorbell_ps, bytes);
+  while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
+    const SqStep step = next_wqe(qpn, qp, cursor.producer, cursor.doorbell_ps, bytes);
     if (step == SqStep::kStop) return;
-    if (step == SqStep::kPosted && (send_queue_stopped(qp) || !yield_between_messages(qp, producer))) return;
+    if (step != SqStep::kPosted) continue;
+    if (send_queue_stopped(qp)) return;
+    if (sq_scheduler_ != nullptr && ((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
+      cursor.reread = false;
+      sq_scheduler_->resume_later(cursor);
+      return;
+    }
   }
   retire(qpn, qp);
   arm_timer(qp);
@@ -402,24 +426,6 @@ bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64
   const SendMessage& queued = req.outstanding.back();
   if (queued.npsn != 0) transmit(qpn, qp, req.outstanding.size() - 1, queued.first_psn, parsed_ps);
   return true;
-}
-
-bool RdmaEngine::yield_between_messages(QueuePair& qp, uint32_t& producer) {
-  // Between messages, frames that have arrived (ACKs above all) are handled, as the completer and
-  // responder of a real HCA run beside its requester. Whatever they did to this QP (an error and
-  // its flush, new WQEs) the loop picks up with a fresh producer index.
-  if (!yield_hook_) return true;
-  RcRequester& req = qp.rc.req;
-  req.yielding = true;
-  const bool handled = yield_hook_();
-  req.yielding = false;
-  const bool reread = handled && (req.sq_again || send_queue_stopped(qp));
-  req.sq_again = false;
-  if (!reread) return true;
-  pcie::PipelinedReads record(*f_.memory, now_ps());  // the doorbell record, no time spent
-  if (read_doorbell_record(&record, qp.dbr_addr + kSqDbrOffset, producer)) return true;
-  ++counters_.dma_faults;
-  return false;
 }
 
 void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, size_t index, uint32_t from_psn, uint64_t issue_ps) {

@@ -1,8 +1,12 @@
-// The requester hands over to arrived frames between the messages of an SQ batch
-// (RdmaEngine::set_yield_hook, used by HcaFunction so ACKs need not wait for the whole batch):
-// ACKs retire WQEs while the batch goes on, and an error NAK taken mid-batch ends the QP in ERR
-// with the rest of the batch flushed, never sent.
+// The requester sends one message of an SQ batch per work item and leaves the rest to a
+// resumption its scheduler queues (RdmaEngine::SqScheduler; HcaFunction lets arrived frames go
+// first, so ACKs need not wait for the whole batch): ACKs retire WQEs while the batch goes on, an
+// error NAK taken mid-batch ends the QP in ERR with the rest of the batch flushed, never sent, and
+// WQEs rung in meanwhile are taken by the queued resumption.
 #include <systemc>
+
+#include <deque>
+#include <functional>
 
 #include "testbench/model/rdma_fixture.h"
 
@@ -24,14 +28,34 @@ struct RdmaPipelineTest : ::testing::Test {
   Mr dst = b.reg_mr(4 * kMessage, access_bits::kAll);
   std::vector<uint64_t> cqes_at_each_yield;
 
+  // Queues resumptions as HcaFunction does; run_batch() hands them back with the wire delivered
+  // (B answers, A takes the answers) before each.
+  struct Scheduler : RdmaEngine::SqScheduler {
+    std::deque<SqResume> queued;
+    void resume_later(const SqResume& resume) override { queued.push_back(resume); }
+    bool reread_queued(uint32_t qpn) override {
+      for (SqResume& r : queued)
+        if (r.qpn == qpn) return r.reread = true;
+      return false;
+    }
+  } scheduler;
+  std::function<void()> between_messages;
+
   RdmaPipelineTest() {
     a.put(src, 0, pattern(4 * kMessage, 5));
-    // Between two messages, everything on the wire is delivered (B answers, A takes the answers).
-    a.engine.set_yield_hook([this] {
-      const bool any = p.pump() != 0;
+    a.engine.set_sq_scheduler(&scheduler);
+  }
+  ~RdmaPipelineTest() override { a.engine.set_sq_scheduler(nullptr); }
+  void run_batch() {
+    for (;;) {
+      p.pump();
       cqes_at_each_yield.push_back(a.engine.counters().requester_cqes + a.engine.counters().error_cqes);
-      return any;
-    });
+      if (between_messages) between_messages();
+      if (scheduler.queued.empty()) return;
+      const SqResume next = scheduler.queued.front();
+      scheduler.queued.pop_front();
+      a.engine.resume_sq(next);
+    }
   }
   Wr write(uint32_t i, uint32_t rkey) {
     return {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(i * kMessage), kMessage, src.key}},
@@ -42,6 +66,9 @@ struct RdmaPipelineTest : ::testing::Test {
 TEST_F(RdmaPipelineTest, AcksRetireWqesWhileTheBatchGoesOn) {
   for (uint32_t i = 0; i < 4; ++i) a.post_send(*c.a, write(i, dst.key), false);
   ASSERT_TRUE(a.ring(*c.a));
+  EXPECT_EQ(scheduler.queued.size(), 1u) << "one message sent, the rest resumes later";
+  EXPECT_EQ(a.engine.counters().tx_packets, 2u);
+  run_batch();
   EXPECT_EQ(cqes_at_each_yield, (std::vector<uint64_t>{1, 2, 3, 4})) << "each WQE completes before the next is sent";
   const auto sent = a.drain(*c.a->scq);
   ASSERT_EQ(sent.size(), 4u);
@@ -60,7 +87,7 @@ TEST_F(RdmaPipelineTest, ErrorNakMidBatchFlushesTheRestUnsent) {
   a.post_send(*c.a, write(2, dst.key), false);
   a.post_send(*c.a, write(3, dst.key), false);
   ASSERT_TRUE(a.ring(*c.a));
-  p.pump();
+  run_batch();
   EXPECT_EQ(a.state(*c.a), QpState::kError);
   EXPECT_EQ(a.engine.counters().tx_packets, 4u) << "WQEs 2 and 3 never reach the wire";
   const auto sent = a.drain(*c.a->scq);
@@ -78,26 +105,33 @@ TEST_F(RdmaPipelineTest, ErrorNakMidBatchFlushesTheRestUnsent) {
   EXPECT_EQ(b.get(dst, 2 * kMessage, 2 * kMessage), std::vector<uint8_t>(2 * kMessage, 0xee));
 }
 
-TEST_F(RdmaPipelineTest, WqesPostedDuringTheBatchAreTakenInTheSameLoop) {
-  // A frame handled mid-batch that asks for the SQ (here: the hook posts and rings, as a fence
-  // release would) finds the loop still running; the loop reads the producer again and goes on.
-  bool posted = false;
-  a.engine.set_yield_hook([this, &posted] {
-    const bool any = p.pump() != 0;
-    if (!posted) {
-      posted = true;
-      a.post_send(*c.a, write(3, dst.key), false);
-      EXPECT_TRUE(a.ring(*c.a));  // process_sq of the same QP, mid-loop: deferred to the loop
-    }
-    return any;
-  });
+TEST_F(RdmaPipelineTest, WqesPostedDuringTheBatchAreTakenByTheQueuedResumption) {
+  // A doorbell (or a fence release) for an SQ whose resumption is queued does not start a second
+  // loop: the resumption reads the producer index again and goes on.
+  between_messages = [this] {
+    if (cqes_at_each_yield.size() != 1) return;
+    a.post_send(*c.a, write(3, dst.key), false);
+    EXPECT_TRUE(a.ring(*c.a));
+    EXPECT_EQ(scheduler.queued.size(), 1u);
+    EXPECT_TRUE(scheduler.queued.front().reread);
+  };
   for (uint32_t i = 0; i < 3; ++i) a.post_send(*c.a, write(i, dst.key), false);
   ASSERT_TRUE(a.ring(*c.a));
-  p.pump();
+  run_batch();
   const auto sent = a.drain(*c.a->scq);
   ASSERT_EQ(sent.size(), 4u);
   for (uint16_t i = 0; i < 4; ++i) EXPECT_EQ(sent[i].wqe_counter, i);
   EXPECT_EQ(b.get(dst, 0, 4 * kMessage), pattern(4 * kMessage, 5));
+}
+
+TEST_F(RdmaPipelineTest, AResumptionForAQpMovedToResetDoesNothing) {
+  for (uint32_t i = 0; i < 2; ++i) a.post_send(*c.a, write(i, dst.key), false);
+  ASSERT_TRUE(a.ring(*c.a));
+  ASSERT_EQ(scheduler.queued.size(), 1u);
+  a.to_reset(*c.a);
+  const uint64_t sent_before = a.engine.counters().tx_packets;
+  a.engine.resume_sq(scheduler.queued.front());
+  EXPECT_EQ(a.engine.counters().tx_packets, sent_before) << "a QP in RESET sends nothing";
 }
 
 }  // namespace

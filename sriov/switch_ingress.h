@@ -1,0 +1,43 @@
+#pragma once
+// The embedded switch's ingress in model time. A function's work item runs ahead of the kernel
+// (pcie/model_time.h) and hands over its frames stamped with its own time; the switch must see
+// the frames of all functions in the order they reach it, so each waits here until the kernel's
+// time is its own, and frames of one time leave in the order they came. A frame already due goes
+// through at once.
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <span>
+#include <vector>
+
+namespace hcaemu::sriov {
+
+class SwitchIngress : public sc_core::sc_module {
+ public:
+  using Forward = std::function<void(uint16_t vport, std::span<const uint8_t> frame)>;
+  SC_HAS_PROCESS(SwitchIngress);
+  SwitchIngress(sc_core::sc_module_name name, Forward forward);
+
+  // A frame sent by `vport` at model time `at` (not before the kernel's time).
+  void submit(uint16_t vport, std::span<const uint8_t> frame, const sc_core::sc_time& at);
+  size_t waiting() const { return queue_.size(); }
+
+ private:
+  struct Pending {
+    sc_core::sc_time at;
+    uint64_t order;
+    uint16_t vport;
+    std::vector<uint8_t> frame;
+    bool operator>(const Pending& other) const { return at != other.at ? at > other.at : order > other.order; }
+  };
+  void forward_due();  // SC_METHOD
+
+  Forward forward_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
+  uint64_t next_order_ = 0;
+  sc_core::sc_event due_;
+};
+
+}  // namespace hcaemu::sriov

@@ -1,0 +1,87 @@
+// Work items in model time (pcie/model_time.h) and the switch's ingress (sriov/switch_ingress.h):
+// an item's costs move its own clock ahead of the kernel's without yielding, the item waits the
+// whole of it out once, and frames that functions running ahead hand to the switch reach it in the
+// order of their model time, at that time, whichever function ran first.
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include <string>
+#include <vector>
+
+#include "pcie/model_time.h"
+#include "sriov/switch_ingress.h"
+
+namespace {
+
+using namespace hcaemu;
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+struct Forwarded {
+  uint16_t vport;
+  char tag;
+  sc_time at;
+};
+
+SC_MODULE(TwoItems) {
+  std::vector<Forwarded> forwarded;
+  sriov::SwitchIngress ingress{"ingress", [this](uint16_t vport, std::span<const uint8_t> frame) {
+                                 forwarded.push_back({vport, char(frame[0]), sc_core::sc_time_stamp()});
+                               }};
+  // What each item saw.
+  sc_time a_local_after_costs, a_kernel_after_costs, a_kernel_after_settle;
+  sc_time b_model_time_outside_item;
+  int a_yields_seen_by_b = 0;
+
+  SC_CTOR(TwoItems) {
+    SC_THREAD(function_a);
+    SC_THREAD(function_b);
+  }
+  void submit(uint16_t vport, char tag) {
+    const uint8_t frame[1] = {uint8_t(tag)};
+    ingress.submit(vport, frame, pcie::model_time());
+  }
+  void function_a() {
+    pcie::DecoupledScope item;
+    pcie::consume_model_time(sc_time(30, SC_NS));  // a DMA
+    submit(0, 'a');
+    pcie::consume_model_time(sc_time(20, SC_NS));  // the wire
+    submit(0, 'c');
+    a_local_after_costs = pcie::model_time();
+    a_kernel_after_costs = sc_core::sc_time_stamp();
+    item.settle();
+    a_kernel_after_settle = sc_core::sc_time_stamp();
+  }
+  void function_b() {
+    wait(10, SC_NS);
+    b_model_time_outside_item = pcie::model_time();  // A is waiting out its item: the kernel's time
+    pcie::DecoupledScope item;
+    pcie::consume_model_time(sc_time(30, SC_NS));
+    submit(1, 'b');  // at 40 ns: between A's two frames although A handed both over first
+    item.settle();
+  }
+};
+
+TEST(DecoupledTime, AnItemRunsAheadAndWaitsOnceFramesReachTheSwitchInModelTimeOrder) {
+  TwoItems items("items");
+  sc_core::sc_start();
+  EXPECT_EQ(items.a_local_after_costs, sc_time(50, SC_NS));
+  EXPECT_EQ(items.a_kernel_after_costs, sc_core::SC_ZERO_TIME) << "no yield inside the item";
+  EXPECT_EQ(items.a_kernel_after_settle, sc_time(50, SC_NS)) << "one wait for the whole item";
+  EXPECT_EQ(items.b_model_time_outside_item, sc_time(10, SC_NS)) << "A's offset does not leak into B";
+  ASSERT_EQ(items.forwarded.size(), 3u);
+  EXPECT_EQ(items.forwarded[0].tag, 'a');
+  EXPECT_EQ(items.forwarded[0].at, sc_time(30, SC_NS));
+  EXPECT_EQ(items.forwarded[1].tag, 'b');
+  EXPECT_EQ(items.forwarded[1].vport, 1);
+  EXPECT_EQ(items.forwarded[1].at, sc_time(40, SC_NS));
+  EXPECT_EQ(items.forwarded[2].tag, 'c');
+  EXPECT_EQ(items.forwarded[2].at, sc_time(50, SC_NS));
+  EXPECT_EQ(items.ingress.waiting(), 0u);
+  EXPECT_EQ(pcie::model_time(), sc_core::sc_time_stamp()) << "no item open once all are done";
+}
+
+}  // namespace
+
+int sc_main(int, char**) { return 0; }
