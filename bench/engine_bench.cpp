@@ -92,10 +92,11 @@ struct Bench {
                          .qpn = s.qpn, .message = s.message, .opcode = s.opcode, .bytes = s.bytes,
                          .stage = s.stage});
         });
+    static const bool debug = std::getenv("ENGINE_BENCH_DEBUG") != nullptr;
     p.wire.filter = [this](WireFrame& frame) {
       if (pcap) pcap->write(now_ps(), frame.bytes);
       const bool keep = loss <= 0 || std::uniform_real_distribution<double>(0, 1)(rng) >= loss;
-      if (std::getenv("ENGINE_BENCH_DEBUG")) {
+      if (debug) {
         const auto parsed = parse(frame);
         std::cerr << "wire to " << frame.to << " op 0x" << std::hex << int(parsed.packet.opcode) << " psn 0x"
                   << parsed.packet.psn << " qp 0x" << parsed.packet.dest_qp << std::dec << " aeth "

@@ -62,6 +62,17 @@ struct Wire {
     ++unclaimed;
   }
 
+  // Keeps the sender's buffer and gives it a spare one (no copy).
+  void send_buffer(int to, std::vector<uint8_t>& frame) {
+    std::vector<uint8_t> bytes;
+    if (!spare.empty()) {
+      bytes = std::move(spare.back());
+      spare.pop_back();
+    }
+    bytes.swap(frame);
+    frames.push_back({to, std::move(bytes)});
+  }
+
   void send(int to, std::span<const uint8_t> frame) {
     std::vector<uint8_t> bytes;
     if (!spare.empty()) {
@@ -187,6 +198,12 @@ struct RdmaNode : HostFunction {
         wire->route(from, frame);
       else
         wire->send(to, frame);
+    }
+    void transmit_buffer(std::vector<uint8_t>& frame) override {
+      if (to == kByMac)
+        wire->route(from, frame);
+      else
+        wire->send_buffer(to, frame);
     }
   };
 

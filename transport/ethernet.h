@@ -18,6 +18,9 @@ class EthernetPort {
  public:
   virtual ~EthernetPort() = default;
   virtual void transmit(std::span<const uint8_t> frame) = 0;
+  // The same, handing the buffer over: a port that keeps frames may take it and leave another
+  // (of any content) in its place, sparing a copy. By default the frame is copied.
+  virtual void transmit_buffer(std::vector<uint8_t>& frame) { transmit(frame); }
 };
 
 }  // namespace hcaemu::transport

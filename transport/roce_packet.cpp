@@ -155,6 +155,12 @@ size_t frame_size(const RocePacket& k) {
          udp;
 }
 
+size_t payload_offset(const RocePacket& k) {
+  const bool v4 = is_ipv4_mapped(k.src_gid);
+  return kEthHeaderSize + (k.vlan_tci ? kVlanTagSize : 0) + (v4 ? kIpv4HeaderSize : kIpv6HeaderSize) +
+         kUdpHeaderSize + kBthSize + extension_headers_size(k.opcode);
+}
+
 std::vector<uint8_t> build_frame(const RocePacket& k) {
   std::vector<uint8_t> frame;
   build_frame_into(k, frame);
@@ -163,10 +169,13 @@ std::vector<uint8_t> build_frame(const RocePacket& k) {
 
 bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame) {
   const size_t size = frame_size(k);
-  frame.clear();
-  if (size == 0) return false;
+  if (size == 0) {
+    frame.clear();
+    return false;
+  }
   // Everything but the payload is written below or must be zero (reserved bits, pad): only the
-  // headers and the pad are cleared, the payload is copied over whatever the buffer held.
+  // headers and the pad are cleared, the payload is copied over whatever the buffer held (not
+  // cleared first: resizing an emptied buffer would zero it all).
   frame.resize(size);
   const size_t payload_at = size - kIcrcSize - pad_for(k.payload.size()) - k.payload.size();
   std::memset(frame.data(), 0, payload_at);
@@ -227,7 +236,7 @@ bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame) {
       t += e.size;
     }
   }
-  if (!k.payload.empty()) std::memcpy(t, k.payload.data(), k.payload.size());
+  if (!k.payload.empty() && k.payload.data() != t) std::memcpy(t, k.payload.data(), k.payload.size());
 
   const std::span<const uint8_t> ip_packet(ip, size - off);
   store_le32(frame.data() + size - kIcrcSize, icrc_of_ip_packet(ip_packet));

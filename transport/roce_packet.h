@@ -78,6 +78,10 @@ struct RocePacket {
 
 // Size of the frame build_frame() makes for `packet` (0 when it would refuse it).
 size_t frame_size(const RocePacket& packet);
+// Where build_frame() puts the payload in the frame: the size of every header the packet's
+// addresses and opcode call for. A sender may read the payload straight there: build_frame_into
+// then leaves bytes already in place as they are.
+size_t payload_offset(const RocePacket& packet);
 
 // Builds the whole Ethernet frame:
 //   Ethernet [+ 802.1Q]

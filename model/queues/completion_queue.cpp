@@ -36,6 +36,8 @@ bool solicited_pending(const CompletionQueue& cq, uint32_t ci) {
 
 }  // namespace
 
+// Runs inside one work item of the function (model/hca_function.h): nothing else changes the
+// function's objects meanwhile, so the CQ found here is still the CQ after each DMA.
 CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool solicited) {
   CompletionQueue* cq = f.resources.cqs.find(cqn);
   if (cq == nullptr) return CqeResult::kNoSuchCq;
@@ -47,8 +49,6 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   // per CQE would cost a PCIe round trip that the hardware does not spend.
   if (((cq->producer - cq->known_ci) & kCounterMask) >= cq->entries()) cq->known_ci = consumer_index(f, *cq);
   const uint32_t ci = cq->known_ci;
-  cq = f.resources.cqs.find(cqn);  // the read spent model time
-  if (cq == nullptr) return CqeResult::kNoSuchCq;
   if (((cq->producer - ci) & kCounterMask) >= cq->entries()) {
     // Overrun: the CQ goes to error, the driver hears of it on its async EQ (type 0x04).
     cq->in_error = true;
@@ -71,7 +71,6 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   const bool error = opcode == cqe::kRequesterError || opcode == cqe::kResponderError;
   if (f.clock_ticks && !error)
     store_be64(&entry[cqe::kTimestamp], f.clock_ticks());
-  // Slot taken before the DMA (which spends model time), as in eq_write.
   const uint32_t slot = cq->producer;
   cq->producer = (cq->producer + 1) & kCounterMask;
   const uint8_t owner = uint8_t((slot >> cq->log_size) & 1);
@@ -82,8 +81,6 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
     ++cq->dma_faults;
     return CqeResult::kDmaFault;
   }
-  cq = f.resources.cqs.find(cqn);  // destroyed while the DMA ran?
-  if (cq == nullptr) return CqeResult::kNoSuchCq;
   ++cq->cqes;
   if (solicited || error) {
     cq->has_solicited = true;

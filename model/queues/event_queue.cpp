@@ -37,8 +37,6 @@ bool eq_write(FunctionContext& f, uint32_t eqn, uint8_t type, uint8_t sub_type, 
   set(entry, eqe::kType, type);
   set(entry, eqe::kSubType, sub_type);
   std::copy_n(data.begin(), std::min<size_t>(data.size(), eqe::kDataSize), entry.begin() + eqe::kData);
-  // The slot is taken before the DMA, which spends model time: anything else posting meanwhile
-  // gets the next slot instead of overwriting this one.
   const uint32_t slot = eq->producer;
   eq->producer = (eq->producer + 1) & eqe::kCounterMask;
   entry[eqe::kOwnerByte] = uint8_t((slot >> eq->log_size) & 1);
@@ -50,9 +48,6 @@ bool eq_write(FunctionContext& f, uint32_t eqn, uint8_t type, uint8_t sub_type, 
     ++eq->dma_faults;
     return false;
   }
-  // The EQ may have been destroyed while the DMA ran (a reset): look it up again.
-  eq = f.resources.eqs.find(eqn);
-  if (eq == nullptr) return false;
   ++eq->eqes;
   if (eq->armed) fire(f, *eq);
   return true;

@@ -95,7 +95,7 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   }
   ++counters_.tx_packets;
   counters_.tx_bytes += frame.size();
-  port_->transmit(frame);
+  port_->transmit_buffer(frame);
   return true;
 }
 

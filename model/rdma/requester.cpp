@@ -205,15 +205,19 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
     if (e_.f_.memory != nullptr) reads_.emplace(*e_.f_.memory, issue_ps_ != 0 ? issue_ps_ : now_ps());
     return true;
   }
-  HostResult payload(size_t index, uint64_t offset, uint32_t size, std::span<const uint8_t>& bytes,
-                     uint64_t& ready_ps) override {
+  HostResult payload(size_t index, uint64_t offset, uint32_t size, const RocePacket& packet,
+                     std::span<const uint8_t>& bytes, uint64_t& ready_ps) override {
     SendMessage& message = qp_.rc.req.outstanding[index];
     if (message.wqe.has_inline) {
       bytes = std::span<const uint8_t>(message.wqe.inline_data).subspan(size_t(offset), size);
       return HostResult::kOk;
     }
-    std::vector<uint8_t>& buffer = e_.tx_payload_;
-    buffer.resize(size);
+    // Read straight to where the frame carries it: send_frame builds the headers around it.
+    const size_t at = transport::payload_offset(packet);
+    std::vector<uint8_t>& frame = e_.tx_frame_;
+    frame.reserve(at + size + 8);  // pad and ICRC: building the frame must not move the payload
+    frame.resize(at + size);
+    const std::span<uint8_t> buffer(frame.data() + at, size);
     if (!reads_ || !read_chunks(*reads_, chunks_, offset, buffer)) {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
@@ -452,8 +456,8 @@ void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& m
     fill_requester_cqe(cqe, qpn, wqe.opcode, wqe.wqe_index);
   });
   stamp(qpn, message, RdmaStage::kCqeWrite);
-  cq = f_.resources.cqs.find(qp.cqn_snd);  // an armed CQ raised its completion event
-  if (cq != nullptr && cq->completion_events != events_before) stamp(qpn, message, RdmaStage::kInterrupt);
+  if (cq != nullptr && cq->completion_events != events_before)  // an armed CQ raised its completion event
+    stamp(qpn, message, RdmaStage::kInterrupt);
 }
 
 void RdmaEngine::arm_timer(QueuePair& qp) {

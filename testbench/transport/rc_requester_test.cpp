@@ -46,7 +46,8 @@ struct FakeHost : RequesterHost {
     return address_ok;
   }
   bool open_payload(size_t) override { return open_ok; }
-  HostResult payload(size_t, uint64_t, uint32_t size, std::span<const uint8_t>& out, uint64_t& ready) override {
+  HostResult payload(size_t, uint64_t, uint32_t size, const RocePacket&, std::span<const uint8_t>& out,
+                     uint64_t& ready) override {
     if (payload_reads++ == fault_at_packet) return HostResult::kDmaFault;
     out = std::span<const uint8_t>(bytes).first(size);
     ready = 0;

@@ -180,10 +180,6 @@ Step Requester::data_packet(Work& w) {
   const uint64_t offset = uint64_t(i) * w.qp.pmtu;
   const uint32_t size = uint32_t(std::min<uint64_t>(w.qp.pmtu, m.length - std::min(offset, m.length)));
   const bool first = i == 0, last = i + 1 == m.npsn;
-  std::span<const uint8_t> bytes;
-  uint64_t ready_ps = 0;
-  if (size != 0 && w.host->payload(w.index, offset, size, bytes, ready_ps) != HostResult::kOk)
-    return note(w, RequesterEvent::kPayloadFault, Step::kErrPayload);
   RocePacket& p = w.packet;
   p.opcode = uint8_t(request_opcode(r, first, last) | w.base());
   p.psn = psn_add(m.first_psn, i);
@@ -193,6 +189,10 @@ Step Requester::data_packet(Work& w) {
     p.reth = {.va = r.remote_va, .rkey = r.rkey, .dma_length = uint32_t(m.length)};
   p.immediate = r.immediate;
   p.invalidate_rkey = r.immediate;
+  std::span<const uint8_t> bytes;
+  uint64_t ready_ps = 0;
+  if (size != 0 && w.host->payload(w.index, offset, size, p, bytes, ready_ps) != HostResult::kOk)
+    return note(w, RequesterEvent::kPayloadFault, Step::kErrPayload);
   p.payload = bytes;
   const uint32_t from = uint32_t(psn_diff(w.from_psn, m.first_psn));
   w.host->send(p, ready_ps);

@@ -41,9 +41,10 @@ class RequesterHost {
   virtual bool address(RocePacket& packet) = 0;  // L2/L3/L4 fields and destination QP of the path
   // Prepares the reads of a message's payload (its local keys checked); false: protection error.
   virtual bool open_payload(size_t index) = 0;
-  // `size` bytes of the payload at `offset`, and the model time they are there (0: at once).
-  virtual HostResult payload(size_t index, uint64_t offset, uint32_t size, std::span<const uint8_t>& bytes,
-                             uint64_t& ready_ps) = 0;
+  // `size` bytes of the payload at `offset` for `packet` (its headers already set), and the
+  // model time they are there (0: at once).
+  virtual HostResult payload(size_t index, uint64_t offset, uint32_t size, const RocePacket& packet,
+                             std::span<const uint8_t>& bytes, uint64_t& ready_ps) = 0;
   virtual void send(RocePacket& packet, uint64_t ready_ps) = 0;
   // Packet `number` of message `index` has left; `first_of_burst`: the first of this transmission.
   virtual void sent(size_t index, uint32_t number, bool first_of_burst) = 0;
