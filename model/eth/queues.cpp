@@ -72,13 +72,14 @@ bool EthQueues::doorbell(std::span<const uint8_t> data) {
 }
 
 bool EthQueues::read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out) {
-  // The ring is a whole number of WQEBBs: a WQE that runs past the end continues at block 0.
   out.resize(bytes);
-  const uint64_t ring_bytes = ring.bytes();
-  const uint64_t start = (uint64_t(first_block) * wqe::kBasicBlock) % ring_bytes;
-  const uint32_t first = uint32_t(std::min<uint64_t>(bytes, ring_bytes - start));
-  if (f_.memory == nullptr || !ring.buffer.read(*f_.memory, start, std::span(out).first(first))) return false;
-  return first == bytes || ring.buffer.read(*f_.memory, 0, std::span(out).subspan(first));
+  return f_.memory != nullptr &&
+         ring.buffer.read_ring(*f_.memory, 0, ring.bytes(), uint64_t(first_block) * wqe_format::kBasicBlock, out);
+}
+
+bool EthQueues::read_ctrl(const WorkQueueRing& ring, uint32_t first_block, SendWqe& ctrl) {
+  std::vector<uint8_t>& bytes = ctrl_bytes_;
+  return read_ring(ring, first_block, wqe_format::kSegment, bytes) && parse_ctrl_segment(bytes, ctrl);
 }
 
 void EthQueues::process_sq(uint32_t sqn) {
@@ -108,24 +109,24 @@ void EthQueues::process_sq(uint32_t sqn) {
     sq_error(*sq, sqn, uint16_t(sq->consumer), 0, Fault::kDs);
     return;
   }
-  std::vector<uint8_t> ctrl, wqe_bytes;
+  std::vector<uint8_t> wqe_bytes;
   while (((producer - sq->consumer) & kCounterMask) != 0) {
     const uint16_t index = uint16_t(sq->consumer & kCounterMask);
-    if (!read_ring(sq->wq, sq->consumer, wqe::kSegment, ctrl)) {
+    SendWqe ctrl;
+    if (!read_ctrl(sq->wq, sq->consumer, ctrl)) {
       ++counters_.tx_dma_faults;
       sq_error(*sq, sqn, index, 0, Fault::kDma);
       return;
     }
-    const uint8_t opcode = ctrl[3];
-    const uint32_t ds = ctrl[7] & 0x3f;
-    const uint8_t fm_ce_se = ctrl[11];
-    const uint32_t blocks = (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock;
+    const uint8_t opcode = ctrl.opcode;
+    const uint32_t ds = ctrl.ds;
+    const uint32_t blocks = ctrl.wqebbs();
     if (ds == 0 || blocks > ((producer - sq->consumer) & kCounterMask)) {
       ++counters_.tx_bad_ds;
       sq_error(*sq, sqn, index, opcode, Fault::kDs);
       return;
     }
-    if (!read_ring(sq->wq, sq->consumer, ds * wqe::kSegment, wqe_bytes)) {
+    if (!read_ring(sq->wq, sq->consumer, ds * wqe_format::kSegment, wqe_bytes)) {
       ++counters_.tx_dma_faults;
       sq_error(*sq, sqn, index, opcode, Fault::kDma);
       return;
@@ -138,8 +139,7 @@ void EthQueues::process_sq(uint32_t sqn) {
     sq->consumer = (sq->consumer + blocks) & kCounterMask;
     ++sq->wqes;
     ++counters_.tx_wqes;
-    if ((fm_ce_se & wqe::kCeMask) >= wqe::kCeAlways)
-      write_tx_cqe(*sq, sqn, index, opcode, false, 0, (fm_ce_se & wqe::kSolicited) != 0);
+    if (ctrl.signalled) write_tx_cqe(*sq, sqn, index, opcode, false, 0, ctrl.solicited);
   }
 }
 
@@ -196,7 +196,7 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
 
 EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {
   const uint32_t size = uint32_t(w.size());
-  if (size < kEthSegment + wqe::kSegment) {
+  if (size < kEthSegment + wqe_format::kSegment) {
     ++counters_.tx_bad_ds;
     return Fault::kDs;
   }
@@ -205,16 +205,16 @@ EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<
   const uint16_t inline_word = load_be16(eth + 12);
   const bool insert_vlan = (inline_word & wqe::kInsertVlan) != 0;
   const uint32_t inline_size = insert_vlan ? 0 : inline_word;
-  const uint32_t eth_size = wqe::kSegment + (inline_size > 2 ? round_up16(inline_size - 2) : 0);
+  const uint32_t eth_size = wqe_format::kSegment + (inline_size > 2 ? round_up16(inline_size - 2) : 0);
   if (kEthSegment + eth_size > size) {
     ++counters_.tx_bad_ds;
     return Fault::kDs;
   }
   frame.assign(eth + kInlineStart, eth + kInlineStart + inline_size);
-  for (uint32_t at = kEthSegment + eth_size; at + wqe::kSegment <= size;) {
+  for (uint32_t at = kEthSegment + eth_size; at + wqe_format::kSegment <= size;) {
     const uint32_t byte_count = load_be32(&w[at]);
-    if (byte_count & wqe::kInlineFlag) {
-      const uint32_t n = byte_count & ~wqe::kInlineFlag;
+    if (byte_count & wqe_format::kInlineFlag) {
+      const uint32_t n = byte_count & ~wqe_format::kInlineFlag;
       if (at + 4 + uint64_t(n) > size) {
         ++counters_.tx_bad_ds;
         return Fault::kDs;
@@ -225,7 +225,7 @@ EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<
     }
     const uint32_t lkey = load_be32(&w[at + 4]);
     const uint64_t address = load_be64(&w[at + 8]);
-    at += wqe::kSegment;
+    at += wqe_format::kSegment;
     if (byte_count == 0) continue;
     if (frame.size() + uint64_t(byte_count) > max_size) {
       ++counters_.tx_too_long;
@@ -298,11 +298,9 @@ void EthQueues::sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uin
   sq.state = WqState::kError;
   sq.context[1] = uint8_t((sq.context[1] & 0x0f) | (uint8_t(WqState::kError) << 4));  // sqc.state [23:20]
   // The failed WQE is done; the ones behind it are flushed.
-  uint32_t ds = 0;
-  std::vector<uint8_t> ctrl;
-  if (read_ring(sq.wq, sq.consumer, wqe::kSegment, ctrl)) ds = ctrl[7] & 0x3f;
-  sq.consumer = (sq.consumer + std::max<uint32_t>(1, (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock)) &
-                kCounterMask;
+  SendWqe ctrl;
+  const uint32_t blocks = read_ctrl(sq.wq, sq.consumer, ctrl) ? ctrl.wqebbs() : 0;
+  sq.consumer = (sq.consumer + std::max<uint32_t>(1, blocks)) & kCounterMask;
   uint32_t producer = 0;
   if (read_doorbell_record(f_.memory, sq.wq.dbr_addr + kSqDbrOffset, producer)) flush(sq, sqn, producer & kCounterMask);
 }
@@ -315,16 +313,15 @@ void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
     sq.consumer = producer;
     return;
   }
-  std::vector<uint8_t> ctrl;
   uint16_t last = uint16_t(sq.consumer);
   uint8_t last_opcode = 0;
   while (pending > 0) {
-    if (!read_ring(sq.wq, sq.consumer, wqe::kSegment, ctrl)) break;
-    const uint32_t ds = ctrl[7] & 0x3f;
-    const uint32_t blocks = std::max<uint32_t>(1, (ds * wqe::kSegment + wqe::kBasicBlock - 1) / wqe::kBasicBlock);
+    SendWqe ctrl;
+    if (!read_ctrl(sq.wq, sq.consumer, ctrl)) break;
+    const uint32_t blocks = std::max<uint32_t>(1, ctrl.wqebbs());
     if (blocks > pending) break;
     last = uint16_t(sq.consumer);
-    last_opcode = ctrl[3];
+    last_opcode = ctrl.opcode;
     sq.consumer = (sq.consumer + blocks) & kCounterMask;
     pending -= blocks;
     ++counters_.tx_flushed_wqes;
@@ -487,10 +484,10 @@ bool EthQueues::take_receive_wqe(Arrival& a) {
   if (!rq->wq.buffer.read(*f_.memory, slot, a.wqe)) return ++counters_.rx_dma_faults, false;
   // Capacity first: a frame that does not fit is dropped and the WQE stays posted.
   uint64_t capacity = 0;
-  for (a.segments = 0; a.segments * wqe::kSegment < stride; ++a.segments) {
-    const uint8_t* seg = &a.wqe[a.segments * wqe::kSegment];
-    if (load_be32(seg + 4) == wqe::kInvalidLkey) break;
-    capacity += load_be32(seg) & ~wqe::kInlineFlag;
+  for (a.segments = 0; a.segments * wqe_format::kSegment < stride; ++a.segments) {
+    const uint8_t* seg = &a.wqe[a.segments * wqe_format::kSegment];
+    if (load_be32(seg + 4) == wqe_format::kInvalidLkey) break;
+    capacity += load_be32(seg) & ~wqe_format::kInlineFlag;
   }
   if (a.frame.size() <= capacity) return true;
   ++rq->too_big;
@@ -500,8 +497,8 @@ bool EthQueues::take_receive_wqe(Arrival& a) {
 bool EthQueues::scatter(Arrival& a) {
   uint32_t written = 0;
   for (uint32_t s = 0; s < a.segments && written < a.frame.size(); ++s) {
-    const uint8_t* seg = &a.wqe[s * wqe::kSegment];
-    const uint32_t n = std::min<uint32_t>(load_be32(seg) & ~wqe::kInlineFlag, uint32_t(a.frame.size()) - written);
+    const uint8_t* seg = &a.wqe[s * wqe_format::kSegment];
+    const uint32_t n = std::min<uint32_t>(load_be32(seg) & ~wqe_format::kInlineFlag, uint32_t(a.frame.size()) - written);
     std::vector<Chunk> chunks;
     if (translate(load_be32(seg + 4), load_be64(seg + 8), n, true, chunks) != Fault::kNone) {
       ++counters_.rx_bad_lkey;

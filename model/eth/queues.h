@@ -19,6 +19,7 @@
 
 #include "common/log_limit.h"
 #include "model/eth/objects.h"
+#include "model/queues/send_wqe.h"
 #include "transport/ethernet.h"
 
 namespace hcaemu::model {
@@ -27,14 +28,10 @@ struct FunctionContext;
 
 using transport::EthernetPort;
 
+// What only Ethernet SQ WQEs carry (the shared WQE format is model/queues/send_wqe.h's wqe_format).
 namespace wqe {
-inline constexpr uint32_t kBasicBlock = 64;  // WQEBB
-inline constexpr uint32_t kSegment = 16;     // ds unit
 inline constexpr uint8_t kOpNop = 0x00, kOpSend = 0x0a, kOpTso = 0x0e;
-inline constexpr uint8_t kCeMask = 0x0c, kCeAlways = 0x08, kSolicited = 0x02;
 inline constexpr uint8_t kCsumL3 = 0x40, kCsumL4 = 0x80;
-inline constexpr uint32_t kInvalidLkey = 0x100;
-inline constexpr uint32_t kInlineFlag = 0x80000000u;
 inline constexpr uint16_t kInsertVlan = 0x8000;
 }  // namespace wqe
 
@@ -114,6 +111,7 @@ class EthQueues {
   Fault execute(EthSendQueue& sq, uint32_t sqn, std::span<const uint8_t> wqe);
   Fault build_frame(std::span<const uint8_t> wqe, std::vector<uint8_t>& frame, uint32_t max_size = kMaxFrame);
   bool read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out);
+  bool read_ctrl(const WorkQueueRing& ring, uint32_t first_block, SendWqe& ctrl);  // the control segment
   void sq_error(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, Fault fault);
   void flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer);
   void write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, bool error, uint8_t syndrome,
@@ -124,6 +122,7 @@ class EthQueues {
   EthernetPort* port_ = nullptr;
   EthCounters counters_;
   bool physical_reported_ = false;
+  std::vector<uint8_t> ctrl_bytes_;  // read_ctrl's buffer
 };
 
 }  // namespace hcaemu::model

@@ -52,6 +52,15 @@ std::optional<uint64_t> PageList::translate(uint64_t at) const {
   return pages_[index] + (linear & ((uint64_t(1) << log_page_size_) - 1));
 }
 
+bool PageList::read_ring(pcie::HostMemory& memory, uint64_t ring_offset, uint64_t ring_bytes, uint64_t at,
+                         std::span<uint8_t> dst) const {
+  if (ring_bytes == 0 || dst.size() > ring_bytes) return false;
+  const uint64_t start = at % ring_bytes;
+  const uint64_t first = std::min<uint64_t>(dst.size(), ring_bytes - start);
+  return read(memory, ring_offset + start, dst.first(first)) &&
+         (first == dst.size() || read(memory, ring_offset, dst.subspan(first)));
+}
+
 bool PageList::read(pcie::HostMemory& memory, uint64_t at, std::span<uint8_t> dst) const {
   if (at > size_ || dst.size() > size_ - at) return false;
   const uint64_t page = uint64_t(1) << log_page_size_;

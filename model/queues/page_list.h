@@ -44,6 +44,11 @@ class PageList {
   // range leaves the buffer or the host refuses the DMA.
   bool read(pcie::HostMemory& memory, uint64_t at, std::span<uint8_t> dst) const;
   bool write(pcie::HostMemory& memory, uint64_t at, std::span<const uint8_t> src) const;
+  // Reads from a ring of `ring_bytes` that starts at `ring_offset` in the buffer: `dst` from ring
+  // position `at` (taken modulo the ring), continuing at the ring's start when it reaches the end
+  // (a WQE running past the last WQEBB of a work queue).
+  bool read_ring(pcie::HostMemory& memory, uint64_t ring_offset, uint64_t ring_bytes, uint64_t at,
+                 std::span<uint8_t> dst) const;
 
   uint64_t size() const { return size_; }
   uint64_t offset() const { return offset_; }

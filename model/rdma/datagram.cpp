@@ -13,6 +13,7 @@
 #include "model/objects/memory_protection.h"
 #include "model/rdma/engine.h"
 #include "model/rdma/internal.h"
+#include "model/rdma/payload_reader.h"
 #include "transport/ethernet.h"
 #include "transport/ib_opcodes.h"
 
@@ -83,25 +84,19 @@ void RdmaEngine::transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& mes
   if (wqe.has_inline) {
     packet.payload = wqe.inline_data;
   } else if (message.length != 0) {
-    std::vector<DmaChunk> chunks;
-    uint64_t total = 0;
-    if (translate_sges(f_.resources, wqe.sges, qp.pd, access::kLocalRead, chunks, total) != ProtectionError::kNone) {
+    PayloadReader reader;
+    if (!reader.open(f_.resources, f_.memory, wqe, qp.pd, issue_ps)) {
       ++counters_.local_protection_errors;
       requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
       return;
     }
-    if (f_.memory == nullptr) {
-      ++counters_.dma_faults;
-      return;
-    }
-    pcie::PipelinedReads reads(*f_.memory, issue_ps);
     payload.resize(message.length);
-    if (!read_chunks(reads, chunks, 0, payload)) {
+    if (!reader.read(0, payload)) {
       ++counters_.dma_faults;
       requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
       return;
     }
-    ready_ps = reads.ready_ps();
+    ready_ps = reader.ready_ps();
     stamp(qpn, message, RdmaStage::kPayloadDma, ready_ps);
     packet.payload = payload;
   }

@@ -12,6 +12,7 @@
 #include "model/function_context.h"
 #include "model/objects/memory_protection.h"
 #include "model/rdma/internal.h"
+#include "model/rdma/payload_reader.h"
 
 namespace hcaemu::model {
 
@@ -193,16 +194,12 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
   bool address(RocePacket& packet) override { return e_.address(qp_, packet); }
   bool open_payload(size_t index) override {
     const SendWqe& wqe = qp_.rc.req.outstanding[index].wqe;
-    chunks_.clear();
-    uint64_t total = 0;
-    if (!wqe.has_inline &&
-        translate_sges(e_.f_.resources, wqe.sges, qp_.pd, access::kLocalRead, chunks_, total) != ProtectionError::kNone) {
+    // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only
+    // for its own bytes, so the reads overlap the wire.
+    if (!wqe.has_inline && !reader_.open(e_.f_.resources, e_.f_.memory, wqe, qp_.pd, issue_ps_ != 0 ? issue_ps_ : now_ps())) {
       ++e_.counters_.local_protection_errors;
       return false;
     }
-    // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only
-    // for its own bytes, so the reads overlap the wire.
-    if (e_.f_.memory != nullptr) reads_.emplace(*e_.f_.memory, issue_ps_ != 0 ? issue_ps_ : now_ps());
     return true;
   }
   HostResult payload(size_t index, uint64_t offset, uint32_t size, const RocePacket& packet,
@@ -218,11 +215,11 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
     frame.reserve(at + size + 8);  // pad and ICRC: building the frame must not move the payload
     frame.resize(at + size);
     const std::span<uint8_t> buffer(frame.data() + at, size);
-    if (!reads_ || !read_chunks(*reads_, chunks_, offset, buffer)) {
+    if (!reader_.read(offset, buffer)) {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
     }
-    ready_ps = reads_->ready_ps();
+    ready_ps = reader_.ready_ps();
     if (offset == 0) e_.stamp(qpn_, message, RdmaStage::kPayloadDma, ready_ps);
     bytes = buffer;
     return HostResult::kOk;
@@ -248,8 +245,7 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
   uint32_t qpn_;
   QueuePair& qp_;
   uint64_t issue_ps_;
-  std::vector<DmaChunk> chunks_;
-  std::optional<pcie::PipelinedReads> reads_;
+  PayloadReader reader_;
 };
 
 transport::rc::RequesterQp RdmaEngine::requester_qp(const QueuePair& qp) {
@@ -273,13 +269,8 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
                            uint8_t& ds) {
   // The SQ is a ring of WQEBBs after the RQ in the QP buffer; a WQE running past its end
   // continues at WQEBB 0.
-  const uint64_t ring = qp.sq_bytes();
-  if (ring == 0) return false;
   auto read = [&](uint64_t at, std::span<uint8_t> dst) {
-    const uint64_t start = at % ring;
-    const uint64_t first = std::min<uint64_t>(dst.size(), ring - start);
-    return qp.buffer.read(memory, qp.sq_offset + start, dst.first(first)) &&
-           (first == dst.size() || qp.buffer.read(memory, qp.sq_offset, dst.subspan(first)));
+    return qp.buffer.read_ring(memory, qp.sq_offset, qp.sq_bytes(), at, dst);
   };
   // One WQEBB first (one DMA read for the common small WQE), the rest only when ds says so.
   out.resize(wqe_format::kBasicBlock);

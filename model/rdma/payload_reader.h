@@ -1,0 +1,41 @@
+#pragma once
+// The payload of a send WQE as the send engine reads it: the gather list's local keys checked
+// once (local read access in the QP's PD), then any part of it read, all reads pipelined from one
+// issue time so that each part waits only for its own bytes. The RC requester reads a message
+// packet by packet; a datagram reads its one packet.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/objects/memory_protection.h"
+#include "model/objects/resources.h"
+#include "model/queues/send_wqe.h"
+#include "pcie/host_port.h"
+
+namespace hcaemu::model {
+
+class PayloadReader {
+ public:
+  // False when a local key fails its check (a local protection error). Without host memory the
+  // reader opens, and every read fails (a DMA fault).
+  bool open(const Resources& resources, pcie::HostMemory* memory, const SendWqe& wqe, uint32_t pd, uint64_t issue_ps) {
+    chunks_.clear();
+    reads_.reset();
+    uint64_t total = 0;
+    if (translate_sges(resources, wqe.sges, pd, access::kLocalRead, chunks_, total) != ProtectionError::kNone)
+      return false;
+    if (memory != nullptr) reads_.emplace(*memory, issue_ps);
+    return true;
+  }
+  // `out.size()` bytes of the payload from `offset`; false on a DMA fault.
+  bool read(uint64_t offset, std::span<uint8_t> out) { return reads_ && read_chunks(*reads_, chunks_, offset, out); }
+  // When the bytes read so far have arrived (model time).
+  uint64_t ready_ps() const { return reads_ ? reads_->ready_ps() : 0; }
+
+ private:
+  std::vector<DmaChunk> chunks_;
+  std::optional<pcie::PipelinedReads> reads_;
+};
+
+}  // namespace hcaemu::model
