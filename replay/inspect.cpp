@@ -1,0 +1,161 @@
+#include "replay/inspect.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace hcaemu::replay {
+
+namespace {
+
+// A message size's bucket: the power of two at or above it ("64 B", "4 KiB", "1 MiB").
+std::string size_bucket(uint64_t bytes) {
+  uint64_t b = 1;
+  while (b < bytes) b <<= 1;
+  if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+std::string ns_text(double ns) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(ns < 1e4 ? 0 : 1);
+  if (ns >= 1e6) s << ns / 1e6 << " ms";
+  else if (ns >= 1e4) s << ns / 1e3 << " us";
+  else s << ns << " ns";
+  return s.str();
+}
+
+// Nearest-rank percentile of sorted samples.
+uint64_t percentile(const std::vector<uint64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t rank = size_t(std::max(1.0, p / 100.0 * double(sorted.size()) + 0.999999)) - 1;
+  return sorted[std::min(rank, sorted.size() - 1)];
+}
+
+struct SizeRow {
+  uint64_t count = 0, bytes = 0;
+};
+using SizeTable = std::map<std::pair<std::string, uint64_t>, SizeRow>;  // (opcode, bucket top) -> row
+
+void print_sizes(std::ostream& out, const SizeTable& table) {
+  out << "messages by opcode and size:\n";
+  out << "  " << std::left << std::setw(11) << "opcode" << std::setw(10) << "up to" << std::right << std::setw(10)
+      << "count" << std::setw(16) << "bytes" << "\n";
+  for (const auto& [key, row] : table)
+    out << "  " << std::left << std::setw(11) << key.first << std::setw(10) << size_bucket(key.second) << std::right
+        << std::setw(10) << row.count << std::setw(16) << row.bytes << "\n";
+}
+
+void add_size(SizeTable& table, MessageKind kind, uint64_t bytes) {
+  uint64_t top = 1;
+  while (top < bytes) top <<= 1;
+  SizeRow& row = table[{message_kind_name(kind), top}];
+  ++row.count;
+  row.bytes += bytes;
+}
+
+void print_think(std::ostream& out, std::vector<uint64_t> gaps) {
+  std::sort(gaps.begin(), gaps.end());
+  out << "think time (a QP's completion to its next post): ";
+  if (gaps.empty()) {
+    out << "no samples\n";
+    return;
+  }
+  double sum = 0;
+  for (uint64_t g : gaps) sum += double(g);
+  out << gaps.size() << " samples, mean " << ns_text(sum / double(gaps.size())) << ", p50 "
+      << ns_text(double(percentile(gaps, 50))) << ", p99 " << ns_text(double(percentile(gaps, 99))) << ", max "
+      << ns_text(double(gaps.back())) << "\n";
+}
+
+void print_hosts(std::ostream& out, const std::vector<WorkloadHost>& hosts) {
+  out << "hosts:\n";
+  for (const WorkloadHost& h : hosts) out << "  " << std::left << std::setw(6) << h.name << std::setw(18) << gid_text(h.gid) << mac_text(h.mac) << "\n";
+}
+
+std::string qpn_text(uint32_t qpn) {
+  if (qpn == 0) return "-";
+  std::ostringstream s;
+  s << "0x" << std::hex << qpn;
+  return s.str();
+}
+
+}  // namespace
+
+void print_capture(std::ostream& out, const Reconstruction& c, size_t max_unmapped) {
+  const double mapped = c.roce_frames != 0 ? 100.0 * double(c.mapped_roce_frames) / double(c.roce_frames) : 0;
+  out << "frames " << c.frames << ", RoCEv2 " << c.roce_frames << ", mapped " << c.mapped_roce_frames << " ("
+      << std::fixed << std::setprecision(2) << mapped << "% of RoCEv2), unmapped " << c.unmapped.size() << "\n";
+  print_hosts(out, lower(c).hosts);
+  std::vector<uint64_t> per_qp(c.queue_pairs.size(), 0);
+  for (const Message& m : c.messages) ++per_qp[m.qp];
+  out << "queue pairs:\n  " << std::left << std::setw(4) << "qp" << std::setw(6) << "host" << std::setw(6) << "peer"
+      << std::setw(8) << "service" << std::setw(10) << "qpn" << std::setw(10) << "peer qpn" << std::setw(7) << "mtu"
+      << "messages\n";
+  for (size_t i = 0; i < c.queue_pairs.size(); ++i) {
+    const QueuePair& q = c.queue_pairs[i];
+    out << "  " << std::left << std::setw(4) << i << std::setw(6) << c.hosts[q.host].name << std::setw(6)
+        << c.hosts[q.peer_host].name << std::setw(8) << service_name(q.service) << std::setw(10) << qpn_text(q.qpn)
+        << std::setw(10) << qpn_text(q.peer_qpn) << std::setw(7) << (q.mtu != 0 ? std::to_string(q.mtu) : "-")
+        << per_qp[i] << "\n";
+  }
+  SizeTable sizes;
+  uint64_t incomplete = 0, unanswered = 0;
+  for (const Message& m : c.messages) {
+    add_size(sizes, m.kind, m.bytes);
+    incomplete += m.complete ? 0 : 1;
+    unanswered += m.done_ns == 0 ? 1 : 0;
+  }
+  print_sizes(out, sizes);
+  out << "  " << c.messages.size() << " messages; " << incomplete << " with packets missing from the capture, "
+      << unanswered << " never acknowledged or answered in it\n";
+  std::vector<uint64_t> gaps;
+  std::vector<uint64_t> last_done(c.queue_pairs.size(), 0);
+  for (const Message& m : c.messages) {
+    if (last_done[m.qp] != 0 && m.first_ns >= last_done[m.qp]) gaps.push_back(m.first_ns - last_done[m.qp]);
+    if (m.done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], m.done_ns);
+  }
+  print_think(out, gaps);
+  const Anomalies& a = c.anomalies;
+  out << "protocol: " << a.acks << " ACKs, " << a.sequence_naks << " PSN sequence NAKs, " << a.rnr_naks << " RNR NAKs, "
+      << a.other_naks << " other NAKs, " << a.retransmitted_packets << " retransmitted packets, " << a.duplicate_responses
+      << " duplicate responses, " << a.psn_gaps << " PSN gaps, " << a.cm_mads << " CM MADs (QP1)\n";
+  std::map<std::string, uint64_t> reasons;
+  for (const Unmapped& u : c.unmapped) ++reasons[u.reason.substr(0, u.reason.find(" PSN "))];
+  out << "unmapped frames: " << c.unmapped.size() << "\n";
+  for (const auto& [reason, count] : reasons) out << "  " << std::setw(8) << std::right << count << "  " << reason << "\n";
+  for (size_t i = 0; i < c.unmapped.size() && i < max_unmapped; ++i)
+    out << "  frame " << c.unmapped[i].frame << " at " << c.unmapped[i].time_ns << " ns: " << c.unmapped[i].reason << "\n";
+  if (c.unmapped.size() > max_unmapped) out << "  (" << c.unmapped.size() - max_unmapped << " more; --unmapped N lists more)\n";
+}
+
+void print_workload(std::ostream& out, const Workload& w) {
+  print_hosts(out, w.hosts);
+  out << "queue pairs:\n";
+  SizeTable sizes;
+  std::vector<uint64_t> think;
+  size_t ops = 0, timed = 0, dependent = 0;
+  for (size_t i = 0; i < w.qps.size(); ++i) {
+    const WorkloadQp& q = w.qps[i];
+    out << "  " << std::left << std::setw(4) << i << std::setw(6) << w.hosts[q.host].name << std::setw(6)
+        << w.hosts[q.peer].name << std::setw(8) << service_name(q.service) << "mtu " << std::setw(6) << q.mtu
+        << q.ops.size() << " operations\n";
+    for (const WorkloadOp& op : q.ops) {
+      add_size(sizes, op.kind, op.bytes);
+      ++ops;
+      if (op.post_ns) ++timed;
+      else think.push_back(op.think_ns);
+      if (!op.after.empty()) ++dependent;
+    }
+  }
+  print_sizes(out, sizes);
+  out << "  " << ops << " operations: " << timed << " at a fixed time, " << ops - timed << " after a think time, "
+      << dependent << " waiting for other completions\n";
+  print_think(out, think);
+}
+
+}  // namespace hcaemu::replay

@@ -1,0 +1,303 @@
+#include "replay/workload.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace hcaemu::replay {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxMessage = uint64_t(1) << 31;
+
+struct Invalid {
+  std::string what;
+};
+
+[[noreturn]] void fail(const std::string& place, const std::string& what) { throw Invalid{place + ": " + what}; }
+
+void only_keys(const json& object, const std::string& place, std::initializer_list<const char*> keys) {
+  if (!object.is_object()) fail(place, "must be an object");
+  for (const auto& [key, value] : object.items())
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; }))
+      fail(place + "." + key, "unknown key");
+}
+
+const json& required(const json& object, const std::string& place, const char* key) {
+  if (!object.contains(key)) fail(place, std::string("missing key \"") + key + "\"");
+  return object.at(key);
+}
+
+uint64_t unsigned_of(const json& value, const std::string& place, uint64_t max = UINT64_MAX) {
+  if (!value.is_number_unsigned()) fail(place, "must be an unsigned integer");
+  const uint64_t v = value.get<uint64_t>();
+  if (v > max) fail(place, "must be at most " + std::to_string(max));
+  return v;
+}
+
+std::string string_of(const json& value, const std::string& place) {
+  if (!value.is_string()) fail(place, "must be a string");
+  return value.get<std::string>();
+}
+
+bool bool_of(const json& value, const std::string& place) {
+  if (!value.is_boolean()) fail(place, "must be true or false");
+  return value.get<bool>();
+}
+
+Gid parse_ip(const std::string& text, const std::string& place) {
+  Gid gid{};
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return transport::gid_from_ipv4(ntohl(v4.s_addr));
+  if (inet_pton(AF_INET6, text.c_str(), gid.data()) == 1) return gid;
+  fail(place, "\"" + text + "\" is not an IPv4 or IPv6 address");
+}
+
+Mac parse_mac(const std::string& text, const std::string& place) {
+  Mac mac{};
+  unsigned b[6];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6 ||
+      std::any_of(b, b + 6, [](unsigned x) { return x > 0xff; }))
+    fail(place, "\"" + text + "\" is not a MAC address (xx:xx:xx:xx:xx:xx)");
+  for (int i = 0; i < 6; ++i) mac[i] = uint8_t(b[i]);
+  return mac;
+}
+
+Service parse_service(const std::string& text, const std::string& place) {
+  for (Service s : {Service::kRc, Service::kUc, Service::kUd, Service::kXrc})
+    if (text == service_name(s)) return s;
+  fail(place, "\"" + text + "\" is not a service (rc, uc, ud, xrc)");
+}
+
+OpRef parse_ref(const json& value, const std::string& place) {
+  const std::string text = string_of(value, place);
+  size_t qp = 0, op = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%zu:%zu%c", &qp, &op, &tail) != 2) fail(place, "\"" + text + "\" is not QP:OP");
+  return {qp, op};
+}
+
+WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
+  only_keys(j, place, {"op", "bytes", "post_ns", "think_ns", "signalled", "inline", "imm", "after"});
+  WorkloadOp op;
+  const std::string name = string_of(required(j, place, "op"), place + ".op");
+  const auto kind = message_kind_from_name(name);
+  if (!kind) fail(place + ".op", "\"" + name + "\" is not an operation (send, send_imm, send_inv, write, write_imm, read, cmp_swap, fetch_add)");
+  op.kind = *kind;
+  const bool atomic = op.kind == MessageKind::kCompareSwap || op.kind == MessageKind::kFetchAdd;
+  if ((atomic || op.kind == MessageKind::kRead) && (service == Service::kUc || service == Service::kUd))
+    fail(place + ".op", std::string(name) + " needs a reliable service (rc or xrc)");
+  if (service == Service::kUd && op.kind != MessageKind::kSend && op.kind != MessageKind::kSendImm)
+    fail(place + ".op", "a UD QP only sends (send, send_imm)");
+  op.bytes = unsigned_of(required(j, place, "bytes"), place + ".bytes", kMaxMessage);
+  if (atomic && op.bytes != 8) fail(place + ".bytes", "an atomic is 8 bytes");
+  if (j.contains("post_ns") && j.contains("think_ns")) fail(place, "post_ns and think_ns exclude each other");
+  if (j.contains("post_ns")) op.post_ns = unsigned_of(j.at("post_ns"), place + ".post_ns");
+  if (j.contains("think_ns")) op.think_ns = unsigned_of(j.at("think_ns"), place + ".think_ns");
+  if (j.contains("signalled")) op.signalled = bool_of(j.at("signalled"), place + ".signalled");
+  if (j.contains("inline")) op.inline_data = bool_of(j.at("inline"), place + ".inline");
+  const bool carries_imm = op.kind == MessageKind::kSendImm || op.kind == MessageKind::kWriteImm ||
+                           op.kind == MessageKind::kSendInvalidate;
+  if (j.contains("imm")) {
+    if (!carries_imm) fail(place + ".imm", name + " carries no immediate");
+    op.immediate = uint32_t(unsigned_of(j.at("imm"), place + ".imm", UINT32_MAX));
+  } else if (carries_imm) {
+    fail(place, name + " needs \"imm\" (the immediate, or the rkey to invalidate)");
+  }
+  if (op.inline_data && (atomic || op.kind == MessageKind::kRead)) fail(place + ".inline", name + " cannot be inline");
+  if (j.contains("after")) {
+    const json& after = j.at("after");
+    if (!after.is_array()) fail(place + ".after", "must be an array of \"QP:OP\"");
+    for (size_t i = 0; i < after.size(); ++i) op.after.push_back(parse_ref(after[i], place + ".after[" + std::to_string(i) + "]"));
+  }
+  return op;
+}
+
+// Every dependency names an operation; no operation waits, directly or through others (its QP's
+// order included), for itself.
+void check_dependencies(const Workload& w) {
+  auto place = [](const OpRef& r) { return "qps[" + std::to_string(r.qp) + "].ops[" + std::to_string(r.op) + "]"; };
+  for (size_t q = 0; q < w.qps.size(); ++q)
+    for (size_t i = 0; i < w.qps[q].ops.size(); ++i)
+      for (size_t d = 0; d < w.qps[q].ops[i].after.size(); ++d) {
+        const OpRef& r = w.qps[q].ops[i].after[d];
+        if (r.qp >= w.qps.size() || r.op >= w.qps[r.qp].ops.size())
+          fail(place({q, i}) + ".after[" + std::to_string(d) + "]", place(r) + " does not exist");
+      }
+  // Depth-first over "waits for" edges: the QP's previous operation and the listed ones.
+  enum class Mark : uint8_t { kNew, kOnPath, kDone };
+  std::vector<std::vector<Mark>> mark(w.qps.size());
+  for (size_t q = 0; q < w.qps.size(); ++q) mark[q].assign(w.qps[q].ops.size(), Mark::kNew);
+  for (size_t q = 0; q < w.qps.size(); ++q)
+    for (size_t i = 0; i < w.qps[q].ops.size(); ++i) {
+      if (mark[q][i] != Mark::kNew) continue;
+      std::vector<std::pair<OpRef, size_t>> stack{{{q, i}, 0}};  // node, next edge
+      mark[q][i] = Mark::kOnPath;
+      while (!stack.empty()) {
+        auto& [node, edge] = stack.back();
+        const WorkloadOp& op = w.qps[node.qp].ops[node.op];
+        const size_t edges = op.after.size() + (node.op > 0 ? 1 : 0);
+        if (edge == edges) {
+          mark[node.qp][node.op] = Mark::kDone;
+          stack.pop_back();
+          continue;
+        }
+        const OpRef next = edge < op.after.size() ? op.after[edge] : OpRef{node.qp, node.op - 1};
+        ++edge;
+        if (mark[next.qp][next.op] == Mark::kOnPath) fail(place(next), "waits for itself (a cycle in \"after\")");
+        if (mark[next.qp][next.op] == Mark::kNew) {
+          mark[next.qp][next.op] = Mark::kOnPath;
+          stack.push_back({next, 0});
+        }
+      }
+    }
+}
+
+Workload parse(const json& j) {
+  only_keys(j, "workload", {"format", "hosts", "qps"});
+  const std::string format = string_of(required(j, "workload", "format"), "format");
+  if (format != kWorkloadFormat) fail("format", "\"" + format + "\" is not " + kWorkloadFormat);
+  Workload w;
+  const json& hosts = required(j, "workload", "hosts");
+  if (!hosts.is_array() || hosts.empty()) fail("hosts", "must be a non-empty array");
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const std::string place = "hosts[" + std::to_string(i) + "]";
+    only_keys(hosts[i], place, {"name", "ip", "mac"});
+    WorkloadHost h;
+    h.name = string_of(required(hosts[i], place, "name"), place + ".name");
+    if (!by_name.emplace(h.name, i).second) fail(place + ".name", "\"" + h.name + "\" names two hosts");
+    h.gid = parse_ip(string_of(required(hosts[i], place, "ip"), place + ".ip"), place + ".ip");
+    h.mac = hosts[i].contains("mac") ? parse_mac(string_of(hosts[i].at("mac"), place + ".mac"), place + ".mac")
+                                     : Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
+    w.hosts.push_back(h);
+  }
+  const json& qps = required(j, "workload", "qps");
+  if (!qps.is_array()) fail("qps", "must be an array");
+  for (size_t q = 0; q < qps.size(); ++q) {
+    const std::string place = "qps[" + std::to_string(q) + "]";
+    only_keys(qps[q], place, {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "ops"});
+    WorkloadQp qp;
+    auto host = [&](const char* key) {
+      const std::string name = string_of(required(qps[q], place, key), place + "." + key);
+      const auto it = by_name.find(name);
+      if (it == by_name.end()) fail(place + "." + key, "no host is named \"" + name + "\"");
+      return it->second;
+    };
+    qp.host = host("host");
+    qp.peer = host("peer");
+    qp.service = parse_service(string_of(required(qps[q], place, "service"), place + ".service"), place + ".service");
+    if (qps[q].contains("qpn")) qp.qpn = uint32_t(unsigned_of(qps[q].at("qpn"), place + ".qpn", 0xffffff));
+    if (qps[q].contains("peer_qpn")) qp.peer_qpn = uint32_t(unsigned_of(qps[q].at("peer_qpn"), place + ".peer_qpn", 0xffffff));
+    if (qps[q].contains("mtu")) {
+      qp.mtu = uint32_t(unsigned_of(qps[q].at("mtu"), place + ".mtu", 4096));
+      if (qp.mtu < 256 || (qp.mtu & (qp.mtu - 1)) != 0) fail(place + ".mtu", "must be 256, 512, 1024, 2048 or 4096");
+    }
+    const json& ops = required(qps[q], place, "ops");
+    if (!ops.is_array()) fail(place + ".ops", "must be an array");
+    for (size_t i = 0; i < ops.size(); ++i)
+      qp.ops.push_back(parse_op(ops[i], place + ".ops[" + std::to_string(i) + "]", qp.service));
+    w.qps.push_back(std::move(qp));
+  }
+  check_dependencies(w);
+  return w;
+}
+
+}  // namespace
+
+std::string gid_text(const Gid& gid) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (transport::is_ipv4_mapped(gid)) inet_ntop(AF_INET, gid.data() + 12, text, sizeof text);
+  else inet_ntop(AF_INET6, gid.data(), text, sizeof text);
+  return text;
+}
+
+std::string mac_text(const Mac& mac) {
+  char text[18];
+  std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+  return text;
+}
+
+std::optional<Workload> parse_workload(std::string_view text, std::string* error) {
+  try {
+    return parse(json::parse(text));
+  } catch (const json::parse_error& e) {
+    if (error) *error = std::string("not JSON: ") + e.what();
+  } catch (const Invalid& e) {
+    if (error) *error = e.what;
+  } catch (const json::exception& e) {  // a value nlohmann could not convert
+    if (error) *error = e.what();
+  }
+  return std::nullopt;
+}
+
+std::string workload_json(const Workload& w) {
+  json hosts = json::array();
+  for (const WorkloadHost& h : w.hosts)
+    hosts.push_back(json::object({{"name", h.name}, {"ip", gid_text(h.gid)}, {"mac", mac_text(h.mac)}}));
+  json qps = json::array();
+  for (const WorkloadQp& qp : w.qps) {
+    json ops = json::array();
+    for (const WorkloadOp& op : qp.ops) {
+      json o = json::object({{"op", message_kind_name(op.kind)}, {"bytes", op.bytes}});
+      if (op.post_ns) o["post_ns"] = *op.post_ns;
+      else if (op.think_ns != 0) o["think_ns"] = op.think_ns;
+      if (!op.signalled) o["signalled"] = false;
+      if (op.inline_data) o["inline"] = true;
+      if (op.immediate) o["imm"] = *op.immediate;
+      if (!op.after.empty()) {
+        json after = json::array();
+        for (const OpRef& r : op.after) after.push_back(std::to_string(r.qp) + ":" + std::to_string(r.op));
+        o["after"] = after;
+      }
+      ops.push_back(o);
+    }
+    qps.push_back(json::object({{"host", w.hosts[qp.host].name}, {"peer", w.hosts[qp.peer].name},
+                                {"service", service_name(qp.service)}, {"qpn", qp.qpn}, {"peer_qpn", qp.peer_qpn},
+                                {"mtu", qp.mtu}, {"ops", ops}}));
+  }
+  return json::object({{"format", kWorkloadFormat}, {"hosts", hosts}, {"qps", qps}}).dump(1) + "\n";
+}
+
+Workload lower(const Reconstruction& capture) {
+  Workload w;
+  for (const Host& h : capture.hosts) w.hosts.push_back({h.name, h.gid, h.mac});
+  for (const QueuePair& qp : capture.queue_pairs) {
+    // The path MTU: the largest non-last payload seen, rounded up to an IB MTU (1024 if none seen).
+    uint32_t mtu = 256;
+    while (mtu < qp.mtu && mtu < 4096) mtu *= 2;
+    WorkloadQp out;
+    out.host = qp.host;
+    out.peer = qp.peer_host;
+    out.service = qp.service;
+    out.qpn = qp.qpn;
+    out.peer_qpn = qp.peer_qpn;
+    out.mtu = qp.mtu == 0 ? 1024 : mtu;
+    w.qps.push_back(out);
+  }
+  std::vector<uint64_t> last_done(capture.queue_pairs.size(), 0);
+  for (const Message& m : capture.messages) {
+    WorkloadOp op;
+    op.kind = m.kind;
+    op.bytes = m.bytes;
+    op.post_ns = m.first_ns;
+    op.immediate = m.immediate;
+    const bool carries_imm = m.kind == MessageKind::kSendImm || m.kind == MessageKind::kWriteImm ||
+                             m.kind == MessageKind::kSendInvalidate;
+    if (carries_imm && !op.immediate) op.immediate = 0;
+    if (last_done[m.qp] != 0 && m.first_ns >= last_done[m.qp]) op.think_ns = m.first_ns - last_done[m.qp];
+    if (m.done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], m.done_ns);
+    w.qps[m.qp].ops.push_back(op);
+  }
+  return w;
+}
+
+}  // namespace hcaemu::replay

@@ -1,0 +1,115 @@
+// The workload format (replay/workload.h): what it accepts, that writing and reading it again
+// gives the same workload byte for byte, and that every kind of mistake is an error naming its
+// place in the file.
+#include "replay/workload.h"
+
+#include <gtest/gtest.h>
+
+namespace hcaemu::replay {
+namespace {
+
+constexpr const char* kValid = R"({
+  "format": "hcareplay-workload/1",
+  "hosts": [{"name": "a", "ip": "10.0.0.1", "mac": "02:00:00:00:00:0a"}, {"name": "b", "ip": "fe80::2"}],
+  "qps": [
+    {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "ops": [
+      {"op": "write", "bytes": 65536, "post_ns": 1000},
+      {"op": "send_imm", "bytes": 64, "think_ns": 500, "imm": 7, "inline": true},
+      {"op": "fetch_add", "bytes": 8, "after": ["1:0"], "signalled": false}]},
+    {"host": "b", "peer": "a", "service": "ud", "ops": [{"op": "send", "bytes": 100}]}
+  ]
+})";
+
+std::string error_of(const std::string& text) {
+  std::string error;
+  EXPECT_FALSE(parse_workload(text, &error)) << text;
+  return error;
+}
+
+// kValid with one substring replaced.
+std::string with(const std::string& from, const std::string& to) {
+  std::string text = kValid;
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(Workload, ParsesEveryField) {
+  std::string error;
+  const auto w = parse_workload(kValid, &error);
+  ASSERT_TRUE(w) << error;
+  ASSERT_EQ(w->hosts.size(), 2u);
+  EXPECT_EQ(w->hosts[0].gid, transport::gid_from_ipv4(0x0a000001));
+  EXPECT_FALSE(transport::is_ipv4_mapped(w->hosts[1].gid));
+  ASSERT_EQ(w->qps.size(), 2u);
+  EXPECT_EQ(w->qps[0].mtu, 4096u);
+  EXPECT_EQ(w->qps[1].mtu, 1024u) << "the default";
+  const auto& ops = w->qps[0].ops;
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[0].post_ns, 1000u);
+  EXPECT_EQ(ops[1].think_ns, 500u);
+  EXPECT_EQ(ops[1].immediate, 7u);
+  EXPECT_TRUE(ops[1].inline_data);
+  EXPECT_FALSE(ops[2].signalled);
+  EXPECT_EQ(ops[2].after, (std::vector<OpRef>{{1, 0}}));
+}
+
+TEST(Workload, WritingAndReadingAgainGivesTheSameBytes) {
+  std::string error;
+  const auto w = parse_workload(kValid, &error);
+  ASSERT_TRUE(w) << error;
+  const std::string once = workload_json(*w);
+  const auto again = parse_workload(once, &error);
+  ASSERT_TRUE(again) << error << "\n" << once;
+  EXPECT_EQ(workload_json(*again), once);
+}
+
+TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
+  EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
+  EXPECT_EQ(error_of(with("\"bytes\": 100}", "\"bytes\": 100, \"bites\": 1}")), "qps[1].ops[0].bites: unknown key");
+  EXPECT_EQ(error_of(with("\"bytes\": 65536", "\"bytes\": \"64k\"")), "qps[0].ops[0].bytes: must be an unsigned integer");
+  EXPECT_EQ(error_of(with("\"bytes\": 65536", "\"bytes\": -1")), "qps[0].ops[0].bytes: must be an unsigned integer");
+  EXPECT_EQ(error_of(with("\"peer\": \"b\"", "\"peer\": \"c\"")), "qps[0].peer: no host is named \"c\"");
+  EXPECT_EQ(error_of(with("\"after\": [\"1:0\"]", "\"after\": [\"5:0\"]")), "qps[0].ops[2].after[0]: qps[5].ops[0] does not exist");
+  EXPECT_EQ(error_of(with("\"op\": \"write\", \"bytes\": 65536, \"post_ns\": 1000", "\"op\": \"write\", \"bytes\": 65536, \"after\": [\"0:2\"]")),
+            "qps[0].ops[0]: waits for itself (a cycle in \"after\")");
+  EXPECT_EQ(error_of(with("\"imm\": 7, ", "")), "qps[0].ops[1]: send_imm needs \"imm\" (the immediate, or the rkey to invalidate)");
+  EXPECT_EQ(error_of(with("\"fetch_add\", \"bytes\": 8", "\"fetch_add\", \"bytes\": 16")), "qps[0].ops[2].bytes: an atomic is 8 bytes");
+  EXPECT_EQ(error_of(with("{\"op\": \"send\", \"bytes\": 100}", "{\"op\": \"read\", \"bytes\": 100}")),
+            "qps[1].ops[0].op: read needs a reliable service (rc or xrc)");
+  EXPECT_EQ(error_of(with("\"post_ns\": 1000", "\"post_ns\": 1000, \"think_ns\": 1")),
+            "qps[0].ops[0]: post_ns and think_ns exclude each other");
+  EXPECT_EQ(error_of(with("\"mtu\": 4096", "\"mtu\": 1500")), "qps[0].mtu: must be 256, 512, 1024, 2048 or 4096");
+  EXPECT_EQ(error_of(with("\"ip\": \"10.0.0.1\"", "\"ip\": \"10.0.0\"")), "hosts[0].ip: \"10.0.0\" is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error_of(with("hcareplay-workload/1", "hcareplay-workload/9")),
+            "format: \"hcareplay-workload/9\" is not hcareplay-workload/1");
+  EXPECT_EQ(error_of(with("\"service\": \"rc\"", "\"service\": \"rd\"")), "qps[0].service: \"rd\" is not a service (rc, uc, ud, xrc)");
+}
+
+TEST(Workload, ACaptureLowersToOperationsAtTheirTimes) {
+  Reconstruction c;
+  c.hosts = {{transport::gid_from_ipv4(0x0a000001), {2, 0, 0, 0, 0, 1}, "h0"},
+             {transport::gid_from_ipv4(0x0a000002), {2, 0, 0, 0, 0, 2}, "h1"}};
+  c.queue_pairs = {{.host = 0, .peer_host = 1, .qpn = 5, .peer_qpn = 6, .service = Service::kRc, .mtu = 1000}};
+  Message first;
+  first.kind = MessageKind::kWrite;
+  first.bytes = 4096;
+  first.first_ns = 100;
+  first.done_ns = 900;
+  Message second = first;
+  second.kind = MessageKind::kSendImm;
+  second.immediate = 3;
+  second.first_ns = 1000;
+  c.messages = {first, second};
+  const Workload w = lower(c);
+  ASSERT_EQ(w.qps.size(), 1u);
+  EXPECT_EQ(w.qps[0].mtu, 1024u) << "rounded up to an IB MTU";
+  ASSERT_EQ(w.qps[0].ops.size(), 2u);
+  EXPECT_EQ(w.qps[0].ops[0].post_ns, 100u);
+  EXPECT_EQ(w.qps[0].ops[1].think_ns, 100u) << "after the first completed at 900";
+  std::string error;
+  EXPECT_TRUE(parse_workload(workload_json(w), &error)) << error;
+}
+
+}  // namespace
+}  // namespace hcaemu::replay
