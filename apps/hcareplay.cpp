@@ -1,21 +1,32 @@
-// hcareplay: the performance-modelling front end (issue 13). This step reads its inputs: packet
-// captures rebuilt into hosts, queue pairs and messages, and the workload format every input is
-// lowered to. Thin: the work is replay/.
+// hcareplay: replays packet captures and workloads through the model of the HCA in model time
+// (issue 13): captures rebuilt into hosts, queue pairs and messages, the workload format every
+// input is lowered to, and the run itself. Thin: the work is replay/.
+#include <systemc>
+
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "replay/inspect.h"
 #include "replay/reconstruct.h"
+#include "replay/replayer.h"
+#include "replay/report.h"
 #include "replay/workload.h"
 
 namespace {
 
 using namespace hcaemu::replay;
 
-constexpr const char* kUsage = R"(Usage: hcareplay inspect [--unmapped N] INPUT
+constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
+                     [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
+                     [--no-pcap] [--quiet]
+       hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
        hcareplay --help
 
@@ -23,19 +34,38 @@ INPUT is a packet capture of RoCEv2 traffic (pcap or pcapng, Ethernet; IPv4 or I
 UDP port 4791, any MTU) or a workload file (JSON, format hcareplay-workload/1; docs/replay.md).
 
 Commands:
+  run INPUT       replay INPUT through the model of the HCA in model time: one headless host per
+                  host of the input, its device on a thread of its own, a wire between them with
+                  the preset's propagation delay. Writes DIR/messages.csv (one row per operation:
+                  post and completion time, FCT, status), DIR/summary.txt (FCT percentiles per
+                  opcode and size, totals; also printed) and DIR/wire.pcap (the replayed wire).
+                  The same input and options give byte-identical files.
   inspect INPUT   print what was reconstructed: hosts, queue pairs, message counts by opcode and
                   size, think-time statistics, ACKs/NAKs/retransmissions, and every frame that is
                   not part of a message with the reason (a workload: its hosts, QPs and operations)
-  lower INPUT     write INPUT as a workload file: each message an operation posted at its first
-                  packet's time, with its think time after the QP's previous completion
+  lower INPUT     write INPUT as a workload file: each message an operation with its captured
+                  post time and, where known, its think time after the QP's previous completion
 
 Options:
-  --unmapped N    list at most N unmapped frames (default 20; the counts by reason are complete)
-  -o FILE         where lower writes the workload
-  -h, --help      show this help and exit
+  --out DIR             where run writes its files (created if missing)
+  --timing MODE         think (default: each operation's think time after its QP's previous
+                        completion, else as soon as allowed), asis (at the captured post times),
+                        asap (as soon as the QP has room), scale=K (captured times times K)
+  --timing-preset NAME  the NIC, PCIe and wire timing (default connectx6dx-100g; see
+                        docs/timing.md for the list)
+  --max-outstanding N   operations in flight per QP (default 16)
+  --max-model-time-ms T stop the run after T ms of model time (default 10000); operations not
+                        done by then are reported incomplete
+  --stall-ms T          stop the run when operations are in flight and none has completed for
+                        T ms of model time (default 20: RNR NAKs retried for ever, say)
+  --no-pcap             do not write DIR/wire.pcap
+  --quiet               no progress lines on stderr
+  --unmapped N          inspect: list at most N unmapped frames (default 20; counts are complete)
+  -o FILE               lower: where the workload goes
+  -h, --help            show this help and exit
 
-Exit status: 0 on success, 1 when INPUT cannot be read or is malformed (the message names the
-file and the frame, or the place in the JSON), 2 on a usage error.
+Exit status: 0 on success, 1 when INPUT cannot be read or replayed (the message names the file
+and the frame, or the place in the JSON), 2 on a usage error, 3 when operations never completed.
 )";
 
 int usage_error(const std::string& what) {
@@ -67,7 +97,124 @@ bool load(const std::string& path, std::optional<Reconstruction>& capture, std::
   return capture.has_value();
 }
 
+
+struct Args {
+  std::string command, input, output, out_dir, preset = "connectx6dx-100g";
+  size_t max_unmapped = 20;
+  ReplayOptions replay;
+  bool pcap = true, quiet = false;
+};
+
+// Parses the command line into `a`; an empty string or the usage error.
+std::string parse_args(const std::vector<std::string>& args, Args& a) {
+  a.command = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 == args.size()) return std::nullopt;
+      return args[++i];
+    };
+    if (arg == "--no-pcap") {
+      a.pcap = false;
+    } else if (arg == "--quiet") {
+      a.quiet = true;
+    } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||
+               arg == "--max-outstanding" || arg == "--unmapped" || arg == "--max-model-time-ms" ||
+               arg == "--stall-ms") {
+      const auto v = value();
+      if (!v) return arg + " needs a value";
+      if (arg == "-o") a.output = *v;
+      if (arg == "--out") a.out_dir = *v;
+      if (arg == "--timing-preset") a.preset = *v;
+      try {
+        if (arg == "--unmapped") a.max_unmapped = std::stoul(*v);
+        if (arg == "--max-outstanding") a.replay.max_outstanding = uint32_t(std::stoul(*v));
+        if (arg == "--max-model-time-ms") a.replay.max_model_time_ps = std::stoull(*v) * 1'000'000'000ull;
+        if (arg == "--stall-ms") a.replay.stall_ps = std::stoull(*v) * 1'000'000'000ull;
+      } catch (const std::exception&) {
+        return arg + " needs a number";
+      }
+      if (arg == "--max-outstanding" && a.replay.max_outstanding == 0) return "--max-outstanding must be at least 1";
+      if ((arg == "--stall-ms" && a.replay.stall_ps == 0) || (arg == "--max-model-time-ms" && a.replay.max_model_time_ps == 0))
+        return arg + " must be at least 1";
+      if (arg == "--timing") {
+        if (*v == "think") a.replay.timing = TimingMode::kThink;
+        else if (*v == "asis") a.replay.timing = TimingMode::kAsis;
+        else if (*v == "asap") a.replay.timing = TimingMode::kAsap;
+        else if (v->rfind("scale=", 0) == 0) {
+          a.replay.timing = TimingMode::kScale;
+          char* end = nullptr;
+          a.replay.scale = std::strtod(v->c_str() + 6, &end);
+          if (end == v->c_str() + 6 || *end != 0 || !(a.replay.scale > 0)) return "--timing scale=K needs K > 0";
+        } else {
+          return "--timing must be think, asis, asap or scale=K";
+        }
+      }
+    } else if (!arg.empty() && arg[0] == '-') {
+      return "unknown option " + arg;
+    } else if (a.input.empty()) {
+      a.input = arg;
+    } else {
+      return "one INPUT only";
+    }
+  }
+  if (a.command != "inspect" && a.command != "lower" && a.command != "run") return "unknown command " + a.command;
+  if (a.input.empty()) return a.command + " needs an INPUT";
+  if (a.command == "lower" && a.output.empty()) return "lower needs -o WORKLOAD.json";
+  if (a.command == "run" && a.out_dir.empty()) return "run needs --out DIR";
+  return {};
+}
+
+int run(Args& a, const Workload& workload) {
+  const auto presets = hcaemu::model::builtin_timing_presets();
+  const auto preset = std::find_if(presets.begin(), presets.end(), [&](const auto& p) { return p.name == a.preset; });
+  if (preset == presets.end()) {
+    std::cerr << "hcareplay: unknown timing preset " << a.preset << " (docs/timing.md lists them)\n";
+    return 2;
+  }
+  a.replay.preset = *preset;
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec) {
+    std::cerr << "hcareplay: cannot create " << a.out_dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  if (a.pcap) a.replay.pcap_path = a.out_dir + "/wire.pcap";
+  if (!a.quiet)
+    a.replay.progress = [](uint64_t ps, uint64_t packets, size_t done, size_t total) {
+      std::cerr << "hcareplay: model time " << ps / 1000000 << " us, " << packets << " packets, " << done << "/" << total
+                << " operations done\n";
+    };
+  setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
+  std::string error;
+  const auto result = replay(workload, a.replay, &error);
+  if (!result) {
+    std::cerr << "hcareplay: " << a.input << ": " << error << "\n";
+    return 1;
+  }
+  std::ofstream csv(a.out_dir + "/messages.csv");
+  write_messages_csv(csv, *result);
+  std::ofstream summary(a.out_dir + "/summary.txt");
+  write_summary(summary, *result);
+  write_summary(std::cout, *result);
+  if (!csv || !summary) {
+    std::cerr << "hcareplay: cannot write into " << a.out_dir << "\n";
+    return 1;
+  }
+  if (result->stalled)
+    std::cerr << "hcareplay: stopped at " << result->end_ps / 1000000 << " us of model time: operations in flight and "
+              << "none completed for " << a.replay.stall_ps / 1000000000 << " ms (RNR NAKs or retransmissions without end?)\n";
+  if (result->incomplete != 0) {
+    std::cerr << "hcareplay: " << result->incomplete << " operations never completed (see messages.csv)\n";
+    return 3;
+  }
+  return 0;
+}
+
 }  // namespace
+
+// libsystemc references sc_main; hcareplay starts the kernel itself (replay()).
+int sc_main(int, char**) { return 0; }
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -76,44 +223,22 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
-  const std::string command = args[0];
-  std::string input, output;
-  size_t max_unmapped = 20;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--unmapped" || args[i] == "-o") {
-      if (i + 1 == args.size()) return usage_error(args[i] + " needs a value");
-      if (args[i] == "-o") {
-        output = args[++i];
-        continue;
-      }
-      try {
-        max_unmapped = std::stoul(args[++i]);
-      } catch (const std::exception&) {
-        return usage_error("--unmapped needs a number");
-      }
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      return usage_error("unknown option " + args[i]);
-    } else if (input.empty()) {
-      input = args[i];
-    } else {
-      return usage_error("one INPUT only");
-    }
-  }
-  if (command != "inspect" && command != "lower") return usage_error("unknown command " + command);
-  if (input.empty()) return usage_error(command + " needs an INPUT");
+  Args a;
+  if (const std::string why = parse_args(args, a); !why.empty()) return usage_error(why);
   std::optional<Reconstruction> capture;
   std::optional<Workload> workload;
-  if (!load(input, capture, workload)) return 1;
-  if (command == "inspect") {
-    if (capture) print_capture(std::cout, *capture, max_unmapped);
+  if (!load(a.input, capture, workload)) return 1;
+  if (a.command == "inspect") {
+    if (capture) print_capture(std::cout, *capture, a.max_unmapped);
     else print_workload(std::cout, *workload);
     return 0;
   }
-  if (output.empty()) return usage_error("lower needs -o WORKLOAD.json");
-  std::ofstream out(output);
-  out << workload_json(capture ? lower(*capture) : *workload);
+  const Workload lowered = capture ? lower(*capture) : *workload;
+  if (a.command == "run") return run(a, lowered);
+  std::ofstream out(a.output);
+  out << workload_json(lowered);
   if (!out) {
-    std::cerr << "hcareplay: cannot write " << output << "\n";
+    std::cerr << "hcareplay: cannot write " << a.output << "\n";
     return 1;
   }
   return 0;

@@ -71,16 +71,7 @@ struct Bench {
   uint64_t payload_bytes = 0, messages = 0;
 
   Bench(const Options& o, const model::TimingPreset& preset, double wire_loss) : rng(o.seed), loss(wire_loss) {
-    pcie::LinkConfig link{.gen = uint8_t(preset.pcie_gen), .width = uint8_t(preset.pcie_width),
-                          .one_way_latency_ns = preset.pcie_one_way_ns};
-    for (int i = 0; i < 2; ++i) {
-      RdmaNode& n = p.node(i);
-      dma[i] = std::make_unique<pcie::TimedHostMemory>(link);
-      dma[i]->attach(&n.memory);
-      n.f.memory = dma[i].get();  // the device's DMA crosses the link model; the host's own writes do not
-      n.engine.set_timing(model::RdmaTiming::from_preset(preset));
-      n.engine.set_timer_clock({});  // timers count in the SystemC kernel's model time
-    }
+    for (int i = 0; i < 2; ++i) dma[i] = p.node(i).attach_timed_dma(preset);
     std::string error;
     if (!o.pcap.empty() && !(pcap = traces::PcapWriter::open(o.pcap, &error))) throw std::runtime_error(error);
     if (!o.trace.empty() && !(trace = traces::LatencyTrace::open(o.trace, &error))) throw std::runtime_error(error);

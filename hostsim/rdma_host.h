@@ -15,13 +15,16 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "model/prm/bits.h"
 #include "model/objects/memory_protection.h"
 #include "model/rdma/engine.h"
 #include "model/queues/send_wqe.h"
+#include "model/timing_preset.h"
 #include "pcie/model_time.h"
+#include "pcie/timed_host_memory.h"
 #include "hostsim/host_function.h"
 #include "transport/roce_packet.h"
 
@@ -583,8 +586,24 @@ struct RdmaNode : HostFunction {
   }
   // Doorbell record, then the 8-byte UAR write of the last WQE's ctrl dword0/dword1.
   bool ring(Qp& qp) {
+    const std::vector<uint8_t> bell = publish(qp);
+    return work_item([&] { return engine.doorbell(bell); });
+  }
+  // The doorbell record written; the UAR bytes returned for a caller that rings later (a host
+  // whose device runs on a thread of its own).
+  std::vector<uint8_t> publish(Qp& qp) {
     put32(qp.dbr + 4, qp.sq_pi & 0xffff);
-    return work_item([&] { return engine.doorbell(last_ctrl_); });
+    return last_ctrl_;
+  }
+  // The device's DMA through a PCIe link model: the host's own writes (WQEs, doorbell records)
+  // do not cross it. The returned memory must outlive the node's use of it.
+  std::unique_ptr<pcie::TimedHostMemory> attach_timed_dma(const model::TimingPreset& preset) {
+    auto dma = std::make_unique<pcie::TimedHostMemory>(preset.link_config());
+    dma->attach(&memory);
+    f.memory = dma.get();
+    engine.set_timing(model::RdmaTiming::from_preset(preset));
+    engine.set_timer_clock({});  // timers count in the SystemC kernel's model time
+    return dma;
   }
   uint16_t post_send(Qp& qp, const Wr& wr, bool ring_now = true) {
     const auto wqe = build_wqe(qp, wr);

@@ -148,12 +148,12 @@ void print_workload(std::ostream& out, const Workload& w) {
       add_size(sizes, op.kind, op.bytes);
       ++ops;
       if (op.post_ns) ++timed;
-      else think.push_back(op.think_ns);
+      if (op.think_ns) think.push_back(*op.think_ns);
       if (!op.after.empty()) ++dependent;
     }
   }
   print_sizes(out, sizes);
-  out << "  " << ops << " operations: " << timed << " at a fixed time, " << ops - timed << " after a think time, "
+  out << "  " << ops << " operations: " << timed << " with a post time, " << think.size() << " with a think time, "
       << dependent << " waiting for other completions\n";
   print_think(out, think);
 }

@@ -99,7 +99,6 @@ WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
     fail(place + ".op", "a UD QP only sends (send, send_imm)");
   op.bytes = unsigned_of(required(j, place, "bytes"), place + ".bytes", kMaxMessage);
   if (atomic && op.bytes != 8) fail(place + ".bytes", "an atomic is 8 bytes");
-  if (j.contains("post_ns") && j.contains("think_ns")) fail(place, "post_ns and think_ns exclude each other");
   if (j.contains("post_ns")) op.post_ns = unsigned_of(j.at("post_ns"), place + ".post_ns");
   if (j.contains("think_ns")) op.think_ns = unsigned_of(j.at("think_ns"), place + ".think_ns");
   if (j.contains("signalled")) op.signalled = bool_of(j.at("signalled"), place + ".signalled");
@@ -249,7 +248,7 @@ std::string workload_json(const Workload& w) {
     for (const WorkloadOp& op : qp.ops) {
       json o = json::object({{"op", message_kind_name(op.kind)}, {"bytes", op.bytes}});
       if (op.post_ns) o["post_ns"] = *op.post_ns;
-      else if (op.think_ns != 0) o["think_ns"] = op.think_ns;
+      if (op.think_ns) o["think_ns"] = *op.think_ns;
       if (!op.signalled) o["signalled"] = false;
       if (op.inline_data) o["inline"] = true;
       if (op.immediate) o["imm"] = *op.immediate;

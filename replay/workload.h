@@ -25,8 +25,11 @@ struct OpRef {
 struct WorkloadOp {
   MessageKind kind = MessageKind::kSend;
   uint64_t bytes = 0;
-  std::optional<uint64_t> post_ns;  // posted at this time ...
-  uint64_t think_ns = 0;            // ... or this long after the QP's previous operation completed
+  // When it is posted: at post_ns (timing "asis", a captured time), or think_ns after the QP's
+  // previous operation completed (timing "think"); an operation may give both, the run's timing
+  // mode picks (docs/replay.md).
+  std::optional<uint64_t> post_ns;
+  std::optional<uint64_t> think_ns;
   bool signalled = true;
   bool inline_data = false;
   std::optional<uint32_t> immediate;

@@ -1,0 +1,81 @@
+#include "replay/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <vector>
+
+namespace hcaemu::replay {
+
+namespace {
+
+std::string ns3(uint64_t ps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ps / 1000),
+                static_cast<unsigned long long>(ps % 1000));
+  return text;
+}
+
+uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double p) {
+  const size_t rank = size_t(std::max(1.0, std::ceil(p / 100.0 * double(sorted.size()))));
+  return sorted[std::min(rank, sorted.size()) - 1];
+}
+
+std::string bucket(uint64_t bytes) {
+  uint64_t b = 1;
+  while (b < bytes) b <<= 1;
+  if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + "MiB";
+  if (b >= 1024) return std::to_string(b >> 10) + "KiB";
+  return std::to_string(b) + "B";
+}
+
+}  // namespace
+
+void write_messages_csv(std::ostream& out, const ReplayResult& r) {
+  out << "qp,op,opcode,bytes,post_ns,done_ns,fct_ns,status\n";
+  for (const OpResult& op : r.ops) {
+    out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ',';
+    if (op.done_ps != 0)
+      out << ns3(op.done_ps) << ',' << ns3(op.done_ps - op.post_ps) << ',';
+    else
+      out << ",,";
+    out << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << '\n';
+  }
+}
+
+void write_summary(std::ostream& out, const ReplayResult& r) {
+  std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> fct;  // (opcode, bucket top) -> FCTs
+  size_t errors = 0;
+  uint64_t payload = 0;
+  for (const OpResult& op : r.ops) {
+    if (op.done_ps == 0) continue;
+    if (op.status != 0) {
+      ++errors;
+      continue;
+    }
+    uint64_t top = 1;
+    while (top < op.bytes) top <<= 1;
+    fct[{message_kind_name(op.kind), top}].push_back(op.done_ps - op.post_ps);
+    payload += op.bytes;
+  }
+  out << "flow completion time (post -> completion seen), ns:\n";
+  out << std::left << std::setw(11) << "opcode" << std::setw(8) << "up to" << std::right << std::setw(9) << "count"
+      << std::setw(14) << "p50" << std::setw(14) << "p99" << std::setw(14) << "p99.9" << std::setw(14) << "max" << "\n";
+  for (auto& [key, samples] : fct) {
+    std::sort(samples.begin(), samples.end());
+    out << std::left << std::setw(11) << key.first << std::setw(8) << bucket(key.second) << std::right << std::setw(9)
+        << samples.size() << std::setw(14) << ns3(nearest_rank(samples, 50)) << std::setw(14)
+        << ns3(nearest_rank(samples, 99)) << std::setw(14) << ns3(nearest_rank(samples, 99.9)) << std::setw(14)
+        << ns3(samples.back()) << "\n";
+  }
+  const double seconds = double(r.end_ps) / 1e12;
+  out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete << "\n";
+  out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", model time " << ns3(r.end_ps) << " ns";
+  if (seconds > 0)
+    out << std::fixed << std::setprecision(2) << ", payload " << double(payload) * 8 / seconds / 1e9 << " Gb/s";
+  out << "\n";
+}
+
+}  // namespace hcaemu::replay
