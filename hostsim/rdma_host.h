@@ -21,6 +21,7 @@
 #include "model/prm/bits.h"
 #include "model/objects/memory_protection.h"
 #include "model/rdma/engine.h"
+#include "model/queues/doorbell_unit.h"
 #include "model/queues/send_wqe.h"
 #include "model/timing_preset.h"
 #include "pcie/model_time.h"
@@ -100,7 +101,8 @@ inline uint32_t psn_of(const WireFrame& frame) { return parse(frame).packet.psn;
 struct Cq {
   uint32_t cqn = 0, log_size = 0;
   uint64_t ring = 0, dbr = 0;
-  uint32_t ci = 0;  // consumer index, as libmlx5 keeps it
+  uint32_t ci = 0;      // consumer index, as libmlx5 keeps it
+  uint32_t arm_sn = 0;  // arm sequence number (bumped per completion event handled)
 };
 
 // The fields of a CQE libmlx5 reads (mlx5_cqe64 / mlx5_err_cqe).
@@ -218,7 +220,11 @@ struct RdmaNode : HostFunction {
   RdmaEngine engine{f};
   std::array<uint8_t, 6> mac{};
   transport::Gid gid{};
+  static constexpr uint32_t kLogEqSize = 6;
   uint32_t uar = 0, pd = 0, eqn = 0;
+  uint64_t eq_ring = 0;
+  uint32_t eq_ci = 0;      // EQEs consumed
+  DoorbellUnit doorbells;  // the function's UAR page, as the BAR decodes it
   uint64_t clock_ps = 0;                      // the model time the engine's timers count in
   std::optional<TimerDeadline> deadline;      // earliest timer the engine announced
   std::deque<Cq> cqs;
@@ -244,7 +250,12 @@ struct RdmaNode : HostFunction {
     next_variant = uint8_t(0xa0 + 0x10 * index);  // keys of up to six functions never coincide
     uar = alloc(0x802);
     pd = alloc(0x800);
-    eqn = create_eq(6, uar, 0, 0, {page()});
+    eq_ring = page();
+    for (uint32_t i = 0; i < (1u << kLogEqSize); ++i) *memory.at(eq_ring + 64 * i + 0x3f) = 1;  // owner: not yet written
+    eqn = create_eq(kLogEqSize, uar, 0, 0, {eq_ring});
+    doorbells.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
+      engine.doorbell(data);
+    });
     enable_roce();
     set_roce_address(kGidIndex, gid, mac);
     if (wire.macs.size() <= size_t(index)) wire.macs.resize(index + 1);
@@ -589,6 +600,42 @@ struct RdmaNode : HostFunction {
     const std::vector<uint8_t> bell = publish(qp);
     return work_item([&] { return engine.doorbell(bell); });
   }
+  // ---- UAR doorbells, as the driver writes them into its UAR page ----
+  // A UAR write at `offset` in the node's page (the device decodes it: model/queues/doorbell_unit.h).
+  void uar_write(uint32_t offset, std::span<const uint8_t> bytes) {
+    work_item([&] { return doorbells.write(f, uint64_t(uar) * 4096 + offset, bytes), true; });
+  }
+  // The SQ doorbell through the BlueFlame register (libmlx5 with BlueFlame on writes the WQE's
+  // first 8 bytes, ctrl dword0/dword1, at +0x800 as the doorbell).
+  void ring_blueflame(Qp& qp) { uar_write(uar::kBlueFlame, publish(qp)); }
+  // Arms a CQ for its next completion (or the next solicited one), as mlx5_arm_cq: the arm
+  // doorbell record, then the 64-bit CQ doorbell (arm_sn << 28 | cmd << 24 | ci, then the CQN).
+  void arm_cq(Cq& cq, bool solicited_only = false) {
+    const uint32_t cmd = solicited_only ? 1 : 0;
+    const uint32_t high = (uint32_t(cq.arm_sn & 3) << 28) | (cmd << 24) | (cq.ci & 0xffffff);
+    put32(cq.dbr + 4, high);
+    std::array<uint8_t, 8> bell{};
+    store_be32(&bell[0], high);
+    store_be32(&bell[4], cq.cqn);
+    uar_write(uar::kCqDoorbell, bell);
+  }
+  // The EQEs the device has written since the last poll, as (type, data word at 0x18: the CQN of
+  // a completion event); the EQ's consumer index then goes back to the device, re-arming it.
+  std::vector<std::pair<uint8_t, uint32_t>> poll_eq(bool arm = true) {
+    std::vector<std::pair<uint8_t, uint32_t>> events;
+    for (;;) {
+      const uint64_t at = eq_ring + 64 * (eq_ci & ((1u << kLogEqSize) - 1));
+      const auto e = read(at, 64);
+      if ((e[0x3f] & 1) != ((eq_ci >> kLogEqSize) & 1)) break;  // not the device's yet
+      events.emplace_back(e[0x01], load_be32(&e[0x20 + 0x18]) & 0xffffff);
+      ++eq_ci;
+    }
+    std::array<uint8_t, 4> bell{};
+    store_be32(&bell[0], (eqn << 24) | (eq_ci & 0xffffff));
+    uar_write(arm ? uar::kEqArmDoorbell : uar::kEqDoorbell, bell);
+    return events;
+  }
+
   // The doorbell record written; the UAR bytes returned for a caller that rings later (a host
   // whose device runs on a thread of its own).
   std::vector<uint8_t> publish(Qp& qp) {

@@ -105,6 +105,39 @@ TEST_F(ClusterTest, BroadcastFloodsUnknownUnicastIsCounted) {
   EXPECT_EQ(c.wire.unclaimed, 3u + 1u) << "three frames no QP claimed, one no node owned";
 }
 
+// The host's side of events: a doorbell through the BlueFlame register, a CQ armed for its next
+// completion raises one completion EQE naming it and one MSI-X message; unarmed, none.
+TEST_F(ClusterTest, BlueFlameDoorbellArmedCqAndItsEvent) {
+  RdmaNode &n0 = c.node(0), &n1 = c.node(1);
+  Connection conn = RdmaCluster::connect(n0, n1);
+  Mr src = n0.reg_mr(4096), dst = n1.reg_mr(4096);
+  n0.put(src, 0, pattern(4096, 1));
+  auto write = [&] {
+    n0.post_send(*conn.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 4096, src.key}}, .remote_va = dst.va(0),
+                           .rkey = dst.key}, false);
+    n0.ring_blueflame(*conn.a);
+    c.pump();
+  };
+  write();  // CQ not armed: a completion, no event
+  EXPECT_EQ(n0.drain(*conn.a->scq).size(), 1u);
+  EXPECT_TRUE(n0.poll_eq().empty());
+  EXPECT_TRUE(n0.msix.fired.empty());
+  EXPECT_EQ(n1.get(dst, 0, 4096), pattern(4096, 1));
+
+  n0.arm_cq(*conn.a->scq);
+  write();
+  const auto events = n0.poll_eq();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].first, 0x00) << "a completion event";
+  EXPECT_EQ(events[0].second, conn.a->scq->cqn);
+  EXPECT_EQ(n0.msix.fired.size(), 1u);
+  EXPECT_EQ(n0.drain(*conn.a->scq).size(), 1u);
+  write();  // the arm was used up: no second event until armed again
+  EXPECT_TRUE(n0.poll_eq().empty());
+  EXPECT_EQ(n0.doorbells.counters().sq_doorbells, 3u);
+  EXPECT_EQ(n0.doorbells.counters().malformed, 0u);
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 
