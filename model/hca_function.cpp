@@ -96,33 +96,16 @@ void HcaFunction::resume_later(const SqResume& resume) {
   // A reset queued behind the running item ends the SQ's work.
   if (std::any_of(work_.begin(), work_.end(), [](const WorkItem& item) { return item.kind == WorkKind::kReset; }))
     return;
-  // Ahead of everything queued: the SQ goes on with its next message unless a frame has arrived.
-  work_.push_front({.kind = WorkKind::kSqResume, .sq = resume});
-  work_event_.notify(sc_core::SC_ZERO_TIME);
+  // Behind everything already queued: frames that arrived meanwhile (ACKs) go first, and a stream
+  // on one QP cannot starve other QPs' doorbells, commands or timers (an SQ that always has WQEs
+  // would otherwise keep its next message at the head for ever).
+  enqueue({.kind = WorkKind::kSqResume, .sq = resume});
 }
 
 bool HcaFunction::reread_queued(uint32_t qpn) {
   for (WorkItem& item : work_)
     if (item.kind == WorkKind::kSqResume && item.sq.qpn == qpn) return item.sq.reread = true;
   return false;
-}
-
-HcaFunction::WorkItem HcaFunction::next_item() {
-  auto take = [this](std::deque<WorkItem>::iterator it) {
-    WorkItem item = std::move(*it);
-    work_.erase(it);
-    return item;
-  };
-  if (work_.front().kind == WorkKind::kSqResume) {
-    const auto frame = std::find_if(work_.begin(), work_.end(), [](const WorkItem& item) {
-      return item.kind != WorkKind::kDoorbell && item.kind != WorkKind::kTimer && item.kind != WorkKind::kSqResume;
-    });
-    if (frame != work_.end() && frame->kind == WorkKind::kFrame && frame->not_before <= sc_core::sc_time_stamp()) {
-      ++counters_.frames_taken_between_messages;
-      return take(frame);
-    }
-  }
-  return take(work_.begin());
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {
@@ -193,7 +176,8 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
 void HcaFunction::engine() {
   for (;;) {
     while (work_.empty()) wait(work_event_);
-    WorkItem item = next_item();
+    WorkItem item = std::move(work_.front());
+    work_.pop_front();
     // A frame is handled once it has arrived (the wire's propagation delay).
     if (item.kind == WorkKind::kFrame && item.not_before > sc_core::sc_time_stamp())
       wait(item.not_before - sc_core::sc_time_stamp());

@@ -42,7 +42,6 @@ struct HcaFunctionCounters {
   uint64_t rx_loopback_frames = 0;
   uint64_t rx_loopback_eth_blocked = 0;  // own non-RoCE frames: mlx5e blocks self-loopback on its TIRs
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
-  uint64_t frames_taken_between_messages = 0;  // arrived frames handled before an SQ's next message
 };
 
 class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
@@ -120,13 +119,9 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   void run_commands();
   void enqueue(WorkItem item);
   void timer_fired();  // SC_METHOD on the transport timers (model time, or the wall-clock floor)
-  // The next item: the queue's head, except that a frame that has arrived goes before SQ
-  // resumptions, doorbells and timers ahead of it (never before a command or a reset, nor before
-  // another frame).
-  WorkItem next_item();
   void run_item(WorkItem& item);
   void deliver_frame(const WorkItem& item);
-  // RdmaEngine::SqScheduler: an SQ's next message waits at the head of the queue.
+  // RdmaEngine::SqScheduler: an SQ's next message waits its turn at the back of the queue.
   void resume_later(const SqResume& resume) override;
   bool reread_queued(uint32_t qpn) override;
   uint64_t now_ticks() const;

@@ -29,7 +29,7 @@ constexpr uint32_t kGrh = 40;  // a UD receive starts with the GRH
 uint64_t kernel_ps() { return pcie::to_ps(sc_core::sc_time_stamp()); }
 
 // One host's device: its work items (doorbells, frames, timers, an SQ's next message) one at a
-// time on its own thread, each in model time with one wait at its end.
+// time and in order on its own thread, each in model time with one wait at its end.
 class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqScheduler {
  public:
   SC_HAS_PROCESS(ReplayHost);
@@ -63,34 +63,17 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     work_event_.notify(sc_core::SC_ZERO_TIME);
   }
   void timer_fired() { push({Kind::kTimer}); }
-  void resume_later(const model::SqResume& resume) override {
-    work_.push_front({Kind::kResume, {}, {}, resume});
-    work_event_.notify(sc_core::SC_ZERO_TIME);
-  }
+  void resume_later(const model::SqResume& resume) override { push({Kind::kResume, {}, {}, resume}); }
   bool reread_queued(uint32_t qpn) override {
     for (Item& item : work_)
       if (item.kind == Kind::kResume && item.sq.qpn == qpn) return item.sq.reread = true;
     return false;
   }
-  // The queue's head, but an arrived frame goes before an SQ's next message (as in HcaFunction).
-  Item next() {
-    auto take = [this](std::deque<Item>::iterator it) {
-      Item item = std::move(*it);
-      work_.erase(it);
-      return item;
-    };
-    if (work_.front().kind == Kind::kResume) {
-      const auto frame = std::find_if(work_.begin(), work_.end(), [](const Item& i) { return i.kind == Kind::kFrame; });
-      if (frame != work_.end() && frame->not_before <= sc_core::sc_time_stamp() &&
-          std::all_of(work_.begin(), frame, [](const Item& i) { return i.kind != Kind::kFrame; }))
-        return take(frame);
-    }
-    return take(work_.begin());
-  }
   void run() {
     for (;;) {
       while (work_.empty()) wait(work_event_);
-      Item item = next();
+      Item item = std::move(work_.front());  // in order, as HcaFunction takes its items
+      work_.pop_front();
       if (item.kind == Kind::kFrame && item.not_before > sc_core::sc_time_stamp())
         wait(item.not_before - sc_core::sc_time_stamp());
       pcie::DecoupledScope scope;
