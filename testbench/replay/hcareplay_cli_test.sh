@@ -19,6 +19,12 @@ grep -qE "[1-9][0-9]* retransmitted packets" "$WORK/inspect.txt" || fail "retran
 grep -qE "[1-9][0-9]* RNR NAKs" "$WORK/inspect.txt" || fail "RNR NAKs not reported"
 grep -q "400 messages; 0 with packets missing" "$WORK/inspect.txt" || { cat "$WORK/inspect.txt"; fail "not 400 messages"; }
 
+# pcapng (what Wireshark and tshark write by default) reads the same.
+if command -v editcap > /dev/null; then
+  editcap -F pcapng "$WORK/mix.pcap" "$WORK/mix.pcapng"
+  "$REPLAY" inspect "$WORK/mix.pcapng" | cmp - "$WORK/inspect.txt" || fail "the pcapng copy reads differently"
+fi
+
 "$REPLAY" lower "$WORK/mix.pcap" -o "$WORK/mix.json"
 "$REPLAY" inspect "$WORK/mix.json" | grep -q "400 operations" || fail "the lowered workload has not 400 operations"
 for timing in asis think asap scale=2; do

@@ -181,6 +181,46 @@ TEST(Reconstruct, PsnWrapKeepsOneMessage) {
   std::filesystem::remove(path);
 }
 
+TEST(Reconstruct, Ipv6AndVlanTaggedFramesAreRebuiltAlike) {
+  Capture c;
+  auto v6 = [](uint8_t last) {
+    transport::Gid g{0xfe, 0x80};
+    g[15] = last;
+    return g;
+  };
+  for (uint32_t i = 0; i < 3; ++i) {
+    RocePacket p = c.base(true);
+    p.src_gid = v6(1);
+    p.dst_gid = v6(2);
+    p.vlan_tci = uint16_t(0x2000 | 100);  // PCP 1, VLAN 100
+    p.opcode = op::kRcSendOnly;
+    p.psn = 10 + i;
+    const auto data = c.payload(500);
+    p.payload = data;
+    c.frames.push_back(transport::build_frame(p));
+    RocePacket ack = c.base(false);
+    ack.src_gid = v6(2);
+    ack.dst_gid = v6(1);
+    ack.vlan_tci = uint16_t(100);
+    ack.opcode = op::kRcAcknowledge;
+    ack.psn = 10 + i;
+    c.frames.push_back(transport::build_frame(ack));
+  }
+  const std::string path = c.write("reconstruct_v6.pcap");
+  std::string error;
+  const auto r = reconstruct_capture(path, &error);
+  ASSERT_TRUE(r) << error;
+  ASSERT_EQ(r->hosts.size(), 2u);
+  EXPECT_EQ(r->hosts[0].gid, v6(1));
+  ASSERT_EQ(r->messages.size(), 3u);
+  for (const Message& m : r->messages) {
+    EXPECT_EQ(m.bytes, 500u);
+    EXPECT_NE(m.done_ns, 0u);
+  }
+  EXPECT_EQ(r->mapped_roce_frames, 6u);
+  std::filesystem::remove(path);
+}
+
 TEST(Reconstruct, TruncatedOrForeignFilesAreErrorsNamingThePlace) {
   Capture c;
   c.request(op::kRcSendOnly, 1, 2000);
