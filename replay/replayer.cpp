@@ -95,13 +95,14 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
 };
 
 // The wire between the hosts: frames in model-time order (sriov::SwitchIngress), routed by
-// destination MAC, delivered after the propagation delay, captured as they leave.
+// destination MAC, handed over when they arrive (after the propagation delay), captured with the
+// time they left.
 class Fabric {
  public:
   Fabric(std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster, sc_time propagation,
          traces::PcapWriter* pcap)
       : hosts_(hosts), cluster_(cluster), propagation_(propagation), pcap_(pcap),
-        ingress_("wire", [this](uint16_t from, std::span<const uint8_t> frame) { deliver(from, frame); }) {
+        ingress_("wire", [this](uint16_t from, std::vector<uint8_t>& frame) { deliver(from, frame); }) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
     for (size_t i = 0; i < cluster.size(); ++i) cluster.node(int(i)).engine.set_port(ports_[i].get());
   }
@@ -110,17 +111,23 @@ class Fabric {
  private:
   struct Port : transport::EthernetPort {
     Port(Fabric& f, uint16_t from) : fabric(f), from(from) {}
-    void transmit(std::span<const uint8_t> frame) override { fabric.ingress_.submit(from, frame, pcie::model_time()); }
+    void transmit(std::span<const uint8_t> frame) override {
+      fabric.ingress_.submit(from, frame, pcie::model_time() + fabric.propagation_);
+    }
     Fabric& fabric;
     uint16_t from;
   };
-  void deliver(uint16_t from, std::span<const uint8_t> frame) {
+  void deliver(uint16_t from, std::vector<uint8_t>& frame) {
     ++packets;
     bytes += frame.size();
-    if (pcap_) pcap_->write(kernel_ps(), frame);
+    if (pcap_) pcap_->write(kernel_ps() - pcie::to_ps(propagation_), frame);
     for (size_t i = 0; i < cluster_.size() && frame.size() >= 6; ++i)
-      if (i != from && std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin()))
-        hosts_[i]->frame(std::vector<uint8_t>(frame.begin(), frame.end()), sc_core::sc_time_stamp() + propagation_);
+      if (i != from && std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin())) {
+        std::vector<uint8_t> taken;
+        taken.swap(frame);
+        hosts_[i]->frame(std::move(taken), sc_core::sc_time_stamp());
+        return;
+      }
   }
 
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;

@@ -91,7 +91,7 @@ void HcaDevice::sync_vports() {
 HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     : sc_module(name), config_(config), pf_function_config_(pf_function_config(config)) {
   config_.validate();
-  ingress_ = std::make_unique<SwitchIngress>("switch_ingress", [this](uint16_t vport, std::span<const uint8_t> frame) {
+  ingress_ = std::make_unique<SwitchIngress>("switch_ingress", [this](uint16_t vport, std::vector<uint8_t>& frame) {
     sync_vports();
     eswitch_.transmit(vport, frame);
   });

@@ -11,7 +11,10 @@ SwitchIngress::SwitchIngress(sc_core::sc_module_name name, Forward forward)
 
 void SwitchIngress::submit(uint16_t vport, std::span<const uint8_t> frame, const sc_core::sc_time& at) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  if (at <= now && queue_.empty()) return forward_(vport, frame);
+  if (at <= now && queue_.empty()) {
+    due_now_.assign(frame.begin(), frame.end());
+    return forward_(vport, due_now_);
+  }
   queue_.push({.at = std::max(at, now), .order = next_order_++, .vport = vport,
                .frame = std::vector<uint8_t>(frame.begin(), frame.end())});
   due_.notify(queue_.top().at - now);  // an earlier notification stands; a later one is replaced

@@ -16,7 +16,8 @@ namespace hcaemu::sriov {
 
 class SwitchIngress : public sc_core::sc_module {
  public:
-  using Forward = std::function<void(uint16_t vport, std::span<const uint8_t> frame)>;
+  // The frame is the ingress's buffer: the receiver may take it (swap it out) instead of copying.
+  using Forward = std::function<void(uint16_t vport, std::vector<uint8_t>& frame)>;
   SC_HAS_PROCESS(SwitchIngress);
   SwitchIngress(sc_core::sc_module_name name, Forward forward);
 
@@ -37,6 +38,7 @@ class SwitchIngress : public sc_core::sc_module {
   Forward forward_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;
   uint64_t next_order_ = 0;
+  std::vector<uint8_t> due_now_;  // a frame forwarded at once
   sc_core::sc_event due_;
 };
 
