@@ -74,7 +74,10 @@ void print_think(std::ostream& out, std::vector<uint64_t> gaps) {
 
 void print_hosts(std::ostream& out, const std::vector<WorkloadHost>& hosts) {
   out << "hosts:\n";
-  for (const WorkloadHost& h : hosts) out << "  " << std::left << std::setw(6) << h.name << std::setw(18) << gid_text(h.gid) << mac_text(h.mac) << "\n";
+  size_t width = 0;
+  for (const WorkloadHost& h : hosts) width = std::max(width, gid_text(h.gid).size());
+  for (const WorkloadHost& h : hosts)
+    out << "  " << std::left << std::setw(6) << h.name << std::setw(int(width + 2)) << gid_text(h.gid) << mac_text(h.mac) << "\n";
 }
 
 std::string qpn_text(uint32_t qpn) {

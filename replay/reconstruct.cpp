@@ -232,7 +232,12 @@ void Reconstructor::build_messages(const StreamKey& key, const std::vector<Packe
   r_.queue_pairs.push_back(qp);
   s.qp = r_.queue_pairs.size() - 1;
   s.base = int64_t(packets.front().header.psn);
+  const size_t first_message = r_.messages.size();
   for (const Packet& p : packets) request_packet(p, s);
+  // UC has no answers: a message is done, for its sender, once its last packet has left.
+  if (qp.service == Service::kUc)
+    for (size_t i = first_message; i < r_.messages.size(); ++i)
+      if (r_.messages[i].complete) r_.messages[i].done_ns = r_.messages[i].last_ns;
 }
 
 void Reconstructor::response_packet(const Packet& p, int64_t u, StreamState& s) {

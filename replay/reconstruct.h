@@ -52,7 +52,7 @@ struct Message {
   std::optional<uint32_t> immediate;  // ImmDt or the IETH's rkey
   uint64_t first_ns = 0;         // first request packet
   uint64_t last_ns = 0;          // last request packet (first transmission)
-  uint64_t done_ns = 0;          // acknowledged / last response (0: never seen)
+  uint64_t done_ns = 0;          // acknowledged / last response; UC, UD: last packet (0: never seen)
   uint32_t retransmitted = 0;    // request packets sent again
   bool complete = false;         // every packet of the request was seen
 };

@@ -117,12 +117,12 @@ class Fabric {
     Fabric& fabric;
     uint16_t from;
   };
-  void deliver(uint16_t from, std::vector<uint8_t>& frame) {
+  void deliver(uint16_t, std::vector<uint8_t>& frame) {
     ++packets;
     bytes += frame.size();
     if (pcap_) pcap_->write(kernel_ps() - pcie::to_ps(propagation_), frame);
     for (size_t i = 0; i < cluster_.size() && frame.size() >= 6; ++i)
-      if (i != from && std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin())) {
+      if (std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin())) {  // its sender too: loopback
         std::vector<uint8_t> taken;
         taken.swap(frame);
         hosts_[i]->frame(std::move(taken), sc_core::sc_time_stamp());
@@ -349,7 +349,6 @@ class Driver : public sc_core::sc_module {
 // What the headless hosts cannot take, before anything runs.
 std::string unsupported(const Workload& w) {
   for (size_t q = 0; q < w.qps.size(); ++q) {
-    if (w.qps[q].host == w.qps[q].peer) return "qps[" + std::to_string(q) + "]: a QP and its peer on one host (loopback) is not replayed yet";
     for (size_t i = 0; i < w.qps[q].ops.size(); ++i) {
       const WorkloadOp& op = w.qps[q].ops[i];
       const std::string place = "qps[" + std::to_string(q) + "].ops[" + std::to_string(i) + "]";

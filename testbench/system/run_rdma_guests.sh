@@ -6,14 +6,16 @@
 # the pingpongs and hca_verbs_check between two processes of one guest (local loopback),
 # and perftest's write/read/send/atomic bw and lat tests.
 # hcaemu writes a pcap and a latency trace of the run: tshark must dissect every RoCE frame without
-# a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it.
+# a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it;
+# hcareplay must rebuild every RoCE frame of the capture into a message (or an answer to one).
 # Usage: [RDMA_TESTS="pingpong cm verbs local perftest"] [RDMA_GID=linklocal|ipv4] [HCAEMU_PCAP=FILE]
-#        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE]
+#        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE [HCAREPLAY]]
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
 VERBS_CHECK=$3
 HCATRACE=${4:-}
+HCAREPLAY=${5:-}
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KEEP_LOG=/tmp/last-rdma-hcaemu.log
 source "$HERE/fullsys_lib.sh"
@@ -44,5 +46,15 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEven
 if [ -n "$HCATRACE" ]; then
   "$HCATRACE" summary "$HCAEMU_TRACE.csv" | tee "$WORK/summary.txt" | head -20
   grep -q "end_to_end" "$WORK/summary.txt" || fail "hcatrace summary shows no message latency"
+fi
+# The capture rebuilt by hcareplay: every RoCE frame part of a message or an answer, none left over
+# but the guests' other Ethernet traffic (ARP, neighbour discovery, ...).
+if [ -n "$HCAREPLAY" ]; then
+  "$HCAREPLAY" inspect "$HCAEMU_PCAP" > "$WORK/replay.txt" || fail "hcareplay cannot read the capture"
+  sed -n '1p;/messages;/p;/^protocol/p' "$WORK/replay.txt"
+  grep -q "(100.00% of RoCEv2)" "$WORK/replay.txt" || fail "hcareplay left RoCE frames unmapped"
+  if sed -n '/^unmapped frames/,$p' "$WORK/replay.txt" | grep -E '^ +[0-9]+  ' | grep -qv "not RoCEv2"; then
+    fail "hcareplay lists unmapped RoCE frames"
+  fi
 fi
 echo "PASS"
