@@ -3,6 +3,7 @@
 // input is lowered to, and the run itself. Thin: the work is replay/.
 #include <systemc>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -180,11 +181,16 @@ int run(Args& a, const Workload& workload) {
     return 1;
   }
   if (a.pcap) a.replay.pcap_path = a.out_dir + "/wire.pcap";
-  if (!a.quiet)
-    a.replay.progress = [](uint64_t ps, uint64_t packets, size_t done, size_t total) {
+  if (!a.quiet) {
+    const auto start = std::chrono::steady_clock::now();
+    a.replay.progress = [start](uint64_t ps, uint64_t packets, size_t done, size_t total) {
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::cerr << "hcareplay: model time " << ps / 1000000 << " us, " << packets << " packets, " << done << "/" << total
-                << " operations done\n";
+                << " operations done";
+      if (done != 0) std::cerr << ", about " << int(wall * double(total - done) / double(done) + 0.5) << " s to go";
+      std::cerr << "\n";
     };
+  }
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   std::string error;
   const auto result = replay(workload, a.replay, &error);
