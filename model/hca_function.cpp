@@ -176,14 +176,21 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
 void HcaFunction::engine() {
   for (;;) {
     while (work_.empty()) wait(work_event_);
-    WorkItem item = std::move(work_.front());
-    work_.pop_front();
-    // A frame is handled once it has arrived (the wire's propagation delay).
-    if (item.kind == WorkKind::kFrame && item.not_before > sc_core::sc_time_stamp())
-      wait(item.not_before - sc_core::sc_time_stamp());
+    // A frame is handled once it has arrived (the wire's propagation delay). The item stays queued
+    // meanwhile: nothing that owns memory lives on this stack across a wait (a simulation stopped
+    // there never unwinds it), and a reset may clear the queue.
+    const WorkItem& head = work_.front();
+    if (head.kind == WorkKind::kFrame && head.not_before > sc_core::sc_time_stamp()) {
+      wait(head.not_before - sc_core::sc_time_stamp());
+      continue;
+    }
     pcie::DecoupledScope scope;
     engine_busy_ = true;
-    run_item(item);
+    {
+      WorkItem item = std::move(work_.front());
+      work_.pop_front();
+      run_item(item);
+    }
     engine_busy_ = false;
     scope.settle();  // the item's one wait: the model time it spent
   }

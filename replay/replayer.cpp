@@ -72,16 +72,23 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   void run() {
     for (;;) {
       while (work_.empty()) wait(work_event_);
-      Item item = std::move(work_.front());  // in order, as HcaFunction takes its items
-      work_.pop_front();
-      if (item.kind == Kind::kFrame && item.not_before > sc_core::sc_time_stamp())
-        wait(item.not_before - sc_core::sc_time_stamp());
+      // Items are taken in order, as HcaFunction takes them. Nothing that owns memory lives on
+      // this stack across a wait: a run stopped there (sc_stop) never unwinds it.
+      const Item& head = work_.front();
+      if (head.kind == Kind::kFrame && head.not_before > sc_core::sc_time_stamp()) {
+        wait(head.not_before - sc_core::sc_time_stamp());
+        continue;
+      }
       pcie::DecoupledScope scope;
-      switch (item.kind) {
-        case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
-        case Kind::kFrame: node_.engine.receive(item.data); break;
-        case Kind::kTimer: node_.engine.on_timer(); break;
-        case Kind::kResume: node_.engine.resume_sq(item.sq); break;
+      {
+        Item item = std::move(work_.front());
+        work_.pop_front();
+        switch (item.kind) {
+          case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
+          case Kind::kFrame: node_.engine.receive(item.data); break;
+          case Kind::kTimer: node_.engine.on_timer(); break;
+          case Kind::kResume: node_.engine.resume_sq(item.sq); break;
+        }
       }
       scope.settle();
       after_item_();  // the host polls its CQs at once: completions are seen when they land
