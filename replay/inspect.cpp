@@ -1,5 +1,7 @@
 #include "replay/inspect.h"
 
+#include "replay/statistics.h"
+
 #include <algorithm>
 #include <iomanip>
 #include <map>
@@ -11,15 +13,6 @@ namespace hcaemu::replay {
 
 namespace {
 
-// A message size's bucket: the power of two at or above it ("64 B", "4 KiB", "1 MiB").
-std::string size_bucket(uint64_t bytes) {
-  uint64_t b = 1;
-  while (b < bytes) b <<= 1;
-  if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + " MiB";
-  if (b >= 1024) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
-
 std::string ns_text(double ns) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(ns < 1e4 ? 0 : 1);
@@ -27,13 +20,6 @@ std::string ns_text(double ns) {
   else if (ns >= 1e4) s << ns / 1e3 << " us";
   else s << ns << " ns";
   return s.str();
-}
-
-// Nearest-rank percentile of sorted samples.
-uint64_t percentile(const std::vector<uint64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const size_t rank = size_t(std::max(1.0, p / 100.0 * double(sorted.size()) + 0.999999)) - 1;
-  return sorted[std::min(rank, sorted.size() - 1)];
 }
 
 struct SizeRow {
@@ -46,14 +32,12 @@ void print_sizes(std::ostream& out, const SizeTable& table) {
   out << "  " << std::left << std::setw(11) << "opcode" << std::setw(10) << "up to" << std::right << std::setw(10)
       << "count" << std::setw(16) << "bytes" << "\n";
   for (const auto& [key, row] : table)
-    out << "  " << std::left << std::setw(11) << key.first << std::setw(10) << size_bucket(key.second) << std::right
+    out << "  " << std::left << std::setw(11) << key.first << std::setw(10) << size_bucket_name(key.second) << std::right
         << std::setw(10) << row.count << std::setw(16) << row.bytes << "\n";
 }
 
 void add_size(SizeTable& table, MessageKind kind, uint64_t bytes) {
-  uint64_t top = 1;
-  while (top < bytes) top <<= 1;
-  SizeRow& row = table[{message_kind_name(kind), top}];
+  SizeRow& row = table[{message_kind_name(kind), size_bucket(bytes)}];
   ++row.count;
   row.bytes += bytes;
 }
@@ -68,7 +52,7 @@ void print_think(std::ostream& out, std::vector<uint64_t> gaps) {
   double sum = 0;
   for (uint64_t g : gaps) sum += double(g);
   out << gaps.size() << " samples, mean " << ns_text(sum / double(gaps.size())) << ", p50 "
-      << ns_text(double(percentile(gaps, 50))) << ", p99 " << ns_text(double(percentile(gaps, 99))) << ", max "
+      << ns_text(double(nearest_rank(gaps, 50))) << ", p99 " << ns_text(double(nearest_rank(gaps, 99))) << ", max "
       << ns_text(double(gaps.back())) << "\n";
 }
 

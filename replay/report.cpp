@@ -1,5 +1,7 @@
 #include "replay/report.h"
 
+#include "replay/statistics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,19 +18,6 @@ std::string ns3(uint64_t ps) {
   std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ps / 1000),
                 static_cast<unsigned long long>(ps % 1000));
   return text;
-}
-
-uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double p) {
-  const size_t rank = size_t(std::max(1.0, std::ceil(p / 100.0 * double(sorted.size()))));
-  return sorted[std::min(rank, sorted.size()) - 1];
-}
-
-std::string bucket(uint64_t bytes) {
-  uint64_t b = 1;
-  while (b < bytes) b <<= 1;
-  if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + "MiB";
-  if (b >= 1024) return std::to_string(b >> 10) + "KiB";
-  return std::to_string(b) + "B";
 }
 
 }  // namespace
@@ -55,9 +44,7 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
       ++errors;
       continue;
     }
-    uint64_t top = 1;
-    while (top < op.bytes) top <<= 1;
-    fct[{message_kind_name(op.kind), top}].push_back(op.done_ps - op.post_ps);
+    fct[{message_kind_name(op.kind), size_bucket(op.bytes)}].push_back(op.done_ps - op.post_ps);
     payload += op.bytes;
   }
   out << "flow completion time (post -> completion seen), ns:\n";
@@ -65,7 +52,7 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
       << std::setw(14) << "p50" << std::setw(14) << "p99" << std::setw(14) << "p99.9" << std::setw(14) << "max" << "\n";
   for (auto& [key, samples] : fct) {
     std::sort(samples.begin(), samples.end());
-    out << std::left << std::setw(11) << key.first << std::setw(8) << bucket(key.second) << std::right << std::setw(9)
+    out << std::left << std::setw(11) << key.first << std::setw(8) << size_bucket_name(key.second) << std::right << std::setw(9)
         << samples.size() << std::setw(14) << ns3(nearest_rank(samples, 50)) << std::setw(14)
         << ns3(nearest_rank(samples, 99)) << std::setw(14) << ns3(nearest_rank(samples, 99.9)) << std::setw(14)
         << ns3(samples.back()) << "\n";
