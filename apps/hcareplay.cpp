@@ -26,7 +26,7 @@ using namespace hcaemu::replay;
 
 constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
                      [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
-                     [--no-pcap] [--quiet]
+                     [--no-switch] [--no-pcap] [--quiet]
        hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
        hcareplay --help
@@ -36,8 +36,8 @@ UDP port 4791, any MTU) or a workload file (JSON, format hcareplay-workload/1; d
 
 Commands:
   run INPUT       replay INPUT through the model of the HCA in model time: one headless host per
-                  host of the input, its device on a thread of its own, a wire between them with
-                  the preset's propagation delay. Writes DIR/messages.csv (one row per operation:
+                  host of the input, its device on a thread of its own, all on one switch with
+                  the preset's link rate and propagation delay. Writes DIR/messages.csv (one row per operation:
                   post and completion time, FCT, status), DIR/summary.txt (FCT percentiles per
                   opcode and size, totals; also printed) and DIR/wire.pcap (the replayed wire).
                   The same input and options give byte-identical files.
@@ -59,6 +59,8 @@ Options:
                         done by then are reported incomplete
   --stall-ms T          stop the run when operations are in flight and none has completed for
                         T ms of model time (default 20: RNR NAKs retried for ever, say)
+  --no-switch           wire the hosts straight to each other (default: one output-queued,
+                        lossless switch at the preset's link rate; its ports in the summary)
   --no-pcap             do not write DIR/wire.pcap
   --quiet               no progress lines on stderr
   --unmapped N          inspect: list at most N unmapped frames (default 20; counts are complete)
@@ -117,6 +119,8 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
     };
     if (arg == "--no-pcap") {
       a.pcap = false;
+    } else if (arg == "--no-switch") {
+      a.replay.switched = false;
     } else if (arg == "--quiet") {
       a.quiet = true;
     } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||

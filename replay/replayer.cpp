@@ -101,19 +101,28 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   sc_core::sc_event work_event_, timer_;
 };
 
-// The wire between the hosts: frames in model-time order (sriov::SwitchIngress), routed by
-// destination MAC, handed over when they arrive (after the propagation delay), captured with the
-// time they left.
+// The network between the hosts: frames in model-time order (sriov::SwitchIngress) reach one
+// output-queued, store-and-forward switch after the propagation delay; each host's port sends them
+// on, in order, at the link rate (frames queue there when several senders aim at one host, with
+// no limit: lossless), and the host has them when the last bit is out. A frame to its own sender
+// turns around inside the NIC. Captured with the time it left its sender.
 class Fabric {
  public:
-  Fabric(std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster, sc_time propagation,
+  Fabric(std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster, const ReplayOptions& o,
          traces::PcapWriter* pcap)
-      : hosts_(hosts), cluster_(cluster), propagation_(propagation), pcap_(pcap),
+      : hosts_(hosts), cluster_(cluster), propagation_(o.preset.propagation_ns, sc_core::SC_NS), preset_(o.preset),
+        switched_(o.switched), pcap_(pcap),
         ingress_("wire", [this](uint16_t from, std::vector<uint8_t>& frame) { deliver(from, frame); }) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
     for (size_t i = 0; i < cluster.size(); ++i) cluster.node(int(i)).engine.set_port(ports_[i].get());
+    egress_.resize(cluster.size());
   }
   uint64_t packets = 0, bytes = 0;
+  std::vector<PortResult> port_results() const {
+    std::vector<PortResult> out;
+    for (size_t i = 0; i < egress_.size(); ++i) out.push_back(egress_[i].stats);
+    return out;
+  }
 
  private:
   struct Port : transport::EthernetPort {
@@ -124,15 +133,42 @@ class Fabric {
     Fabric& fabric;
     uint16_t from;
   };
-  void deliver(uint16_t, std::vector<uint8_t>& frame) {
+  // A switch port: when it is free again and the frames still waiting in it.
+  struct Egress {
+    sc_time free = sc_core::SC_ZERO_TIME;
+    std::deque<std::pair<sc_time, uint32_t>> waiting;  // (done, bytes) of frames not yet sent
+    uint64_t waiting_bytes = 0;
+    PortResult stats;
+  };
+  // When the frame is out of the switch port to host `to` (queued behind the frames before it).
+  sc_time egress(size_t to, size_t bytes) {
+    Egress& e = egress_[to];
+    const sc_time now = sc_core::sc_time_stamp();
+    while (!e.waiting.empty() && e.waiting.front().first <= now) {
+      e.waiting_bytes -= e.waiting.front().second;
+      e.waiting.pop_front();
+    }
+    const sc_time serialise(preset_.wire_ns(uint32_t(bytes)), sc_core::SC_NS);
+    e.free = std::max(e.free, now) + serialise;
+    e.waiting.emplace_back(e.free, uint32_t(bytes));
+    e.waiting_bytes += bytes;
+    e.stats.frames += 1;
+    e.stats.bytes += bytes;
+    e.stats.busy_ps += pcie::to_ps(serialise);
+    e.stats.max_queue_bytes = std::max(e.stats.max_queue_bytes, e.waiting_bytes);
+    e.stats.max_queue_frames = std::max<uint64_t>(e.stats.max_queue_frames, e.waiting.size());
+    return e.free;
+  }
+  void deliver(uint16_t from, std::vector<uint8_t>& frame) {
     ++packets;
     bytes += frame.size();
     if (pcap_) pcap_->write(kernel_ps() - pcie::to_ps(propagation_), frame);
     for (size_t i = 0; i < cluster_.size() && frame.size() >= 6; ++i)
       if (std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin())) {  // its sender too: loopback
+        const sc_time at = switched_ && i != from ? egress(i, frame.size()) : sc_core::sc_time_stamp();
         std::vector<uint8_t> taken;
         taken.swap(frame);
-        hosts_[i]->frame(std::move(taken), sc_core::sc_time_stamp());
+        hosts_[i]->frame(std::move(taken), at);
         return;
       }
   }
@@ -140,9 +176,12 @@ class Fabric {
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
   RdmaCluster& cluster_;
   sc_time propagation_;
+  const model::TimingPreset& preset_;
+  bool switched_;
   traces::PcapWriter* pcap_;
   sriov::SwitchIngress ingress_;
   std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<Egress> egress_;
 };
 
 uint8_t wqe_opcode(MessageKind kind) {
@@ -419,7 +458,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     for (size_t i = 0; i < w.hosts.size(); ++i)
       hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)),
                                                    [&driver, i] { driver->poll(i); }));
-    Fabric fabric(hosts, cluster, sc_time(o.preset.propagation_ns, sc_core::SC_NS), pcap.get());
+    Fabric fabric(hosts, cluster, o, pcap.get());
     Driver d("driver", w, o, cluster, hosts, src, dst, runs, result);
     driver = &d;
     d.fabric_packets = [&fabric] { return fabric.packets; };
@@ -427,6 +466,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     // and its operations are reported incomplete.
     sc_core::sc_start(sc_time(double(o.max_model_time_ps), SC_PS));
     result.packets = fabric.packets;
+    result.ports = fabric.port_results();
     result.wire_bytes = fabric.bytes;
     result.incomplete = size_t(std::count_if(result.ops.begin(), result.ops.end(), [](const OpResult& r) { return r.done_ps == 0; }));
     return result;

@@ -2,8 +2,8 @@
 // Runs a workload (replay/workload.h) through the model of the HCA in model time: one headless
 // host per workload host (hostsim: simulated memory, the firmware, the RDMA engine behind a PCIe
 // link model), each running its device work items on a SystemC thread of its own as HcaFunction
-// runs a guest's (pcie/model_time.h), joined by a wire that delivers frames in model-time order
-// after the preset's propagation delay. A driver thread posts each operation when its timing mode
+// runs a guest's (pcie/model_time.h), all on one output-queued switch (lossless, the preset's
+// link rate and propagation delay). A driver thread posts each operation when its timing mode
 // and its dependencies allow, and notes when its completion appears. Deterministic: the same
 // workload and options give the same results and the same capture, byte for byte.
 #include <cstdint>
@@ -30,6 +30,7 @@ struct ReplayOptions {
   model::TimingPreset preset;        // the NIC, PCIe link and wire
   uint32_t max_outstanding = 16;     // operations in flight per QP (its send queue's room)
   std::string pcap_path;             // the replayed wire; empty: none
+  bool switched = true;              // the hosts on one switch (else wired straight to each other)
   uint64_t max_model_time_ps = 10'000'000'000'000;  // the run stops here (10 s of model time)
   // ... and when operations are in flight but none has completed for this long (a livelock: RNR
   // NAKs retried for ever, say).
@@ -46,8 +47,16 @@ struct OpResult {
   uint8_t status = 0;                 // 0 success, else the completion's syndrome
 };
 
+// One switch port, toward one host.
+struct PortResult {
+  uint64_t frames = 0, bytes = 0;
+  uint64_t busy_ps = 0;                    // time spent sending
+  uint64_t max_queue_bytes = 0, max_queue_frames = 0;  // the most waiting (the frame being sent included)
+};
+
 struct ReplayResult {
   std::vector<OpResult> ops;  // QP by QP, operation by operation
+  std::vector<PortResult> ports;  // the switch port to each host
   uint64_t packets = 0, wire_bytes = 0, end_ps = 0;
   size_t incomplete = 0;      // operations that never completed
   bool stalled = false;       // the run stopped: nothing completed for ReplayOptions::stall_ps

@@ -57,6 +57,18 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
         << ns3(nearest_rank(samples, 99)) << std::setw(14) << ns3(nearest_rank(samples, 99.9)) << std::setw(14)
         << ns3(samples.back()) << "\n";
   }
+  if (!r.ports.empty()) {
+    out << "switch ports (toward each host):\n" << std::left << std::setw(6) << "host" << std::right << std::setw(10)
+        << "frames" << std::setw(14) << "bytes" << std::setw(8) << "busy" << std::setw(16) << "max queue B"
+        << std::setw(14) << "max frames" << "\n";
+    for (size_t i = 0; i < r.ports.size(); ++i) {
+      const PortResult& p = r.ports[i];
+      const double busy = r.end_ps != 0 ? 100.0 * double(p.busy_ps) / double(r.end_ps) : 0;
+      out << std::left << std::setw(6) << ("h" + std::to_string(i)) << std::right << std::setw(10) << p.frames
+          << std::setw(14) << p.bytes << std::setw(7) << std::fixed << std::setprecision(1) << busy << "%"
+          << std::setw(16) << p.max_queue_bytes << std::setw(14) << p.max_queue_frames << "\n";
+    }
+  }
   const double seconds = double(r.end_ps) / 1e12;
   out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete << "\n";
   out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", model time " << ns3(r.end_ps) << " ns";

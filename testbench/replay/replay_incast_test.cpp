@@ -1,0 +1,47 @@
+// Four senders WRITE to one host through the replay's switch: the port toward the receiver is the
+// bottleneck (busy nearly all the run, its queue holding what the senders have in flight), the
+// receiver's payload rate stays under the link rate, and the ports toward the senders carry only
+// ACKs. Without a switch model the four would have reached the receiver at four times the rate.
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include "replay/replayer.h"
+
+namespace hcaemu::replay {
+namespace {
+
+TEST(ReplayIncast, TheReceiversPortIsTheBottleneckAndQueues) {
+  std::string json = R"({"format": "hcareplay-workload/1", "hosts": [)";
+  for (int i = 0; i < 5; ++i) json += std::string(i ? "," : "") + R"({"name": "h)" + std::to_string(i) + R"(", "ip": "10.0.0.)" + std::to_string(i + 1) + "\"}";
+  json += R"(], "qps": [)";
+  for (int i = 0; i < 4; ++i) {
+    json += std::string(i ? "," : "") + R"({"host": "h)" + std::to_string(i) + R"(", "peer": "h4", "service": "rc", "mtu": 4096, "ops": [)";
+    for (int m = 0; m < 32; ++m) json += std::string(m ? "," : "") + R"({"op": "write", "bytes": 65536})";
+    json += "]}";
+  }
+  json += "]}";
+  std::string error;
+  const auto w = parse_workload(json, &error);
+  ASSERT_TRUE(w) << error;
+  ReplayOptions o;
+  o.timing = TimingMode::kAsap;
+  o.max_outstanding = 8;
+  const auto r = replay(*w, o, &error);
+  ASSERT_TRUE(r) << error;
+  ASSERT_EQ(r->incomplete, 0u);
+  ASSERT_EQ(r->ports.size(), 5u);
+  const PortResult& receiver = r->ports[4];
+  EXPECT_GT(double(receiver.busy_ps), 0.9 * double(r->end_ps)) << "the receiver's port sends nearly all the time";
+  EXPECT_GT(receiver.max_queue_frames, 100u) << "frames of four senders queue toward one host";
+  EXPECT_LE(receiver.max_queue_bytes, uint64_t(4 * 8 * 65536 + 4 * 8 * 4200)) << "never more than is in flight";
+  for (int i = 0; i < 4; ++i) EXPECT_LT(r->ports[i].max_queue_frames, 4u) << "sender " << i << " gets only ACKs";
+  const double payload_gbps = 4.0 * 32 * 65536 * 8 / (double(r->end_ps) / 1e12) / 1e9;
+  EXPECT_LT(payload_gbps, o.preset.link_gbps) << "the receiver's link bounds what the four get through";
+  EXPECT_GT(payload_gbps, 0.8 * o.preset.link_gbps) << "and the port is kept full";
+}
+
+}  // namespace
+}  // namespace hcaemu::replay
+
+int sc_main(int, char**) { return 0; }
