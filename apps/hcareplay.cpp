@@ -26,7 +26,7 @@ using namespace hcaemu::replay;
 
 constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
                      [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
-                     [--no-switch] [--no-pcap] [--quiet]
+                     [--no-switch] [--bin-us T] [--no-pcap] [--quiet]
        hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
        hcareplay --help
@@ -39,7 +39,9 @@ Commands:
                   host of the input, its device on a thread of its own, all on one switch with
                   the preset's link rate and propagation delay. Writes DIR/messages.csv (one row per operation:
                   post and completion time, FCT, status), DIR/summary.txt (FCT percentiles per
-                  opcode and size, totals; also printed) and DIR/wire.pcap (the replayed wire).
+                  opcode and size, switch ports, totals; also printed), DIR/links.csv and
+                  DIR/qps.csv (throughput and queue timelines per switch port and per QP) and
+                  DIR/wire.pcap (the replayed wire).
                   The same input and options give byte-identical files.
   inspect INPUT   print what was reconstructed: hosts, queue pairs, message counts by opcode and
                   size, think-time statistics, ACKs/NAKs/retransmissions, and every frame that is
@@ -61,6 +63,7 @@ Options:
                         T ms of model time (default 20: RNR NAKs retried for ever, say)
   --no-switch           wire the hosts straight to each other (default: one output-queued,
                         lossless switch at the preset's link rate; its ports in the summary)
+  --bin-us T            the timelines' bin (default 10 us)
   --no-pcap             do not write DIR/wire.pcap
   --quiet               no progress lines on stderr
   --unmapped N          inspect: list at most N unmapped frames (default 20; counts are complete)
@@ -125,7 +128,7 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
       a.quiet = true;
     } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||
                arg == "--max-outstanding" || arg == "--unmapped" || arg == "--max-model-time-ms" ||
-               arg == "--stall-ms") {
+               arg == "--stall-ms" || arg == "--bin-us") {
       const auto v = value();
       if (!v) return arg + " needs a value";
       if (arg == "-o") a.output = *v;
@@ -136,11 +139,12 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
         if (arg == "--max-outstanding") a.replay.max_outstanding = uint32_t(std::stoul(*v));
         if (arg == "--max-model-time-ms") a.replay.max_model_time_ps = std::stoull(*v) * 1'000'000'000ull;
         if (arg == "--stall-ms") a.replay.stall_ps = std::stoull(*v) * 1'000'000'000ull;
+        if (arg == "--bin-us") a.replay.bin_ps = std::stoull(*v) * 1'000'000ull;
       } catch (const std::exception&) {
         return arg + " needs a number";
       }
       if (arg == "--max-outstanding" && a.replay.max_outstanding == 0) return "--max-outstanding must be at least 1";
-      if ((arg == "--stall-ms" && a.replay.stall_ps == 0) || (arg == "--max-model-time-ms" && a.replay.max_model_time_ps == 0))
+      if ((arg == "--stall-ms" && a.replay.stall_ps == 0) || (arg == "--bin-us" && a.replay.bin_ps == 0) || (arg == "--max-model-time-ms" && a.replay.max_model_time_ps == 0))
         return arg + " must be at least 1";
       if (arg == "--timing") {
         if (*v == "think") a.replay.timing = TimingMode::kThink;
@@ -206,8 +210,11 @@ int run(Args& a, const Workload& workload) {
   write_messages_csv(csv, *result);
   std::ofstream summary(a.out_dir + "/summary.txt");
   write_summary(summary, *result);
+  std::ofstream links(a.out_dir + "/links.csv"), qps(a.out_dir + "/qps.csv");
+  write_link_timeline(links, *result, a.replay.bin_ps);
+  write_qp_timeline(qps, *result, a.replay.bin_ps);
   write_summary(std::cout, *result);
-  if (!csv || !summary) {
+  if (!csv || !summary || !links || !qps) {
     std::cerr << "hcareplay: cannot write into " << a.out_dir << "\n";
     return 1;
   }

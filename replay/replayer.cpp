@@ -111,7 +111,7 @@ class Fabric {
   Fabric(std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster, const ReplayOptions& o,
          traces::PcapWriter* pcap)
       : hosts_(hosts), cluster_(cluster), propagation_(o.preset.propagation_ns, sc_core::SC_NS), preset_(o.preset),
-        switched_(o.switched), pcap_(pcap),
+        switched_(o.switched), bin_ps_(std::max<uint64_t>(o.bin_ps, 1)), pcap_(pcap),
         ingress_("wire", [this](uint16_t from, std::vector<uint8_t>& frame) { deliver(from, frame); }) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
     for (size_t i = 0; i < cluster.size(); ++i) cluster.node(int(i)).engine.set_port(ports_[i].get());
@@ -157,6 +157,9 @@ class Fabric {
     e.stats.busy_ps += pcie::to_ps(serialise);
     e.stats.max_queue_bytes = std::max(e.stats.max_queue_bytes, e.waiting_bytes);
     e.stats.max_queue_frames = std::max<uint64_t>(e.stats.max_queue_frames, e.waiting.size());
+    PortResult::Bin& bin = e.stats.timeline[pcie::to_ps(e.free) / bin_ps_];
+    bin.bytes += bytes;
+    bin.max_queue_bytes = std::max(bin.max_queue_bytes, e.waiting_bytes);
     return e.free;
   }
   void deliver(uint16_t from, std::vector<uint8_t>& frame) {
@@ -178,6 +181,7 @@ class Fabric {
   sc_time propagation_;
   const model::TimingPreset& preset_;
   bool switched_;
+  uint64_t bin_ps_;
   traces::PcapWriter* pcap_;
   sriov::SwitchIngress ingress_;
   std::vector<std::unique_ptr<Port>> ports_;

@@ -8,6 +8,7 @@
 // workload and options give the same results and the same capture, byte for byte.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct ReplayOptions {
   uint32_t max_outstanding = 16;     // operations in flight per QP (its send queue's room)
   std::string pcap_path;             // the replayed wire; empty: none
   bool switched = true;              // the hosts on one switch (else wired straight to each other)
+  uint64_t bin_ps = 10'000'000;      // the timelines' bin (10 us)
   uint64_t max_model_time_ps = 10'000'000'000'000;  // the run stops here (10 s of model time)
   // ... and when operations are in flight but none has completed for this long (a livelock: RNR
   // NAKs retried for ever, say).
@@ -52,6 +54,12 @@ struct PortResult {
   uint64_t frames = 0, bytes = 0;
   uint64_t busy_ps = 0;                    // time spent sending
   uint64_t max_queue_bytes = 0, max_queue_frames = 0;  // the most waiting (the frame being sent included)
+  // Per bin of ReplayOptions::bin_ps (key: bin number) with any traffic: bytes sent (a frame
+  // counts in the bin its last bit leaves) and the most bytes waiting.
+  struct Bin {
+    uint64_t bytes = 0, max_queue_bytes = 0;
+  };
+  std::map<uint64_t, Bin> timeline;
 };
 
 struct ReplayResult {

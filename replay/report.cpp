@@ -78,3 +78,31 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
 }
 
 }  // namespace hcaemu::replay
+
+namespace hcaemu::replay {
+
+namespace {
+std::string gbps(uint64_t bytes, uint64_t bin_ps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", double(bytes) * 8.0 / (double(bin_ps) / 1e12) / 1e9);
+  return text;
+}
+}  // namespace
+
+void write_link_timeline(std::ostream& out, const ReplayResult& r, uint64_t bin_ps) {
+  out << "port,bin_start_ns,bytes,gbps,max_queue_bytes\n";
+  for (size_t p = 0; p < r.ports.size(); ++p)
+    for (const auto& [bin, b] : r.ports[p].timeline)
+      out << 'h' << p << ',' << ns3(bin * bin_ps) << ',' << b.bytes << ',' << gbps(b.bytes, bin_ps) << ','
+          << b.max_queue_bytes << '\n';
+}
+
+void write_qp_timeline(std::ostream& out, const ReplayResult& r, uint64_t bin_ps) {
+  std::map<std::pair<size_t, uint64_t>, uint64_t> bytes;  // (qp, bin) -> payload completed
+  for (const OpResult& op : r.ops)
+    if (op.done_ps != 0 && op.status == 0) bytes[{op.qp, op.done_ps / bin_ps}] += op.bytes;
+  out << "qp,bin_start_ns,bytes,gbps\n";
+  for (const auto& [key, b] : bytes) out << key.first << ',' << ns3(key.second * bin_ps) << ',' << b << ',' << gbps(b, bin_ps) << '\n';
+}
+
+}  // namespace hcaemu::replay

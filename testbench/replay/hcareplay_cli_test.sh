@@ -31,9 +31,11 @@ for timing in asis think asap scale=2; do
   "$REPLAY" run "$WORK/mix.pcap" --out "$WORK/run-$timing" --timing "$timing" --quiet > /dev/null ||
     fail "replay of the capture with --timing $timing"
   [ "$(grep -c ',ok$' "$WORK/run-$timing/messages.csv")" = 400 ] || fail "--timing $timing: not 400 operations ok"
+  head -1 "$WORK/run-$timing/links.csv" | grep -q "^port,bin_start_ns,bytes,gbps,max_queue_bytes$" || fail "links.csv header"
+  [ "$(wc -l < "$WORK/run-$timing/qps.csv")" -gt 1 ] || fail "qps.csv is empty"
 done
 "$REPLAY" run "$WORK/mix.json" --out "$WORK/again" --timing asis --quiet > /dev/null
-for f in messages.csv summary.txt wire.pcap; do
+for f in messages.csv summary.txt links.csv qps.csv wire.pcap; do
   cmp "$WORK/run-asis/$f" "$WORK/again/$f" || fail "$f differs between the capture and its workload replayed the same way"
 done
 "$REPLAY" inspect "$WORK/run-asap/wire.pcap" | grep -q "400 messages" || fail "the replayed wire does not carry 400 messages"

@@ -36,6 +36,14 @@ TEST(ReplayIncast, TheReceiversPortIsTheBottleneckAndQueues) {
   EXPECT_GT(receiver.max_queue_frames, 100u) << "frames of four senders queue toward one host";
   EXPECT_LE(receiver.max_queue_bytes, uint64_t(4 * 8 * 65536 + 4 * 8 * 4200)) << "never more than is in flight";
   for (int i = 0; i < 4; ++i) EXPECT_LT(r->ports[i].max_queue_frames, 4u) << "sender " << i << " gets only ACKs";
+  // The port's timeline adds up to what it sent, and no bin carries more than the link can.
+  uint64_t total = 0;
+  for (const auto& [bin, b] : receiver.timeline) {
+    total += b.bytes;
+    const double bin_gbps = double(b.bytes) * 8 / (double(o.bin_ps) / 1e12) / 1e9;
+    EXPECT_LT(bin_gbps, 1.05 * o.preset.link_gbps) << "bin " << bin;  // a frame counts whole in the bin it ends
+  }
+  EXPECT_EQ(total, receiver.bytes);
   const double payload_gbps = 4.0 * 32 * 65536 * 8 / (double(r->end_ps) / 1e12) / 1e9;
   EXPECT_LT(payload_gbps, o.preset.link_gbps) << "the receiver's link bounds what the four get through";
   EXPECT_GT(payload_gbps, 0.8 * o.preset.link_gbps) << "and the port is kept full";
