@@ -151,7 +151,9 @@ std::map<Reconstructor::StreamKey, Reconstructor::StreamKey> Reconstructor::pair
   for (const auto& [rkey, packets] : responses_) {
     std::optional<StreamKey> best;
     size_t best_hits = 0;
-    for (const auto& [qkey, set] : psns) {
+    for (const auto& entry : psns) {  // (not a structured binding: clang 14 cannot capture one)
+      const StreamKey& qkey = entry.first;
+      const std::unordered_set<uint32_t>& set = entry.second;
       if (qkey.from != rkey.to || qkey.to != rkey.from || pairs.contains(qkey)) continue;
       const size_t hits = size_t(std::count_if(packets.begin(), packets.end(),
                                                [&](const Packet& p) { return set.contains(p.header.psn); }));

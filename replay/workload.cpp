@@ -25,9 +25,11 @@ struct Invalid {
 
 void only_keys(const json& object, const std::string& place, std::initializer_list<const char*> keys) {
   if (!object.is_object()) fail(place, "must be an object");
-  for (const auto& [key, value] : object.items())
+  for (const auto& item : object.items()) {
+    const std::string& key = item.key();
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; }))
       fail(place + "." + key, "unknown key");
+  }
 }
 
 const json& required(const json& object, const std::string& place, const char* key) {

@@ -12,6 +12,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   tshark  # traces_tshark_test: Wireshark's dissectors judge our RoCEv2 frames and pcaps
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer targets (CI runs each for a bounded time)
   # full-system tooling (QEMU provisioning, guest image, VM launcher)
   ca-certificates debian-archive-keyring apt-utils dpkg-dev cpio zstd xz-utils gzip file binutils
   util-linux procps coreutils iproute2 python3

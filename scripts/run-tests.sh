@@ -2,7 +2,9 @@
 # The test command: installs what is missing, builds, provisions QEMU and the guest image, then
 # runs every CTest suite (unit, systemc, full-system). Under CI (CI=true) or with
 # HCAEMU_SANITIZE_TESTS=1 it also builds an ASan/UBSan tree and runs the unit and SystemC suites
-# in it. Extra arguments go to the main CTest run, e.g. scripts/run-tests.sh -L unit
+# in it, and runs every libFuzzer target for a bounded time (HCAEMU_FUZZ_SECONDS each, default 20;
+# scripts/fuzz.sh runs longer campaigns). Extra arguments go to the main CTest run, e.g.
+# scripts/run-tests.sh -L unit
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HCAEMU_BUILD_DIR:-$ROOT/build}"
@@ -28,5 +30,7 @@ if [ "${CI:-}" = true ] || [ "${HCAEMU_SANITIZE_TESTS:-0}" = 1 ]; then
     -DHCAEMU_FULL_SYSTEM_TESTS=OFF
   (cd "$BUILD-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "${HCAEMU_TEST_JOBS:-2}" -L "unit|systemc") || status=$?
+  echo "run-tests: fuzzing each parser for ${HCAEMU_FUZZ_SECONDS:-20} s" >&2
+  HCAEMU_FUZZ_BUILD_DIR="$BUILD-fuzz" "$ROOT/scripts/fuzz.sh" --seconds "${HCAEMU_FUZZ_SECONDS:-20}" || status=$?
 fi
 exit $status
