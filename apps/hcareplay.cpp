@@ -26,7 +26,7 @@ using namespace hcaemu::replay;
 
 constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
                      [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
-                     [--no-switch] [--bin-us T] [--no-pcap] [--quiet]
+                     [--no-switch] [--bin-us T] [--no-pcap] [--no-trace] [--quiet]
        hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
        hcareplay --help
@@ -40,8 +40,9 @@ Commands:
                   the preset's link rate and propagation delay. Writes DIR/messages.csv (one row per operation:
                   post and completion time, FCT, status), DIR/summary.txt (FCT percentiles per
                   opcode and size, switch ports, totals; also printed), DIR/links.csv and
-                  DIR/qps.csv (throughput and queue timelines per switch port and per QP) and
-                  DIR/wire.pcap (the replayed wire).
+                  DIR/qps.csv (throughput and queue timelines per switch port and per QP),
+                  DIR/trace.json and DIR/trace.csv (every stage of every message, as hcaemu
+                  --trace writes them: Perfetto, hcatrace summary) and DIR/wire.pcap.
                   The same input and options give byte-identical files.
   inspect INPUT   print what was reconstructed: hosts, queue pairs, message counts by opcode and
                   size, think-time statistics, ACKs/NAKs/retransmissions, and every frame that is
@@ -65,6 +66,7 @@ Options:
                         lossless switch at the preset's link rate; its ports in the summary)
   --bin-us T            the timelines' bin (default 10 us)
   --no-pcap             do not write DIR/wire.pcap
+  --no-trace            do not write DIR/trace.json and DIR/trace.csv
   --quiet               no progress lines on stderr
   --unmapped N          inspect: list at most N unmapped frames (default 20; counts are complete)
   -o FILE               lower: where the workload goes
@@ -108,7 +110,7 @@ struct Args {
   std::string command, input, output, out_dir, preset = "connectx6dx-100g";
   size_t max_unmapped = 20;
   ReplayOptions replay;
-  bool pcap = true, quiet = false;
+  bool pcap = true, trace = true, quiet = false;
 };
 
 // Parses the command line into `a`; an empty string or the usage error.
@@ -122,6 +124,8 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
     };
     if (arg == "--no-pcap") {
       a.pcap = false;
+    } else if (arg == "--no-trace") {
+      a.trace = false;
     } else if (arg == "--no-switch") {
       a.replay.switched = false;
     } else if (arg == "--quiet") {
@@ -189,6 +193,7 @@ int run(Args& a, const Workload& workload) {
     return 1;
   }
   if (a.pcap) a.replay.pcap_path = a.out_dir + "/wire.pcap";
+  if (a.trace) a.replay.trace_prefix = a.out_dir + "/trace";
   if (!a.quiet) {
     const auto start = std::chrono::steady_clock::now();
     a.replay.progress = [start](uint64_t ps, uint64_t packets, size_t done, size_t total) {

@@ -11,6 +11,7 @@
 #include "hostsim/rdma_host.h"
 #include "pcie/model_time.h"
 #include "sriov/switch_ingress.h"
+#include "traces/latency_trace.h"
 #include "traces/pcap_writer.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"  // work requests name only what they use
@@ -456,6 +457,19 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
       std::string why;
       pcap = traces::PcapWriter::open(o.pcap_path, &why);
       if (!pcap) throw std::runtime_error(why);
+    }
+    // The latency trace: every stage of every message, as hcaemu --trace writes it (host = function).
+    std::unique_ptr<traces::LatencyTrace> trace;
+    if (!o.trace_prefix.empty()) {
+      std::string why;
+      trace = traces::LatencyTrace::open(o.trace_prefix, &why);
+      if (!trace) throw std::runtime_error(why);
+      for (size_t i = 0; i < w.hosts.size(); ++i)
+        cluster.node(int(i)).engine.set_stage_hook([&trace, i](const model::StageStamp& s) {
+          trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps(),
+                         .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
+                         .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
+        });
     }
     std::vector<std::unique_ptr<ReplayHost>> hosts;
     Driver* driver = nullptr;

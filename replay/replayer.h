@@ -31,6 +31,7 @@ struct ReplayOptions {
   model::TimingPreset preset;        // the NIC, PCIe link and wire
   uint32_t max_outstanding = 16;     // operations in flight per QP (its send queue's room)
   std::string pcap_path;             // the replayed wire; empty: none
+  std::string trace_prefix;          // the per-stage latency trace (PREFIX.json, PREFIX.csv); empty: none
   bool switched = true;              // the hosts on one switch (else wired straight to each other)
   uint64_t bin_ps = 10'000'000;      // the timelines' bin (10 us)
   uint64_t max_model_time_ps = 10'000'000'000'000;  // the run stops here (10 s of model time)

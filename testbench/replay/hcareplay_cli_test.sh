@@ -35,10 +35,13 @@ for timing in asis think asap scale=2; do
   [ "$(wc -l < "$WORK/run-$timing/qps.csv")" -gt 1 ] || fail "qps.csv is empty"
 done
 "$REPLAY" run "$WORK/mix.json" --out "$WORK/again" --timing asis --quiet > /dev/null
-for f in messages.csv summary.txt links.csv qps.csv wire.pcap; do
+for f in messages.csv summary.txt links.csv qps.csv trace.csv trace.json wire.pcap; do
   cmp "$WORK/run-asis/$f" "$WORK/again/$f" || fail "$f differs between the capture and its workload replayed the same way"
 done
 "$REPLAY" inspect "$WORK/run-asap/wire.pcap" | grep -q "400 messages" || fail "the replayed wire does not carry 400 messages"
+[ "$(grep -c ',doorbell$' "$WORK/run-asap/trace.csv")" = 400 ] || fail "the latency trace has not 400 doorbells"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["traceEvents"]' "$WORK/run-asap/trace.json" ||
+  fail "trace.json is not trace-event JSON"
 
 for example in "$EXAMPLES"/*.json; do
   name=$(basename "$example" .json)
