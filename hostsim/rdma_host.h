@@ -68,23 +68,21 @@ struct Wire {
 
   // Keeps the sender's buffer and gives it a spare one (no copy).
   void send_buffer(int to, std::vector<uint8_t>& frame) {
-    std::vector<uint8_t> bytes;
-    if (!spare.empty()) {
-      bytes = std::move(spare.back());
-      spare.pop_back();
-    }
+    std::vector<uint8_t> bytes = take_spare();
     bytes.swap(frame);
     frames.push_back({to, std::move(bytes)});
   }
 
   void send(int to, std::span<const uint8_t> frame) {
-    std::vector<uint8_t> bytes;
-    if (!spare.empty()) {
-      bytes = std::move(spare.back());
-      spare.pop_back();
-    }
+    std::vector<uint8_t> bytes = take_spare();
     bytes.assign(frame.begin(), frame.end());
     frames.push_back({to, std::move(bytes)});
+  }
+  std::vector<uint8_t> take_spare() {
+    if (spare.empty()) return {};
+    std::vector<uint8_t> bytes = std::move(spare.back());
+    spare.pop_back();
+    return bytes;
   }
   void recycle(std::vector<uint8_t>&& bytes) {
     if (spare.size() < 4096) spare.push_back(std::move(bytes));

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "common/log.h"
+#include "model/work_items.h"
 #include "pcie/model_time.h"
 
 namespace hcaemu::model {
@@ -174,26 +175,14 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
 }
 
 void HcaFunction::engine() {
-  for (;;) {
-    while (work_.empty()) wait(work_event_);
-    // A frame is handled once it has arrived (the wire's propagation delay). The item stays queued
-    // meanwhile: nothing that owns memory lives on this stack across a wait (a simulation stopped
-    // there never unwinds it), and a reset may clear the queue.
-    const WorkItem& head = work_.front();
-    if (head.kind == WorkKind::kFrame && head.not_before > sc_core::sc_time_stamp()) {
-      wait(head.not_before - sc_core::sc_time_stamp());
-      continue;
-    }
-    pcie::DecoupledScope scope;
-    engine_busy_ = true;
-    {
-      WorkItem item = std::move(work_.front());
-      work_.pop_front();
-      run_item(item);
-    }
-    engine_busy_ = false;
-    scope.settle();  // the item's one wait: the model time it spent
-  }
+  run_work_items(
+      work_, work_event_,
+      [this](WorkItem& item) {
+        engine_busy_ = true;  // a reset meanwhile (a DMA waiting on its client) waits for the item
+        run_item(item);
+        engine_busy_ = false;
+      },
+      [] {});
 }
 
 void HcaFunction::run_item(WorkItem& item) {

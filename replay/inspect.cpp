@@ -64,6 +64,15 @@ void print_hosts(std::ostream& out, const std::vector<WorkloadHost>& hosts) {
     out << "  " << std::left << std::setw(6) << h.name << std::setw(int(width + 2)) << gid_text(h.gid) << mac_text(h.mac) << "\n";
 }
 
+// The think times a workload gives its operations (a capture's: lower() derives them).
+std::vector<uint64_t> think_times(const Workload& w) {
+  std::vector<uint64_t> think;
+  for (const WorkloadQp& q : w.qps)
+    for (const WorkloadOp& op : q.ops)
+      if (op.think_ns) think.push_back(*op.think_ns);
+  return think;
+}
+
 std::string qpn_text(uint32_t qpn) {
   if (qpn == 0) return "-";
   std::ostringstream s;
@@ -77,7 +86,8 @@ void print_capture(std::ostream& out, const Reconstruction& c, size_t max_unmapp
   const double mapped = c.roce_frames != 0 ? 100.0 * double(c.mapped_roce_frames) / double(c.roce_frames) : 0;
   out << "frames " << c.frames << ", RoCEv2 " << c.roce_frames << ", mapped " << c.mapped_roce_frames << " ("
       << std::fixed << std::setprecision(2) << mapped << "% of RoCEv2), unmapped " << c.unmapped.size() << "\n";
-  print_hosts(out, lower(c).hosts);
+  const Workload lowered = lower(c);  // the hosts as a workload names them, and the think times
+  print_hosts(out, lowered.hosts);
   std::vector<uint64_t> per_qp(c.queue_pairs.size(), 0);
   for (const Message& m : c.messages) ++per_qp[m.qp];
   out << "queue pairs:\n  " << std::left << std::setw(4) << "qp" << std::setw(6) << "host" << std::setw(6) << "peer"
@@ -100,13 +110,7 @@ void print_capture(std::ostream& out, const Reconstruction& c, size_t max_unmapp
   print_sizes(out, sizes);
   out << "  " << c.messages.size() << " messages; " << incomplete << " with packets missing from the capture, "
       << unanswered << " never acknowledged or answered in it\n";
-  std::vector<uint64_t> gaps;
-  std::vector<uint64_t> last_done(c.queue_pairs.size(), 0);
-  for (const Message& m : c.messages) {
-    if (last_done[m.qp] != 0 && m.first_ns >= last_done[m.qp]) gaps.push_back(m.first_ns - last_done[m.qp]);
-    if (m.done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], m.done_ns);
-  }
-  print_think(out, gaps);
+  print_think(out, think_times(lowered));
   const Anomalies& a = c.anomalies;
   out << "protocol: " << a.acks << " ACKs, " << a.sequence_naks << " PSN sequence NAKs, " << a.rnr_naks << " RNR NAKs, "
       << a.other_naks << " other NAKs, " << a.retransmitted_packets << " retransmitted packets, " << a.duplicate_responses
@@ -124,7 +128,6 @@ void print_workload(std::ostream& out, const Workload& w) {
   print_hosts(out, w.hosts);
   out << "queue pairs:\n";
   SizeTable sizes;
-  std::vector<uint64_t> think;
   size_t ops = 0, timed = 0, dependent = 0;
   for (size_t i = 0; i < w.qps.size(); ++i) {
     const WorkloadQp& q = w.qps[i];
@@ -135,11 +138,11 @@ void print_workload(std::ostream& out, const Workload& w) {
       add_size(sizes, op.kind, op.bytes);
       ++ops;
       if (op.post_ns) ++timed;
-      if (op.think_ns) think.push_back(*op.think_ns);
       if (!op.after.empty()) ++dependent;
     }
   }
   print_sizes(out, sizes);
+  const std::vector<uint64_t> think = think_times(w);
   out << "  " << ops << " operations: " << timed << " with a post time, " << think.size() << " with a think time, "
       << dependent << " waiting for other completions\n";
   print_think(out, think);

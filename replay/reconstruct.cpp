@@ -129,17 +129,25 @@ struct Reconstructor::StreamState {
   std::optional<size_t> open;              // a message whose LAST has not been seen
   bool open_is_send = false;               // ... a SEND (else a WRITE)
   uint32_t mtu_hint = 4096;                // the path MTU as both directions' payloads show it
-  std::map<size_t, int64_t> read_end;      // a READ message -> the PSN after its last response
   std::map<int64_t, size_t> by_first_psn;  // unwrapped first PSN -> message
   std::unordered_set<int64_t> seen;        // request PSNs seen
   std::unordered_set<int64_t> answered;    // response PSNs seen
   std::map<int64_t, size_t>::iterator next_unacked;
   int64_t base = 0;                        // the stream's first unwrapped PSN
-  // The message holding unwrapped PSN `u`: the last one starting at or before it.
-  std::optional<size_t> message_at(int64_t u) const {
+  // The message holding unwrapped PSN `u`: the last one starting at or before it (its first PSN
+  // and index).
+  std::optional<std::pair<int64_t, size_t>> locate(int64_t u) const {
     auto it = by_first_psn.upper_bound(u);
     if (it == by_first_psn.begin()) return std::nullopt;
-    return std::prev(it)->second;
+    return *std::prev(it);
+  }
+  std::optional<size_t> message_at(int64_t u) const {
+    const auto found = locate(u);
+    return found ? std::optional<size_t>(found->second) : std::nullopt;
+  }
+  // PSNs a message takes: one per packet; a READ one per path MTU of its responses.
+  int64_t span(const Message& m) const {
+    return m.kind == MessageKind::kRead ? int64_t(std::max<uint64_t>(1, (m.bytes + mtu_hint - 1) / mtu_hint)) : 1;
   }
 };
 
@@ -167,18 +175,15 @@ std::map<Reconstructor::StreamKey, Reconstructor::StreamKey> Reconstructor::pair
 void Reconstructor::request_packet(const Packet& p, StreamState& s) {
   const uint8_t opcode = p.header.opcode;
   const int64_t u = s.unwrap(p.header.psn);
-  if (s.seen.contains(u)) {  // sent again: go-back-N, a timeout, or a duplicate on the wire
+  // Sent again (go-back-N, a timeout, a duplicate on the wire), or a READ resent from its first
+  // missing response, which starts inside the PSNs of the READ it repeats.
+  const auto at = s.locate(u);
+  const bool repeats_read = at && r_.messages[at->second].kind == MessageKind::kRead &&
+                            operation(opcode) == op::kRcRdmaReadRequest && u < at->first + s.span(r_.messages[at->second]);
+  if (s.seen.contains(u) || repeats_read) {
     ++r_.anomalies.retransmitted_packets;
     ++r_.mapped_roce_frames;
-    if (auto m = s.message_at(u)) ++r_.messages[*m].retransmitted;
-    return;
-  }
-  // A READ resent from its first missing response starts inside the PSNs of the READ it repeats.
-  if (const auto m = s.message_at(u); m && r_.messages[*m].kind == MessageKind::kRead &&
-                                      operation(opcode) == op::kRcRdmaReadRequest && u < s.read_end.at(*m)) {
-    ++r_.anomalies.retransmitted_packets;
-    ++r_.mapped_roce_frames;
-    ++r_.messages[*m].retransmitted;
+    if (at) ++r_.messages[at->second].retransmitted;
     return;
   }
   s.seen.insert(u);
@@ -190,8 +195,7 @@ void Reconstructor::request_packet(const Packet& p, StreamState& s) {
     return unmapped(p.frame, p.time_ns, "RoCEv2 " + std::string(transport::opcode_name(opcode)) + " PSN " +
                                             hex(p.header.psn) + " without the FIRST packet of its message");
   }
-  if (first) {
-    if (s.open) s.open.reset();  // the message before it never ended: it stays incomplete
+  if (first) {  // an open message before it never ended: it stays incomplete
     Message m;
     m.qp = s.qp;
     m.kind = kind_of(opcode);
@@ -217,14 +221,7 @@ void Reconstructor::request_packet(const Packet& p, StreamState& s) {
     m.complete = true;
     s.open.reset();
   }
-  // A READ takes as many PSNs as it has responses, one per path MTU of data.
-  if (m.kind == MessageKind::kRead) {
-    const uint64_t span = std::max<uint64_t>(1, (m.bytes + s.mtu_hint - 1) / s.mtu_hint);
-    s.read_end[s.by_first_psn.at(u)] = u + int64_t(span);
-    s.expected = u + int64_t(span);
-  } else {
-    s.expected = u + 1;
-  }
+  s.expected = u + s.span(m);
 }
 
 void Reconstructor::build_messages(const StreamKey& key, const std::vector<Packet>& packets, uint32_t requester_qpn,

@@ -7,6 +7,7 @@
 // as new messages. Every frame is either part of a message, a protocol packet, a connection set-up
 // MAD on QP1, or listed as unmapped with the reason: nothing is guessed silently.
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -99,9 +100,7 @@ class Reconstructor {
   struct StreamKey {
     size_t from = 0, to = 0;
     uint32_t dest_qp = 0;
-    bool operator<(const StreamKey& o) const {
-      return std::tie(from, to, dest_qp) < std::tie(o.from, o.to, o.dest_qp);
-    }
+    auto operator<=>(const StreamKey&) const = default;
   };
   struct StreamState;  // a request stream's messages by unwrapped PSN
   size_t host_of(const Gid& gid, const Mac& mac);

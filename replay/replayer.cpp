@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "hostsim/rdma_host.h"
+#include "model/work_items.h"
 #include "pcie/model_time.h"
 #include "sriov/switch_ingress.h"
 #include "traces/latency_trace.h"
@@ -71,29 +72,17 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     return false;
   }
   void run() {
-    for (;;) {
-      while (work_.empty()) wait(work_event_);
-      // Items are taken in order, as HcaFunction takes them. Nothing that owns memory lives on
-      // this stack across a wait: a run stopped there (sc_stop) never unwinds it.
-      const Item& head = work_.front();
-      if (head.kind == Kind::kFrame && head.not_before > sc_core::sc_time_stamp()) {
-        wait(head.not_before - sc_core::sc_time_stamp());
-        continue;
-      }
-      pcie::DecoupledScope scope;
-      {
-        Item item = std::move(work_.front());
-        work_.pop_front();
-        switch (item.kind) {
-          case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
-          case Kind::kFrame: node_.engine.receive(item.data); break;
-          case Kind::kTimer: node_.engine.on_timer(); break;
-          case Kind::kResume: node_.engine.resume_sq(item.sq); break;
-        }
-      }
-      scope.settle();
-      after_item_();  // the host polls its CQs at once: completions are seen when they land
-    }
+    model::run_work_items(
+        work_, work_event_,
+        [this](Item& item) {
+          switch (item.kind) {
+            case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
+            case Kind::kFrame: node_.engine.receive(item.data); break;
+            case Kind::kTimer: node_.engine.on_timer(); break;
+            case Kind::kResume: node_.engine.resume_sq(item.sq); break;
+          }
+        },
+        after_item_);  // the host polls its CQs at once: completions are seen when they land
   }
 
   RdmaNode& node_;
@@ -234,7 +223,7 @@ class Driver : public sc_core::sc_module {
   Driver(sc_core::sc_module_name name, const Workload& w, const ReplayOptions& o, RdmaCluster& cluster,
          std::vector<std::unique_ptr<ReplayHost>>& hosts, const std::vector<Mr>& src, const std::vector<Mr>& dst,
          std::vector<QpRun>& runs, ReplayResult& result)
-      : sc_module(name), w_(w), o_(o), cluster_(cluster), hosts_(hosts), src_(src), dst_(dst), runs_(runs), result_(result) {
+      : sc_module(name), o_(o), cluster_(cluster), hosts_(hosts), src_(src), dst_(dst), runs_(runs), result_(result) {
     base_ns_ = UINT64_MAX;
     for (const WorkloadQp& qp : w.qps)
       for (const WorkloadOp& op : qp.ops)
@@ -382,7 +371,6 @@ class Driver : public sc_core::sc_module {
   std::function<uint64_t()> fabric_packets;
 
  private:
-  const Workload& w_;
   const ReplayOptions& o_;
   RdmaCluster& cluster_;
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
