@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/topology.h"
 #include "replay/inspect.h"
 #include "replay/reconstruct.h"
 #include "replay/replayer.h"
@@ -107,10 +108,11 @@ bool load(const std::string& path, std::optional<Reconstruction>& capture, std::
 
 
 struct Args {
-  std::string command, input, output, out_dir, preset = "connectx6dx-100g";
+  std::string command, input, output, out_dir, preset = "connectx6dx-100g", topology;
   size_t max_unmapped = 20;
   ReplayOptions replay;
-  bool pcap = true, trace = true, quiet = false;
+  bool pcap = true, trace = true, quiet = false, switched = true;
+  std::vector<std::pair<std::string, std::string>> settings;  // --set KEY=V, in order
 };
 
 // Parses the command line into `a`; an empty string or the usage error.
@@ -127,23 +129,39 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
     } else if (arg == "--no-trace") {
       a.trace = false;
     } else if (arg == "--no-switch") {
-      a.replay.switched = false;
+      a.switched = false;
+    } else if (arg == "--no-ideal") {
+      a.replay.ideal = false;
+    } else if (arg == "--dcqcn" || arg.rfind("--dcqcn=", 0) == 0) {
+      const auto profile = hcaemu::model::dcqcn_profile(arg == "--dcqcn" ? "connectx" : arg.substr(8));
+      if (!profile) return "--dcqcn=PROFILE: connectx or paper";
+      a.replay.dcqcn = *profile;
     } else if (arg == "--quiet") {
       a.quiet = true;
     } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||
                arg == "--max-outstanding" || arg == "--unmapped" || arg == "--max-model-time-ms" ||
-               arg == "--stall-ms" || arg == "--bin-us") {
+               arg == "--stall-ms" || arg == "--bin-us" || arg == "--topology" || arg == "--seed" || arg == "--set") {
       const auto v = value();
       if (!v) return arg + " needs a value";
       if (arg == "-o") a.output = *v;
       if (arg == "--out") a.out_dir = *v;
       if (arg == "--timing-preset") a.preset = *v;
+      if (arg == "--topology") a.topology = *v;
+      if (arg == "--set") {
+        const size_t eq = v->find('=');
+        if (eq == std::string::npos || eq == 0) return "--set needs KEY=VALUE";
+        const std::string key = v->substr(0, eq);
+        for (const auto& [k, old] : a.settings)
+          if (k == key) return "--set " + key + " given twice";
+        a.settings.emplace_back(key, v->substr(eq + 1));
+      }
       try {
         if (arg == "--unmapped") a.max_unmapped = std::stoul(*v);
         if (arg == "--max-outstanding") a.replay.max_outstanding = uint32_t(std::stoul(*v));
         if (arg == "--max-model-time-ms") a.replay.max_model_time_ps = std::stoull(*v) * 1'000'000'000ull;
         if (arg == "--stall-ms") a.replay.stall_ps = std::stoull(*v) * 1'000'000'000ull;
         if (arg == "--bin-us") a.replay.bin_ps = std::stoull(*v) * 1'000'000ull;
+        if (arg == "--seed") a.replay.seed = std::stoull(*v);
       } catch (const std::exception&) {
         return arg + " needs a number";
       }
@@ -178,6 +196,53 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
   return {};
 }
 
+// The network (a topology file, --no-switch, or one switch at the preset's link rate) and every
+// --set applied to the preset ("preset.KEY") or the network; a message for what is wrong.
+std::string configure(Args& a, const Workload& workload) {
+  for (const auto& [key, value] : a.settings) {
+    std::string error;
+    if (key.rfind("preset.", 0) == 0 && !hcaemu::model::set_timing_parameter(a.replay.preset, key.substr(7), value, &error))
+      return "--set " + error;
+  }
+  const uint32_t hosts = uint32_t(workload.hosts.size());
+  const hcaemu::model::TimingPreset& p = a.replay.preset;
+  hcaemu::fabric::Topology topology = a.switched ? hcaemu::fabric::single_switch(hosts, p.link_gbps, p.propagation_ns / 2)
+                                                 : hcaemu::fabric::direct(hosts, p.link_gbps, p.propagation_ns);
+  if (!a.topology.empty()) {
+    std::ifstream in(a.topology);
+    if (!in) return "cannot read " + a.topology;
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string error;
+    auto parsed = hcaemu::fabric::parse_topology(text.str(), hosts, &error);
+    if (!parsed) return a.topology + ": " + error;
+    topology = *parsed;
+  }
+  for (const auto& [key, value] : a.settings) {
+    if (key.rfind("preset.", 0) == 0) continue;
+    std::string error;
+    if (key == "qp.ack_timeout") {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end != 0 || v > 31) return "--set qp.ack_timeout: \"" + value + "\" is not 0..31";
+      a.replay.ack_timeout = uint8_t(v);
+      continue;
+    }
+    if (key.rfind("dcqcn.", 0) == 0) {
+      if (!hcaemu::model::set_dcqcn_parameter(a.replay.dcqcn, key.substr(6), value, &error)) return "--set " + error;
+      continue;
+    }
+    if (!hcaemu::fabric::set_parameter(topology, key, value, &error)) {
+      std::string known = "preset.<timing preset key>, dcqcn.<DCQCN parameter>, qp.ack_timeout";
+      for (const std::string& name : hcaemu::fabric::parameter_names()) known += ", " + name;
+      return "--set " + error + " (known: " + known + ")";
+    }
+  }
+  if (const std::string why = hcaemu::fabric::validate(topology); !why.empty()) return "topology: " + why;
+  a.replay.topology = topology;
+  return {};
+}
+
 int run(Args& a, const Workload& workload) {
   const auto presets = hcaemu::model::builtin_timing_presets();
   const auto preset = std::find_if(presets.begin(), presets.end(), [&](const auto& p) { return p.name == a.preset; });
@@ -186,6 +251,10 @@ int run(Args& a, const Workload& workload) {
     return 2;
   }
   a.replay.preset = *preset;
+  if (const std::string why = configure(a, workload); !why.empty()) {
+    std::cerr << "hcareplay: " << why << "\n";
+    return 2;
+  }
   std::error_code ec;
   std::filesystem::create_directories(a.out_dir, ec);
   if (ec) {
@@ -213,19 +282,24 @@ int run(Args& a, const Workload& workload) {
   }
   std::ofstream csv(a.out_dir + "/messages.csv");
   write_messages_csv(csv, *result);
-  std::ofstream summary(a.out_dir + "/summary.txt");
+  std::ofstream summary(a.out_dir + "/summary.txt"), summary_csv(a.out_dir + "/summary.csv");
   write_summary(summary, *result);
+  write_summary_csv(summary_csv, *result);
+  std::ofstream totals(a.out_dir + "/totals.csv"), settings(a.out_dir + "/settings.csv");
+  write_totals_csv(totals, *result);
+  settings << "key,value\n";
+  for (const auto& [key, value] : a.settings) settings << key << ',' << value << '\n';
   std::ofstream links(a.out_dir + "/links.csv"), qps(a.out_dir + "/qps.csv");
   write_link_timeline(links, *result, a.replay.bin_ps);
   write_qp_timeline(qps, *result, a.replay.bin_ps);
   write_summary(std::cout, *result);
-  if (!csv || !summary || !links || !qps) {
+  if (!csv || !summary || !summary_csv || !totals || !settings || !links || !qps) {
     std::cerr << "hcareplay: cannot write into " << a.out_dir << "\n";
     return 1;
   }
   if (result->stalled)
     std::cerr << "hcareplay: stopped at " << result->end_ps / 1000000 << " us of model time: operations in flight and "
-              << "none completed for " << a.replay.stall_ps / 1000000000 << " ms (RNR NAKs or retransmissions without end?)\n";
+              << "none completed for " << result->stall_limit_ps / 1000000000 << " ms (RNR NAKs or retransmissions without end?)\n";
   if (result->incomplete != 0) {
     std::cerr << "hcareplay: " << result->incomplete << " operations never completed (see messages.csv)\n";
     return 3;

@@ -100,7 +100,11 @@ void HcaFunction::resume_later(const SqResume& resume) {
   // Behind everything already queued: frames that arrived meanwhile (ACKs) go first, and a stream
   // on one QP cannot starve other QPs' doorbells, commands or timers (an SQ that always has WQEs
   // would otherwise keep its next message at the head for ever).
-  enqueue({.kind = WorkKind::kSqResume, .sq = resume});
+  // A rate-limited QP's (DCQCN) waits until its next message may go; full-system runs do not turn
+  // DCQCN on yet, so no item waits at the head of this queue today.
+  enqueue({.kind = WorkKind::kSqResume,
+           .not_before = sc_core::sc_time(double(resume.not_before_ps), sc_core::SC_PS),
+           .sq = resume});
 }
 
 bool HcaFunction::reread_queued(uint32_t qpn) {

@@ -46,6 +46,39 @@ const Field* find_field(const std::string& key) {
   return nullptr;
 }
 
+}  // namespace
+
+bool set_timing_parameter(TimingPreset& p, const std::string& key, const std::string& value, std::string* error) {
+  const Field* f = find_field(key);
+  if (f == nullptr) {
+    if (error) *error = "unknown timing preset key " + key;
+    return false;
+  }
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(v >= f->min && v <= f->max) || (f->count && v != std::floor(v))) {
+    if (error) *error = key + ": \"" + value + "\" is not a " + (f->count ? "whole number" : "number") + " in [" +
+                        std::to_string(f->min) + ", " + std::to_string(f->max) + "]";
+    return false;
+  }
+  if (f->real) p.*f->real = v;
+  else p.*f->count = uint32_t(v);
+  return true;
+}
+
+std::vector<std::string> timing_parameter_names() {
+  std::vector<std::string> names;
+  for (const Field& f : kFields) names.push_back(f.key);
+  return names;
+}
+
+namespace {
+
 TimingPreset connectx6dx_100g() { return TimingPreset{}; }
 
 // Same pipeline, one PCIe generation down: the ConnectX-4/5 class on Gen3 x16 that calibration.md's

@@ -55,6 +55,11 @@ struct TimingPreset {
 // Empty if the preset is usable, else the first problem, naming the key.
 std::string validate_timing_preset(const TimingPreset& preset);
 
+// Sets one value by its key (hcareplay run --set preset.KEY=V): false with `error` for an unknown
+// key, a value that is not a number or one out of the key's range.
+bool set_timing_parameter(TimingPreset& preset, const std::string& key, const std::string& value, std::string* error);
+std::vector<std::string> timing_parameter_names();
+
 // "connectx6dx-100g" (the default, TimingPreset{}) and "connectx5-100g".
 std::optional<TimingPreset> builtin_timing_preset(std::string_view name);
 std::vector<TimingPreset> builtin_timing_presets();

@@ -114,7 +114,8 @@ void print_capture(std::ostream& out, const Reconstruction& c, size_t max_unmapp
   const Anomalies& a = c.anomalies;
   out << "protocol: " << a.acks << " ACKs, " << a.sequence_naks << " PSN sequence NAKs, " << a.rnr_naks << " RNR NAKs, "
       << a.other_naks << " other NAKs, " << a.retransmitted_packets << " retransmitted packets, " << a.duplicate_responses
-      << " duplicate responses, " << a.psn_gaps << " PSN gaps, " << a.cm_mads << " CM MADs (QP1)\n";
+      << " duplicate responses, " << a.psn_gaps << " PSN gaps, " << a.cm_mads << " CM MADs (QP1), " << a.cnps << " CNPs, "
+      << a.ecn_marked << " ECN-marked\n";
   std::map<std::string, uint64_t> reasons;
   for (const Unmapped& u : c.unmapped) ++reasons[u.reason.substr(0, u.reason.find(" PSN "))];
   out << "unmapped frames: " << c.unmapped.size() << "\n";

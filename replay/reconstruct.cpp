@@ -108,6 +108,12 @@ void Reconstructor::add(uint64_t index, uint64_t time_ns, std::span<const uint8_
   p.header.payload = {};
   const StreamKey key{host_of(p.header.src_gid, p.header.src_mac), host_of(p.header.dst_gid, p.header.dst_mac),
                       p.header.dest_qp};
+  if ((p.header.traffic_class & 3) == 3) ++r_.anomalies.ecn_marked;
+  if (p.header.opcode == transport::opcode::kCnp) {  // DCQCN's notification: answers traffic, is none
+    ++r_.anomalies.cnps;
+    ++r_.mapped_roce_frames;
+    return;
+  }
   if (service_of(p.header.opcode) == Service::kUd) {
     if (p.header.dest_qp == 1) {  // QP1: CM MADs set connections up; they are not workload data
       ++r_.anomalies.cm_mads;

@@ -65,6 +65,8 @@ struct Anomalies {
   uint64_t sequence_naks = 0, rnr_naks = 0, other_naks = 0;
   uint64_t acks = 0;
   uint64_t cm_mads = 0;                // UD datagrams to QP1: connection set-up, not data
+  uint64_t cnps = 0;                   // congestion notifications (DCQCN), not data
+  uint64_t ecn_marked = 0;             // packets that arrived Congestion Experienced
 };
 
 struct Unmapped {

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "hostsim/rdma_host.h"
+#include "fabric/network.h"
 #include "model/work_items.h"
+#include "replay/ideal.h"
 #include "pcie/model_time.h"
 #include "sriov/switch_ingress.h"
 #include "traces/latency_trace.h"
@@ -46,6 +48,9 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     SC_METHOD(timer_fired);
     sensitive << timer_;
     dont_initialize();
+    SC_METHOD(paced_due);
+    sensitive << pace_;
+    dont_initialize();
   }
   ~ReplayHost() override { node_.engine.set_sq_scheduler(nullptr); }
 
@@ -65,10 +70,32 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     work_event_.notify(sc_core::SC_ZERO_TIME);
   }
   void timer_fired() { push({Kind::kTimer}); }
-  void resume_later(const model::SqResume& resume) override { push({Kind::kResume, {}, {}, resume}); }
+  // A rate-limited QP's (DCQCN) next message waits aside until it may go, so frames and other QPs'
+  // work are not held behind it; then it joins the queue.
+  void resume_later(const model::SqResume& resume) override {
+    if (resume.not_before_ps <= kernel_ps()) return push({Kind::kResume, {}, {}, resume});
+    paced_.push_back(resume);
+    pace_.notify(sc_time(double(resume.not_before_ps - kernel_ps()), SC_PS));
+  }
+  void paced_due() {
+    const uint64_t now = kernel_ps();
+    std::optional<uint64_t> next;
+    for (auto it = paced_.begin(); it != paced_.end();) {
+      if (it->not_before_ps <= now) {
+        push({Kind::kResume, {}, {}, *it});
+        it = paced_.erase(it);
+      } else {
+        next = std::min(next.value_or(UINT64_MAX), it->not_before_ps);
+        ++it;
+      }
+    }
+    if (next) pace_.notify(sc_time(double(*next - now), SC_PS));
+  }
   bool reread_queued(uint32_t qpn) override {
     for (Item& item : work_)
       if (item.kind == Kind::kResume && item.sq.qpn == qpn) return item.sq.reread = true;
+    for (model::SqResume& waiting : paced_)
+      if (waiting.qpn == qpn) return waiting.reread = true;
     return false;
   }
   void run() {
@@ -88,94 +115,90 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   RdmaNode& node_;
   std::function<void()> after_item_;
   std::deque<Item> work_;
-  sc_core::sc_event work_event_, timer_;
+  std::deque<model::SqResume> paced_;
+  sc_core::sc_event work_event_, timer_, pace_;
 };
 
-// The network between the hosts: frames in model-time order (sriov::SwitchIngress) reach one
-// output-queued, store-and-forward switch after the propagation delay; each host's port sends them
-// on, in order, at the link rate (frames queue there when several senders aim at one host, with
-// no limit: lossless), and the host has them when the last bit is out. A frame to its own sender
-// turns around inside the NIC. Captured with the time it left its sender.
-class Fabric {
+// The network between the hosts (fabric::Network) on the kernel's time: frames in model-time order
+// (sriov::SwitchIngress) go in when their last bit leaves the NIC, the network's own events run
+// when they are due, and frames come out at their hosts as work items. A frame to its own sender
+// turns around inside the NIC. The capture holds each frame as it left its sender (and the PFC
+// frames the switches send), from the workload's start on.
+class Wire : public sc_core::sc_module {
  public:
-  Fabric(std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster, const ReplayOptions& o,
-         traces::PcapWriter* pcap)
-      : hosts_(hosts), cluster_(cluster), propagation_(o.preset.propagation_ns, sc_core::SC_NS), preset_(o.preset),
-        switched_(o.switched), bin_ps_(std::max<uint64_t>(o.bin_ps, 1)), pcap_(pcap),
-        ingress_("wire", [this](uint16_t from, std::vector<uint8_t>& frame) { deliver(from, frame); }) {
+  SC_HAS_PROCESS(Wire);
+  Wire(sc_core::sc_module_name name, std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster,
+       const fabric::Topology& topology, const ReplayOptions& o)
+      : sc_module(name), hosts_(hosts), cluster_(cluster),
+        ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame) { forward(from, frame); }),
+        network_(topology, macs(cluster), o.seed, std::max<uint64_t>(o.bin_ps, 1),
+                 {.deliver = [this](uint32_t host, std::vector<uint8_t>& frame,
+                                    uint64_t at) { hosts_[host]->frame(std::move(frame), sc_time(double(at), SC_PS)); },
+                  .capture = [this](uint64_t at, std::span<const uint8_t> frame) {
+                    if (pcap_) pcap_->write(at - origin_ps_, frame);
+                  }}) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
-    for (size_t i = 0; i < cluster.size(); ++i) cluster.node(int(i)).engine.set_port(ports_[i].get());
-    egress_.resize(cluster.size());
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      cluster.node(int(i)).engine.set_port(ports_[i].get());
+      cluster.node(int(i)).engine.set_transmit_gate(
+          [this, i](uint64_t now) { return network_.host_blocked_until(uint32_t(i), now); });
+    }
+    SC_METHOD(step);
+    sensitive << wake_;
+    dont_initialize();
+  }
+  // From now on: the capture is written, and the statistics start again at zero.
+  void start_workload(traces::PcapWriter* pcap) {
+    origin_ps_ = kernel_ps();
+    pcap_ = pcap;
+    packets = bytes = 0;
+    network_.restart_statistics(origin_ps_);
   }
   uint64_t packets = 0, bytes = 0;
-  std::vector<PortResult> port_results() const {
-    std::vector<PortResult> out;
-    for (size_t i = 0; i < egress_.size(); ++i) out.push_back(egress_[i].stats);
-    return out;
-  }
+  const fabric::Network& network() const { return network_; }
 
  private:
+  static std::vector<fabric::Mac> macs(RdmaCluster& cluster) {
+    std::vector<fabric::Mac> out;
+    for (size_t i = 0; i < cluster.size(); ++i) out.push_back(cluster.node(int(i)).mac);
+    return out;
+  }
   struct Port : transport::EthernetPort {
-    Port(Fabric& f, uint16_t from) : fabric(f), from(from) {}
-    void transmit(std::span<const uint8_t> frame) override {
-      fabric.ingress_.submit(from, frame, pcie::model_time() + fabric.propagation_);
-    }
-    Fabric& fabric;
+    Port(Wire& w, uint16_t from) : wire(w), from(from) {}
+    void transmit(std::span<const uint8_t> frame) override { wire.ingress_.submit(from, frame, pcie::model_time()); }
+    Wire& wire;
     uint16_t from;
   };
-  // A switch port: when it is free again and the frames still waiting in it.
-  struct Egress {
-    sc_time free = sc_core::SC_ZERO_TIME;
-    std::deque<std::pair<sc_time, uint32_t>> waiting;  // (done, bytes) of frames not yet sent
-    uint64_t waiting_bytes = 0;
-    PortResult stats;
-  };
-  // When the frame is out of the switch port to host `to` (queued behind the frames before it).
-  sc_time egress(size_t to, size_t bytes) {
-    Egress& e = egress_[to];
-    const sc_time now = sc_core::sc_time_stamp();
-    while (!e.waiting.empty() && e.waiting.front().first <= now) {
-      e.waiting_bytes -= e.waiting.front().second;
-      e.waiting.pop_front();
-    }
-    const sc_time serialise(preset_.wire_ns(uint32_t(bytes)), sc_core::SC_NS);
-    e.free = std::max(e.free, now) + serialise;
-    e.waiting.emplace_back(e.free, uint32_t(bytes));
-    e.waiting_bytes += bytes;
-    e.stats.frames += 1;
-    e.stats.bytes += bytes;
-    e.stats.busy_ps += pcie::to_ps(serialise);
-    e.stats.max_queue_bytes = std::max(e.stats.max_queue_bytes, e.waiting_bytes);
-    e.stats.max_queue_frames = std::max<uint64_t>(e.stats.max_queue_frames, e.waiting.size());
-    PortResult::Bin& bin = e.stats.timeline[pcie::to_ps(e.free) / bin_ps_];
-    bin.bytes += bytes;
-    bin.max_queue_bytes = std::max(bin.max_queue_bytes, e.waiting_bytes);
-    return e.free;
-  }
-  void deliver(uint16_t from, std::vector<uint8_t>& frame) {
+  void forward(uint16_t from, std::vector<uint8_t>& frame) {
     ++packets;
     bytes += frame.size();
-    if (pcap_) pcap_->write(kernel_ps() - pcie::to_ps(propagation_), frame);
-    for (size_t i = 0; i < cluster_.size() && frame.size() >= 6; ++i)
-      if (std::equal(frame.begin(), frame.begin() + 6, cluster_.node(int(i)).mac.begin())) {  // its sender too: loopback
-        const sc_time at = switched_ && i != from ? egress(i, frame.size()) : sc_core::sc_time_stamp();
-        std::vector<uint8_t> taken;
-        taken.swap(frame);
-        hosts_[i]->frame(std::move(taken), at);
-        return;
-      }
+    if (pcap_) pcap_->write(kernel_ps() - origin_ps_, frame);
+    std::vector<uint8_t> taken;
+    taken.swap(frame);
+    const auto& own = cluster_.node(int(from)).mac;
+    if (taken.size() >= 6 && std::equal(own.begin(), own.end(), taken.begin())) {  // loopback inside the NIC
+      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp());
+      return;
+    }
+    network_.send(from, std::move(taken), kernel_ps());
+    reschedule();
+  }
+  void step() {
+    network_.run_until(kernel_ps());
+    reschedule();
+  }
+  void reschedule() {
+    if (const auto next = network_.next_event_ps()) wake_.notify(sc_time(double(*next - std::min(*next, kernel_ps())), SC_PS));
   }
 
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
   RdmaCluster& cluster_;
-  sc_time propagation_;
-  const model::TimingPreset& preset_;
-  bool switched_;
-  uint64_t bin_ps_;
-  traces::PcapWriter* pcap_;
   sriov::SwitchIngress ingress_;
+  fabric::Network network_;
   std::vector<std::unique_ptr<Port>> ports_;
-  std::vector<Egress> egress_;
+  traces::PcapWriter* pcap_ = nullptr;
+  uint64_t origin_ps_ = 0;
+  sc_core::sc_event wake_;
 };
 
 uint8_t wqe_opcode(MessageKind kind) {
@@ -204,9 +227,10 @@ bool is_send(MessageKind k) {
   return k == MessageKind::kSend || k == MessageKind::kSendImm || k == MessageKind::kSendInvalidate;
 }
 
-// What the driver keeps of one workload QP.
+// What the driver keeps of one QP (of a probe or of the workload).
 struct QpRun {
   const WorkloadQp* spec = nullptr;
+  bool probe = false;
   size_t first_result = 0;     // index of its operation 0 in the results
   Qp* qp = nullptr;            // the requester, on spec->host
   Qp* peer = nullptr;          // its responder (RC, UC, XRC) or the datagram receiver (UD), on spec->peer
@@ -214,21 +238,30 @@ struct QpRun {
   size_t next = 0;             // the next operation to post
   std::deque<size_t> in_flight;  // posted, not completed (operation indices, in posting order)
   uint64_t last_done_ps = 0;
+  size_t next_first_packet = 0;     // the operation whose first packet is next to leave
+  std::deque<uint64_t> sent_messages;  // trace ids of the latest messages out (a resend is not a first)
 };
 
-// Posts the workload's operations and collects their completions.
+// Posts the operations (the probes first, one after another, then the workload's) and collects
+// their completions. Times are the kernel's; the workload's start (`origin`) is when the last
+// probe completed.
 class Driver : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Driver);
   Driver(sc_core::sc_module_name name, const Workload& w, const ReplayOptions& o, RdmaCluster& cluster,
          std::vector<std::unique_ptr<ReplayHost>>& hosts, const std::vector<Mr>& src, const std::vector<Mr>& dst,
-         std::vector<QpRun>& runs, ReplayResult& result)
-      : sc_module(name), o_(o), cluster_(cluster), hosts_(hosts), src_(src), dst_(dst), runs_(runs), result_(result) {
+         std::vector<QpRun>& runs, std::vector<OpResult>& results, size_t probe_ops, std::function<void()> on_start)
+      : sc_module(name), o_(o), cluster_(cluster), hosts_(hosts), src_(src), dst_(dst), runs_(runs), results_(results),
+        probe_ops_(probe_ops), on_start_(std::move(on_start)) {
     base_ns_ = UINT64_MAX;
     for (const WorkloadQp& qp : w.qps)
       for (const WorkloadOp& op : qp.ops)
         if (op.post_ns) base_ns_ = std::min(base_ns_, *op.post_ns);
     if (base_ns_ == UINT64_MAX) base_ns_ = 0;
+    for (QpRun& r : runs_) {
+      by_qpn_[{r.spec->host, r.qp->qpn}] = &r;
+      probe_qps_ += r.probe;
+    }
     SC_THREAD(run);
   }
   // A host finished a work item: its completions are read now.
@@ -239,10 +272,38 @@ class Driver : public sc_core::sc_module {
       if (r.spec->host == host) take_completions(r);
     }
   }
+  // The first packet of message `id` of QP `qpn` on `host` left at `at_ps`.
+  void first_packet(size_t host, uint32_t qpn, uint64_t id, uint64_t at_ps) {
+    const auto it = by_qpn_.find({host, qpn});
+    if (it == by_qpn_.end()) return;
+    QpRun& r = *it->second;
+    if (std::find(r.sent_messages.begin(), r.sent_messages.end(), id) != r.sent_messages.end()) return;  // resent
+    r.sent_messages.push_back(id);
+    if (r.sent_messages.size() > 2 * o_.max_outstanding + 8) r.sent_messages.pop_front();
+    if (r.next_first_packet < r.next) result(r, r.next_first_packet++).first_packet_ps = at_ps;
+  }
+  // What host `host`'s congestion control did to one of its QPs.
+  void congestion(size_t host, const model::CongestionEvent& e, std::vector<QpCongestion>& out) {
+    const auto it = by_qpn_.find({host, e.qpn});
+    if (!started_ || it == by_qpn_.end() || it->second->probe) return;
+    const size_t qp = size_t(it->second - &runs_[probe_qps_]);
+    QpCongestion::Bin& bin = out[qp].timeline[(e.time_ps - std::min(e.time_ps, origin_ps_)) / std::max<uint64_t>(o_.bin_ps, 1)];
+    bin.rate_gbps = e.rate_gbps;
+    if (e.cnp) ++bin.cnps, ++out[qp].cnps;
+  }
+  bool started() const { return started_; }
+  uint64_t origin_ps() const { return origin_ps_; }
+  uint64_t end_ps() const { return end_ps_; }
+  bool stalled() const { return stalled_; }
+  std::function<uint64_t()> fabric_packets;
 
  private:
-  OpResult& result(const QpRun& r, size_t op) { return result_.ops[r.first_result + op]; }
-  bool done(const OpRef& ref) { return result(runs_[ref.qp], ref.op).done_ps != 0; }
+  OpResult& result(const QpRun& r, size_t op) { return results_[r.first_result + op]; }
+  // A dependency of an operation of `from`: workload references count the workload's QPs only.
+  bool done(const QpRun& from, const OpRef& ref) {
+    const size_t qp = from.probe ? ref.qp : ref.qp + probe_qps_;
+    return qp < runs_.size() && result(runs_[qp], ref.op).done_ps != 0;
+  }
 
   void take_completions(QpRun& r) {
     RdmaNode& node = cluster_.node(int(r.spec->host));
@@ -255,24 +316,34 @@ class Driver : public sc_core::sc_module {
         res.done_ps = std::max<uint64_t>(kernel_ps(), 1);
         r.last_done_ps = res.done_ps;
         ++completed_;
+        if (r.probe) ++probes_done_;
         if (uint16_t(res_index_[r.first_result + op]) == cqe.wqe_counter) {
           if (cqe.opcode != 0) res.status = cqe.syndrome != 0 ? cqe.syndrome : 0xff;
           break;
         }
       }
     }
+    if (!started_ && probes_done_ == probe_ops_) start();
     progressed_.notify(sc_core::SC_ZERO_TIME);
+  }
+  void start() {
+    started_ = true;
+    origin_ps_ = kernel_ps();
+    if (on_start_) on_start_();
   }
 
   // When operation `next` of `r` may be posted (model ps); nullopt while it must wait for a
-  // completion (its QP's room, a dependency, the previous operation for a think time).
+  // completion (the probes, its QP's room, a dependency, the previous operation for a think time).
   std::optional<uint64_t> post_time(const QpRun& r) {
+    if (!r.probe && !started_) return std::nullopt;
     const WorkloadOp& op = r.spec->ops[r.next];
     if (r.in_flight.size() >= o_.max_outstanding) return std::nullopt;
     for (const OpRef& dep : op.after)
-      if (!done(dep)) return std::nullopt;
+      if (!done(r, dep)) return std::nullopt;
+    if (r.probe) return 0;
     const auto captured = [&](double factor) -> std::optional<uint64_t> {
-      return op.post_ns ? std::optional<uint64_t>(uint64_t(double(*op.post_ns - base_ns_) * 1000.0 * factor)) : std::nullopt;
+      if (!op.post_ns) return std::nullopt;
+      return origin_ps_ + uint64_t(double(*op.post_ns - base_ns_) * 1000.0 * factor);
     };
     switch (o_.timing) {
       case TimingMode::kAsap: return 0;
@@ -320,8 +391,9 @@ class Driver : public sc_core::sc_module {
   }
 
   void run() {
-    res_index_.assign(result_.ops.size(), 0);
-    const size_t total = result_.ops.size();
+    res_index_.assign(results_.size(), 0);
+    if (probe_ops_ == 0) start();
+    const size_t total = results_.size();
     auto last_report = std::chrono::steady_clock::now();
     for (;;) {
       std::optional<uint64_t> wake;
@@ -343,16 +415,16 @@ class Driver : public sc_core::sc_module {
       }
       if (o_.progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(1)) {
         last_report = std::chrono::steady_clock::now();
-        o_.progress(kernel_ps(), fabric_packets ? fabric_packets() : 0, completed_, total);
+        o_.progress(kernel_ps() - origin_ps_, fabric_packets ? fabric_packets() : 0, completed_ - probes_done_,
+                    total - probe_ops_);
       }
       if (completed_ == total) break;
       const bool in_flight = std::any_of(runs_.begin(), runs_.end(), [](const QpRun& r) { return !r.in_flight.empty(); });
-      if (in_flight && kernel_ps() - last_progress_ps_ >= o_.stall_ps) {
-        result_.stalled = true;  // operations in flight, none completing: stop rather than spin
-        sc_core::sc_stop();
+      if (in_flight && kernel_ps() - last_progress_ps_ >= stall_ps()) {
+        stalled_ = true;  // operations in flight, none completing: stop rather than spin
         break;
       }
-      if (in_flight) wake = std::min(wake.value_or(UINT64_MAX), last_progress_ps_ + o_.stall_ps);
+      if (in_flight) wake = std::min(wake.value_or(UINT64_MAX), last_progress_ps_ + stall_ps());
       const size_t before = completed_;
       if (wake && waiting_for_completion)
         wait(sc_time(double(*wake - kernel_ps()), SC_PS), progressed_);
@@ -364,26 +436,41 @@ class Driver : public sc_core::sc_module {
         break;  // nothing left that could ever be posted
       if (completed_ != before) last_progress_ps_ = kernel_ps();
     }
-    result_.end_ps = kernel_ps();
+    end_ps_ = kernel_ps();
+    sc_core::sc_stop();
   }
 
- public:
-  std::function<uint64_t()> fabric_packets;
+  // Nothing completing for this long ends the run.
+  uint64_t stall_ps() const { return stall_limit(o_); }
 
- private:
   const ReplayOptions& o_;
   RdmaCluster& cluster_;
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
   const std::vector<Mr>& src_;
   const std::vector<Mr>& dst_;
   std::vector<QpRun>& runs_;
-  ReplayResult& result_;
+  std::vector<OpResult>& results_;
+  size_t probe_ops_, probe_qps_ = 0;
+  std::function<void()> on_start_;
+  std::map<std::pair<size_t, uint32_t>, QpRun*> by_qpn_;
   std::vector<uint32_t> res_index_;  // the WQE index each operation was posted at
   uint64_t base_ns_ = 0;
-  size_t completed_ = 0;
+  size_t completed_ = 0, probes_done_ = 0;
+  bool started_ = false, stalled_ = false;
+  uint64_t origin_ps_ = 0, end_ps_ = 0;
   uint64_t last_progress_ps_ = 0;  // model time of the last completion (or the start)
   sc_core::sc_event progressed_;
 };
+
+}  // namespace
+
+uint64_t stall_limit(const ReplayOptions& o) {
+  if (o.stall_ps != 0) return o.stall_ps;
+  const uint64_t timeout_ps = (uint64_t(4096) << std::min<uint8_t>(o.ack_timeout, 31)) * 1000;
+  return std::max<uint64_t>(20'000'000'000, 3 * timeout_ps);
+}
+
+namespace {
 
 // What the headless hosts cannot take, before anything runs.
 std::string unsupported(const Workload& w) {
@@ -402,12 +489,44 @@ std::string unsupported(const Workload& w) {
 
 }  // namespace
 
+namespace {
+
+// The network of the run: the given topology, or every host on one switch at the preset's rate.
+fabric::Topology network_of(const Workload& w, const ReplayOptions& o) {
+  if (o.topology) return *o.topology;
+  return fabric::single_switch(uint32_t(w.hosts.size()), o.preset.link_gbps, o.preset.propagation_ns / 2);
+}
+
+// Workload times from its start; done 0 stays "never".
+void shift(std::vector<OpResult>& ops, uint64_t origin) {
+  for (OpResult& op : ops) {
+    op.post_ps -= std::min(op.post_ps, origin);
+    if (op.first_packet_ps != 0) op.first_packet_ps = std::max<uint64_t>(op.first_packet_ps - std::min(op.first_packet_ps, origin), 1);
+    if (op.done_ps != 0) op.done_ps = std::max<uint64_t>(op.done_ps - std::min(op.done_ps, origin), 1);
+  }
+}
+
+}  // namespace
+
 std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, std::string* error) {
   if (const std::string why = unsupported(w); !why.empty()) {
     if (error) *error = why;
     return std::nullopt;
   }
+  const fabric::Topology topology = network_of(w, o);
+  if (topology.hosts != w.hosts.size()) {
+    if (error) *error = "the topology has " + std::to_string(topology.hosts) + " hosts, the workload " + std::to_string(w.hosts.size());
+    return std::nullopt;
+  }
+  if (const std::string why = fabric::validate(topology); !why.empty()) {
+    if (error) *error = "topology: " + why;
+    return std::nullopt;
+  }
   try {
+    const IdealProbes probes = o.ideal ? plan_probes(w) : IdealProbes{};
+    std::vector<const WorkloadQp*> specs;
+    for (const WorkloadQp& qp : probes.workload.qps) specs.push_back(&qp);
+    for (const WorkloadQp& qp : w.qps) specs.push_back(&qp);
     RdmaCluster cluster(int(w.hosts.size()));
     std::vector<std::unique_ptr<pcie::TimedHostMemory>> dma;
     std::vector<Mr> src, dst;
@@ -416,15 +535,16 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
       src.push_back(cluster.node(int(i)).reg_mr(kMaxReplayMessage));
       dst.push_back(cluster.node(int(i)).reg_mr(kMaxReplayMessage));
     }
-    ReplayResult result;
+    std::vector<OpResult> results;
     std::vector<QpRun> runs;
-    for (size_t q = 0; q < w.qps.size(); ++q) {
-      const WorkloadQp& spec = w.qps[q];
+    for (size_t q = 0; q < specs.size(); ++q) {
+      const WorkloadQp& spec = *specs[q];
+      const bool probe = q < probes.workload.qps.size();
       RdmaNode& a = cluster.node(int(spec.host));
       RdmaNode& b = cluster.node(int(spec.peer));
-      QpRun r{.spec = &spec, .first_result = result.ops.size()};
+      QpRun r{.spec = &spec, .probe = probe, .first_result = results.size()};
       for (size_t i = 0; i < spec.ops.size(); ++i)
-        result.ops.push_back({.qp = q, .op = i, .kind = spec.ops[i].kind, .bytes = spec.ops[i].bytes});
+        results.push_back({.qp = probe ? q : q - probes.workload.qps.size(), .op = i, .kind = spec.ops[i].kind, .bytes = spec.ops[i].bytes});
       const uint8_t service = spec.service == Service::kUd ? model::qp_st::kUd
                               : spec.service == Service::kUc ? model::qp_st::kUc : model::qp_st::kRc;
       r.qp = &a.create_qp(a.make_cq(10), a.make_cq(4), 0, service);
@@ -436,44 +556,78 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
       } else {
         RcAttributes attr;
         attr.mtu = ib_mtu(spec.mtu);
+        attr.ack_timeout = o.ack_timeout;
         RdmaCluster::bring_up(a, *r.qp, b, *r.peer, attr);
       }
       runs.push_back(r);
     }
+    const size_t probe_ops = probes.probes.size();
     std::unique_ptr<traces::PcapWriter> pcap;
     if (!o.pcap_path.empty()) {
       std::string why;
       pcap = traces::PcapWriter::open(o.pcap_path, &why);
       if (!pcap) throw std::runtime_error(why);
     }
-    // The latency trace: every stage of every message, as hcaemu --trace writes it (host = function).
     std::unique_ptr<traces::LatencyTrace> trace;
     if (!o.trace_prefix.empty()) {
       std::string why;
       trace = traces::LatencyTrace::open(o.trace_prefix, &why);
       if (!trace) throw std::runtime_error(why);
-      for (size_t i = 0; i < w.hosts.size(); ++i)
-        cluster.node(int(i)).engine.set_stage_hook([&trace, i](const model::StageStamp& s) {
-          trace->record({.time_ps = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps(),
-                         .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
-                         .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
-        });
     }
     std::vector<std::unique_ptr<ReplayHost>> hosts;
     Driver* driver = nullptr;
     for (size_t i = 0; i < w.hosts.size(); ++i)
       hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)),
                                                    [&driver, i] { driver->poll(i); }));
-    Fabric fabric(hosts, cluster, o, pcap.get());
-    Driver d("driver", w, o, cluster, hosts, src, dst, runs, result);
+    Wire wire("wire", hosts, cluster, topology, o);
+    Driver d("driver", w, o, cluster, hosts, src, dst, runs, results, probe_ops, [&] { wire.start_workload(pcap.get()); });
     driver = &d;
-    d.fabric_packets = [&fabric] { return fabric.packets; };
+    d.fabric_packets = [&wire] { return wire.packets; };
+    // Every stage of every message of the workload, as hcaemu --trace writes it (host = function);
+    // the first packets for messages.csv.
+    for (size_t i = 0; i < w.hosts.size(); ++i)
+      cluster.node(int(i)).engine.set_stage_hook([&trace, &d, i](const model::StageStamp& s) {
+        const uint64_t at = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps();
+        if (s.stage == model::RdmaStage::kWireFirstPacket && s.function < 0) d.first_packet(i, s.qpn, s.message, at);
+        if (trace && d.started())
+          trace->record({.time_ps = at - std::min(at, d.origin_ps()),
+                         .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
+                         .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
+      });
+    std::vector<QpCongestion> congestion(w.qps.size());
+    for (size_t i = 0; i < w.hosts.size(); ++i)
+      cluster.node(int(i)).engine.set_congestion_control(
+          &o.dcqcn, [&d, &congestion, i](const model::CongestionEvent& e) { d.congestion(i, e, congestion); });
     // Bounded: a workload that never finishes (an RNR retry count of 7 retries for ever) stops here
     // and its operations are reported incomplete.
+    sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_start(sc_time(double(o.max_model_time_ps), SC_PS));
-    result.packets = fabric.packets;
-    result.ports = fabric.port_results();
-    result.wire_bytes = fabric.bytes;
+    ReplayResult result;
+    for (size_t i = 0; i < w.hosts.size(); ++i) {
+      model::RdmaEngine& engine = cluster.node(int(i)).engine;
+      engine.set_stage_hook({});
+      engine.set_congestion_control(nullptr);
+      result.cc.np_ecn_marked_roce_packets += engine.counters().np_ecn_marked_roce_packets;
+      result.cc.np_cnp_sent += engine.counters().np_cnp_sent;
+      result.cc.rp_cnp_handled += engine.counters().rp_cnp_handled;
+      result.cc.rp_cnp_ignored += engine.counters().rp_cnp_ignored;
+    }
+    result.congestion = std::move(congestion);
+    std::vector<uint64_t> probe_fct;
+    for (size_t i = 0; i < probe_ops; ++i)
+      probe_fct.push_back(results[i].done_ps != 0 && results[i].status == 0 ? results[i].done_ps - results[i].post_ps : 0);
+    result.ops.assign(results.begin() + std::ptrdiff_t(probe_ops), results.end());
+    for (OpResult& op : result.ops) op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], w.qps[op.qp].ops[op.op]);
+    const uint64_t origin = d.started() ? d.origin_ps() : d.end_ps();
+    shift(result.ops, origin);
+    result.stalled = d.stalled();
+    result.stall_limit_ps = stall_limit(o);
+    result.end_ps = (d.end_ps() != 0 ? d.end_ps() : kernel_ps()) - origin;
+    result.packets = wire.packets;
+    result.wire_bytes = wire.bytes;
+    result.links = wire.network().links();
+    result.network = wire.network().totals();
+    result.topology = topology.describe();
     result.incomplete = size_t(std::count_if(result.ops.begin(), result.ops.end(), [](const OpResult& r) { return r.done_ps == 0; }));
     return result;
   } catch (const std::exception& e) {

@@ -1,13 +1,14 @@
 #include "replay/report.h"
 
-#include "replay/statistics.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <vector>
+
+#include "replay/statistics.h"
 
 namespace hcaemu::replay {
 
@@ -19,90 +20,164 @@ std::string ns3(uint64_t ps) {
                 static_cast<unsigned long long>(ps % 1000));
   return text;
 }
+std::string fixed(double v, int decimals = 3) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+std::string gbps(uint64_t bytes, uint64_t ps) { return fixed(ps != 0 ? double(bytes) * 8.0 / double(ps) * 1e3 : 0.0); }
+
+bool succeeded(const OpResult& op) { return op.done_ps != 0 && op.status == 0; }
+uint64_t fct(const OpResult& op) { return op.done_ps - op.post_ps; }
+// Slowdown x 1000 (so percentiles stay integers): FCT over the ideal FCT; 0 when not measured.
+uint64_t slowdown_milli(const OpResult& op) {
+  return op.ideal_ps != 0 ? uint64_t(std::llround(1000.0 * double(fct(op)) / double(op.ideal_ps))) : 0;
+}
+
+struct Samples {
+  std::vector<uint64_t> fct, slowdown;
+  void sort() {
+    std::sort(fct.begin(), fct.end());
+    std::sort(slowdown.begin(), slowdown.end());
+  }
+};
+
+// (opcode, bucket) -> samples; "all" rows under bucket 0 / opcode "all".
+std::map<std::pair<std::string, uint64_t>, Samples> group(const ReplayResult& r) {
+  std::map<std::pair<std::string, uint64_t>, Samples> out;
+  for (const OpResult& op : r.ops) {
+    if (!succeeded(op)) continue;
+    for (const auto& key : {std::make_pair(std::string(message_kind_name(op.kind)), size_bucket(op.bytes)),
+                            std::make_pair(std::string("all"), uint64_t(0))}) {
+      Samples& s = out[key];
+      s.fct.push_back(fct(op));
+      if (op.ideal_ps != 0) s.slowdown.push_back(slowdown_milli(op));
+    }
+  }
+  for (auto& [key, s] : out) s.sort();
+  return out;
+}
+
+uint64_t payload_done(const ReplayResult& r) {
+  uint64_t bytes = 0;
+  for (const OpResult& op : r.ops)
+    if (succeeded(op)) bytes += op.bytes;
+  return bytes;
+}
 
 }  // namespace
 
+std::string size_bucket_label(uint64_t top) {
+  std::string name = size_bucket_name(top);
+  std::erase(name, ' ');
+  return name;
+}
+
 void write_messages_csv(std::ostream& out, const ReplayResult& r) {
-  out << "qp,op,opcode,bytes,post_ns,done_ns,fct_ns,status\n";
+  out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status\n";
   for (const OpResult& op : r.ops) {
-    out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ',';
+    out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ','
+        << (op.first_packet_ps != 0 ? ns3(op.first_packet_ps) : "") << ',';
     if (op.done_ps != 0)
-      out << ns3(op.done_ps) << ',' << ns3(op.done_ps - op.post_ps) << ',';
+      out << ns3(op.done_ps) << ',' << ns3(fct(op)) << ',';
     else
       out << ",,";
-    out << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << '\n';
+    out << (op.ideal_ps != 0 ? ns3(op.ideal_ps) : "") << ','
+        << (op.ideal_ps != 0 && op.done_ps != 0 ? fixed(double(fct(op)) / double(op.ideal_ps)) : "") << ','
+        << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << '\n';
   }
 }
 
 void write_summary(std::ostream& out, const ReplayResult& r) {
-  std::map<std::pair<std::string, uint64_t>, std::vector<uint64_t>> fct;  // (opcode, bucket top) -> FCTs
+  out << "flow completion time (post -> completion seen), ns; slowdown = FCT / ideal FCT (alone on the empty network):\n";
+  out << std::left << std::setw(11) << "opcode" << std::setw(9) << "up to" << std::right << std::setw(8) << "count"
+      << std::setw(13) << "p50" << std::setw(13) << "p99" << std::setw(13) << "p99.9" << std::setw(13) << "max"
+      << std::setw(9) << "sd p50" << std::setw(9) << "sd p99" << std::setw(10) << "sd p99.9" << "\n";
+  for (const auto& [key, s] : group(r)) {
+    const auto sd = [&](double p) { return s.slowdown.empty() ? std::string("-") : fixed(double(nearest_rank(s.slowdown, p)) / 1000.0, 2); };
+    out << std::left << std::setw(11) << key.first << std::setw(9) << (key.second ? size_bucket_name(key.second) : "all")
+        << std::right << std::setw(8) << s.fct.size() << std::setw(13) << ns3(nearest_rank(s.fct, 50)) << std::setw(13)
+        << ns3(nearest_rank(s.fct, 99)) << std::setw(13) << ns3(nearest_rank(s.fct, 99.9)) << std::setw(13)
+        << ns3(s.fct.back()) << std::setw(9) << sd(50) << std::setw(9) << sd(99) << std::setw(10) << sd(99.9) << "\n";
+  }
+  out << "network: " << r.topology << "\n";
+  out << std::left << std::setw(22) << "link" << std::right << std::setw(10) << "frames" << std::setw(14) << "bytes"
+      << std::setw(8) << "busy" << std::setw(14) << "max queue B" << std::setw(11) << "ECN marks" << std::setw(8)
+      << "pauses" << std::setw(12) << "paused us" << std::setw(8) << "drops" << "\n";
+  for (const fabric::LinkStats& l : r.links) {
+    if (l.frames == 0 && l.drops == 0 && l.pause_frames == 0) continue;
+    const double busy = r.end_ps != 0 ? 100.0 * double(l.busy_ps) / double(r.end_ps) : 0;
+    out << std::left << std::setw(22) << l.name << std::right << std::setw(10) << l.frames << std::setw(14) << l.bytes
+        << std::setw(7) << fixed(busy, 1) << "%" << std::setw(14) << l.max_queue_bytes << std::setw(11) << l.ecn_marks
+        << std::setw(8) << l.pause_frames << std::setw(12) << fixed(double(l.paused_ps) / 1e6, 1) << std::setw(8)
+        << l.drops << "\n";
+  }
   size_t errors = 0;
-  uint64_t payload = 0;
-  for (const OpResult& op : r.ops) {
-    if (op.done_ps == 0) continue;
-    if (op.status != 0) {
-      ++errors;
-      continue;
-    }
-    fct[{message_kind_name(op.kind), size_bucket(op.bytes)}].push_back(op.done_ps - op.post_ps);
-    payload += op.bytes;
-  }
-  out << "flow completion time (post -> completion seen), ns:\n";
-  out << std::left << std::setw(11) << "opcode" << std::setw(8) << "up to" << std::right << std::setw(9) << "count"
-      << std::setw(14) << "p50" << std::setw(14) << "p99" << std::setw(14) << "p99.9" << std::setw(14) << "max" << "\n";
-  for (auto& [key, samples] : fct) {
-    std::sort(samples.begin(), samples.end());
-    out << std::left << std::setw(11) << key.first << std::setw(8) << size_bucket_name(key.second) << std::right << std::setw(9)
-        << samples.size() << std::setw(14) << ns3(nearest_rank(samples, 50)) << std::setw(14)
-        << ns3(nearest_rank(samples, 99)) << std::setw(14) << ns3(nearest_rank(samples, 99.9)) << std::setw(14)
-        << ns3(samples.back()) << "\n";
-  }
-  if (!r.ports.empty()) {
-    out << "switch ports (toward each host):\n" << std::left << std::setw(6) << "host" << std::right << std::setw(10)
-        << "frames" << std::setw(14) << "bytes" << std::setw(8) << "busy" << std::setw(16) << "max queue B"
-        << std::setw(14) << "max frames" << "\n";
-    for (size_t i = 0; i < r.ports.size(); ++i) {
-      const PortResult& p = r.ports[i];
-      const double busy = r.end_ps != 0 ? 100.0 * double(p.busy_ps) / double(r.end_ps) : 0;
-      out << std::left << std::setw(6) << ("h" + std::to_string(i)) << std::right << std::setw(10) << p.frames
-          << std::setw(14) << p.bytes << std::setw(7) << std::fixed << std::setprecision(1) << busy << "%"
-          << std::setw(16) << p.max_queue_bytes << std::setw(14) << p.max_queue_frames << "\n";
-    }
-  }
-  const double seconds = double(r.end_ps) / 1e12;
+  for (const OpResult& op : r.ops) errors += op.done_ps != 0 && op.status != 0;
   out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete << "\n";
-  out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", model time " << ns3(r.end_ps) << " ns";
-  if (seconds > 0)
-    out << std::fixed << std::setprecision(2) << ", payload " << double(payload) * 8 / seconds / 1e9 << " Gb/s";
+  out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", drops " << r.network.drops << ", ECN marks "
+      << r.network.ecn_marks << ", pause frames " << r.network.pause_frames << ", CNPs " << r.cc.np_cnp_sent
+      << " sent / " << r.cc.rp_cnp_handled << " acted on, model time " << ns3(r.end_ps) << " ns";
+  if (r.end_ps != 0) out << ", payload " << fixed(double(payload_done(r)) * 8 / double(r.end_ps) * 1e3, 2) << " Gb/s";
   out << "\n";
 }
 
-}  // namespace hcaemu::replay
-
-namespace hcaemu::replay {
-
-namespace {
-std::string gbps(uint64_t bytes, uint64_t bin_ps) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", double(bytes) * 8.0 / (double(bin_ps) / 1e12) / 1e9);
-  return text;
+void write_summary_csv(std::ostream& out, const ReplayResult& r) {
+  out << "opcode,size,count,fct_p50_ns,fct_p99_ns,fct_p999_ns,slowdown_p50,slowdown_p99,slowdown_p999\n";
+  for (const auto& [key, s] : group(r)) {
+    const auto sd = [&](double p) { return s.slowdown.empty() ? std::string() : fixed(double(nearest_rank(s.slowdown, p)) / 1000.0); };
+    out << key.first << ',' << (key.second ? size_bucket_label(key.second) : "all") << ',' << s.fct.size() << ','
+        << ns3(nearest_rank(s.fct, 50)) << ',' << ns3(nearest_rank(s.fct, 99)) << ',' << ns3(nearest_rank(s.fct, 99.9))
+        << ',' << sd(50) << ',' << sd(99) << ',' << sd(99.9) << '\n';
+  }
 }
-}  // namespace
+
+void write_totals_csv(std::ostream& out, const ReplayResult& r) {
+  size_t errors = 0;
+  for (const OpResult& op : r.ops) errors += op.done_ps != 0 && op.status != 0;
+  out << "key,value\n"
+      << "operations," << r.ops.size() << "\nerrors," << errors << "\nincomplete," << r.incomplete << "\npackets,"
+      << r.packets << "\nwire_bytes," << r.wire_bytes << "\nend_ns," << ns3(r.end_ps) << "\ngoodput_gbps,"
+      << gbps(payload_done(r), r.end_ps) << "\ndrops," << r.network.drops << "\nunroutable," << r.network.unroutable
+      << "\necn_marks," << r.network.ecn_marks << "\npause_frames," << r.network.pause_frames
+      << "\nnp_ecn_marked_roce_packets," << r.cc.np_ecn_marked_roce_packets << "\nnp_cnp_sent," << r.cc.np_cnp_sent
+      << "\nrp_cnp_handled," << r.cc.rp_cnp_handled << "\nrp_cnp_ignored," << r.cc.rp_cnp_ignored << "\nstalled,"
+      << (r.stalled ? 1 : 0) << "\n";
+}
 
 void write_link_timeline(std::ostream& out, const ReplayResult& r, uint64_t bin_ps) {
-  out << "port,bin_start_ns,bytes,gbps,max_queue_bytes\n";
-  for (size_t p = 0; p < r.ports.size(); ++p)
-    for (const auto& [bin, b] : r.ports[p].timeline)
-      out << 'h' << p << ',' << ns3(bin * bin_ps) << ',' << b.bytes << ',' << gbps(b.bytes, bin_ps) << ','
-          << b.max_queue_bytes << '\n';
+  out << "link,bin_start_ns,bytes,gbps,queue_bytes,ecn_marks,pause_frames,drops\n";
+  for (const fabric::LinkStats& l : r.links)
+    for (const auto& [bin, b] : l.timeline)
+      out << l.name << ',' << ns3(bin * bin_ps) << ',' << b.bytes << ',' << gbps(b.bytes, bin_ps) << ','
+          << b.max_queue_bytes << ',' << b.ecn_marks << ',' << b.pause_frames << ',' << b.drops << '\n';
 }
 
 void write_qp_timeline(std::ostream& out, const ReplayResult& r, uint64_t bin_ps) {
-  std::map<std::pair<size_t, uint64_t>, uint64_t> bytes;  // (qp, bin) -> payload completed
+  std::map<size_t, std::map<uint64_t, uint64_t>> bytes;  // qp -> bin -> payload completed
   for (const OpResult& op : r.ops)
-    if (op.done_ps != 0 && op.status == 0) bytes[{op.qp, op.done_ps / bin_ps}] += op.bytes;
-  out << "qp,bin_start_ns,bytes,gbps\n";
-  for (const auto& [key, b] : bytes) out << key.first << ',' << ns3(key.second * bin_ps) << ',' << b << ',' << gbps(b, bin_ps) << '\n';
+    if (succeeded(op)) bytes[op.qp][op.done_ps / bin_ps] += op.bytes;
+  out << "qp,bin_start_ns,bytes,gbps,rate_gbps,cnps\n";
+  const size_t qps = std::max(r.congestion.size(), bytes.empty() ? 0 : bytes.rbegin()->first + 1);
+  for (size_t qp = 0; qp < qps; ++qp) {
+    const std::map<uint64_t, uint64_t>& done = bytes[qp];
+    static const std::map<uint64_t, QpCongestion::Bin> kNone;
+    const auto& cc = qp < r.congestion.size() ? r.congestion[qp].timeline : kNone;
+    std::vector<uint64_t> bins;
+    for (const auto& [bin, b] : done) bins.push_back(bin);
+    for (const auto& [bin, b] : cc) bins.push_back(bin);
+    std::sort(bins.begin(), bins.end());
+    bins.erase(std::unique(bins.begin(), bins.end()), bins.end());
+    std::optional<double> rate;  // carried from the last bin that changed it
+    for (uint64_t bin : bins) {
+      const auto d = done.find(bin);
+      const uint64_t b = d != done.end() ? d->second : 0;
+      const auto c = cc.find(bin);
+      if (c != cc.end()) rate = c->second.rate_gbps;
+      out << qp << ',' << ns3(bin * bin_ps) << ',' << b << ',' << gbps(b, bin_ps) << ','
+          << (rate ? fixed(*rate) : "") << ',' << (c != cc.end() ? c->second.cnps : 0) << '\n';
+    }
+  }
 }
 
 }  // namespace hcaemu::replay

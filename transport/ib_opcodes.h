@@ -53,6 +53,11 @@ inline constexpr uint8_t kUdSendOnlyImm = 0x65;
 
 // XRC (IBA Annex A14): every RC opcode again at 0xa0 + the RC value; requests carry an XRCETH.
 inline constexpr uint8_t kXrcBase = 0xa0;
+
+// RoCEv2 congestion notification packet (IBA Annex A17, 'CNP'): BTH to the QP that sent the
+// ECN-marked packet, 16 reserved bytes, ICRC. DCQCN's notification to the sender.
+inline constexpr uint8_t kCnp = 0x81;
+inline constexpr uint32_t kCnpPayloadSize = 16;
 }  // namespace opcode
 
 // ---- Extension header sizes (IBA 9.3) ----
@@ -122,6 +127,7 @@ constexpr std::array<uint16_t, 256> make_opcode_table() {
   for (uint8_t op = 0x00; op <= 0x17; ++op) {
     if (t[op] != 0) t[opcode::kXrcBase + op] = uint16_t(t[op] | ((t[op] & kResponse) ? 0 : kXrceth));
   }
+  t[opcode::kCnp] = kPayload | kOnly;  // 16 reserved bytes as its payload
   // UD.
   t[0x64] = kPayload | kOnly | kDeth;
   t[0x65] = kPayload | kOnly | kDeth | kImmDt;
@@ -205,6 +211,7 @@ constexpr const char* opcode_name(uint8_t op) {
     case opcode::kUcRdmaWriteOnlyImm: return "UC_RDMA_WRITE_ONLY_IMM";
     case opcode::kUdSendOnly: return "UD_SEND_ONLY";
     case opcode::kUdSendOnlyImm: return "UD_SEND_ONLY_IMM";
+    case opcode::kCnp: return "CNP";
     default:
       // XRC opcodes are named by their RC twin ("XRC" in place of "RC").
       return is_known_opcode(op) ? xrc_opcode_name(op) : "UNKNOWN";

@@ -41,7 +41,7 @@ void write_bth(uint8_t* p, const RocePacket& k, uint8_t pad) {
   p[0] = k.opcode;
   p[1] = uint8_t((k.solicited ? 0x80 : 0) | (k.mig_req ? 0x40 : 0) | ((pad & 0x3) << 4));  // TVer 0
   store_be16(p + 2, k.pkey);
-  p[4] = 0;
+  p[4] = k.becn ? 0x40 : 0;  // FECN 0, BECN, 6 reserved bits
   store_be24(p + 5, k.dest_qp & kPsnMask);
   p[8] = k.ack_req ? 0x80 : 0;
   store_be24(p + 9, k.psn & kPsnMask);
@@ -52,6 +52,7 @@ BthExtras read_bth(const uint8_t* p, RocePacket& k) {
   k.solicited = p[1] & 0x80;
   k.mig_req = p[1] & 0x40;
   k.pkey = load_be16(p + 2);
+  k.becn = p[4] & 0x40;
   k.dest_qp = load_be24(p + 5);
   k.ack_req = p[8] & 0x80;
   k.psn = load_be24(p + 9);

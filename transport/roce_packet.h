@@ -60,6 +60,7 @@ struct RocePacket {
   // BTH
   uint8_t opcode = 0;
   bool solicited = false, mig_req = true, ack_req = false;
+  bool becn = false;     // a CNP sets it (IBA A17)
   uint16_t pkey = 0xffff;
   uint32_t dest_qp = 0;  // 24 bits
   uint32_t psn = 0;      // 24 bits

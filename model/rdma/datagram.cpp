@@ -63,6 +63,7 @@ bool RdmaEngine::datagram_address(const UdAddress& av, RocePacket& packet) {
   packet.dst_mac = av.rmac;
   packet.dst_gid = av.rgid;
   packet.traffic_class = av.tclass;
+  if (dcqcn_ != nullptr) packet.traffic_class = uint8_t((packet.traffic_class & ~3u) | 2u);  // ECT(0)
   packet.hop_limit = av.hop_limit != 0 ? av.hop_limit : 64;
   packet.flow_label = av.flow_label;
   // On RoCE v2 libmlx5 and mlx5_ib put the UDP source port they chose for the AH in rlid.

@@ -68,6 +68,7 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   for (int i = 0; i < 6; ++i) packet.dst_mac[i] = uint8_t(rmac >> (40 - 8 * i));
   const uint32_t dscp = get(qp.context, qpc::kDscp);
   packet.traffic_class = uint8_t(dscp != 0 ? dscp << 2 : get(qp.context, qpc::kTclass));
+  if (dcqcn_ != nullptr) packet.traffic_class = uint8_t((packet.traffic_class & ~3u) | 2u);  // ECT(0)
   const uint32_t hop_limit = get(qp.context, qpc::kHopLimit);
   packet.hop_limit = uint8_t(hop_limit != 0 ? hop_limit : 64);
   packet.flow_label = get(qp.context, qpc::kFlowLabel);
@@ -314,6 +315,11 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     ++counters_.rx_unknown_qp;
     return true;
   }
+  if (packet.opcode == transport::opcode::kCnp) {  // DCQCN: slow down what this QP sends
+    receive_cnp(qpn);
+    return true;
+  }
+  if (dcqcn_ != nullptr && (packet.traffic_class & 3) == 3) notify_congestion(qpn, *qp);  // Congestion Experienced
   // In SQE only the send queue has stopped (UC and UD/QP1 QPs).
   const bool receiving = qp->state == QpState::kRtr || qp->state == QpState::kRts || qp->state == QpState::kSqError;
   if (is_datagram(*qp)) {

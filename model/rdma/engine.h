@@ -9,9 +9,11 @@
 // the timer hook and counters.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <vector>
 
+#include "model/congestion/dcqcn.h"
 #include "model/eth/queues.h"
 #include "model/rdma/rc_state.h"
 #include "model/timing_preset.h"
@@ -64,6 +66,8 @@ struct RdmaCounters {
   uint64_t datagrams_dropped_no_receive = 0;  // UD/QP1: no receive WQE posted (IBA: silently dropped)
   uint64_t datagrams_too_long = 0;            // UD/QP1: the receive WQE completed with a length error
   uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
+  // DCQCN (model/congestion/dcqcn.h), by the names mlx5's hw_counters give them.
+  uint64_t np_ecn_marked_roce_packets = 0, np_cnp_sent = 0, rp_cnp_handled = 0, rp_cnp_ignored = 0;
 };
 
 // Where an SQ loop stands between two messages: the producer index it read at its doorbell and
@@ -73,6 +77,15 @@ struct SqResume {
   uint32_t producer = 0;
   uint64_t doorbell_ps = 0;
   bool reread = false;
+  uint64_t not_before_ps = 0;  // the QP's rate limit (DCQCN) lets its next message go then
+};
+
+// What a QP's congestion control did, for whoever watches the run (hcareplay's timelines).
+struct CongestionEvent {
+  uint32_t qpn = 0;
+  uint64_t time_ps = 0;
+  double rate_gbps = 0;  // the QP's rate from now on
+  bool cnp = false;      // a CNP arrived (else: a message went at this rate)
 };
 
 class RdmaEngine {
@@ -108,6 +121,16 @@ class RdmaEngine {
     virtual bool reread_queued(uint32_t qpn) = 0;
   };
   void set_sq_scheduler(SqScheduler* scheduler) { sq_scheduler_ = scheduler; }
+  // Until when the port takes no new message (a link paused by PFC, frames still waiting on it);
+  // 0: it does now. With a scheduler, an SQ's next message waits for it (back-pressure).
+  void set_transmit_gate(std::function<uint64_t(uint64_t now_ps)> gate) { transmit_gate_ = std::move(gate); }
+  // DCQCN on this function's QPs: ECN-capable packets out, CNPs for marked packets in, a rate
+  // limiter per sending QP (paced through the SQ scheduler). Null or not enabled: off.
+  void set_congestion_control(const DcqcnParameters* parameters,
+                              std::function<void(const CongestionEvent&)> observer = {}) {
+    dcqcn_ = parameters != nullptr && parameters->enabled ? parameters : nullptr;
+    congestion_observer_ = std::move(observer);
+  }
   void resume_sq(const SqResume& resume);
 
   // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
@@ -206,6 +229,19 @@ class RdmaEngine {
   void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
                              uint8_t opcode, uint32_t bytes);
   void send_atomic_ack(QueuePair& qp, uint32_t psn, uint64_t original);
+  // DCQCN (rdma/congestion.cpp).
+  struct Congestion {
+    explicit Congestion(const DcqcnParameters& p, double gbps) : reaction(p, gbps) {}
+    ReactionPoint reaction;
+    NotificationPoint notification;
+  };
+  Congestion& congestion(uint32_t qpn);
+  // A marked packet came in on `qp`: a CNP to its sender, at most one per interval.
+  void notify_congestion(uint32_t qpn, QueuePair& qp);
+  void receive_cnp(uint32_t qpn);
+  // When the QP's next message may start (0: now) and, once one started, its bytes.
+  uint64_t paced_until(uint32_t qpn);
+  void paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;
@@ -217,6 +253,10 @@ class RdmaEngine {
   std::function<uint64_t()> timer_clock_;
   uint64_t timer_now_ps() const;
   SqScheduler* sq_scheduler_ = nullptr;
+  std::function<uint64_t(uint64_t)> transmit_gate_;
+  const DcqcnParameters* dcqcn_ = nullptr;
+  std::function<void(const CongestionEvent&)> congestion_observer_;
+  std::map<uint32_t, Congestion> congestion_;  // per QPN, made on its first use
   uint64_t next_message_id_ = 1;
   // The send engine reads one message ahead: the next message's WQE and payload reads are not
   // issued before the current message's first packet has left (a bounded prefetch that hides the

@@ -322,9 +322,20 @@ void RdmaEngine::resume_sq(const SqResume& resume) {
 void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
   std::vector<uint8_t> bytes;
   while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
+    // DCQCN's rate limit or a paused port: the next message waits (other work goes on meanwhile).
+    if (const uint64_t paced = paced_until(qpn); paced != 0 && !send_queue_stopped(qp)) {
+      cursor.reread = false;
+      cursor.not_before_ps = paced;
+      sq_scheduler_->resume_later(cursor);
+      return;
+    }
+    const uint64_t start_ps = now_ps();
+    const uint16_t consumer_before = uint16_t(qp.sq_consumer);
     const SqStep step = next_wqe(qpn, qp, cursor.producer, cursor.doorbell_ps, bytes);
     if (step == SqStep::kStop) return;
     if (step != SqStep::kPosted) continue;
+    if (dcqcn_ != nullptr && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
+      paced_message(qpn, qp, qp.rc.req.outstanding.back().length, start_ps);
     if (send_queue_stopped(qp)) return;
     if (sq_scheduler_ != nullptr && ((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
       cursor.reread = false;

@@ -31,11 +31,12 @@ for timing in asis think asap scale=2; do
   "$REPLAY" run "$WORK/mix.pcap" --out "$WORK/run-$timing" --timing "$timing" --quiet > /dev/null ||
     fail "replay of the capture with --timing $timing"
   [ "$(grep -c ',ok$' "$WORK/run-$timing/messages.csv")" = 400 ] || fail "--timing $timing: not 400 operations ok"
-  head -1 "$WORK/run-$timing/links.csv" | grep -q "^port,bin_start_ns,bytes,gbps,max_queue_bytes$" || fail "links.csv header"
+  head -1 "$WORK/run-$timing/links.csv" | grep -q "^link,bin_start_ns,bytes,gbps,queue_bytes,ecn_marks,pause_frames,drops$" ||
+    fail "links.csv header"
   [ "$(wc -l < "$WORK/run-$timing/qps.csv")" -gt 1 ] || fail "qps.csv is empty"
 done
 "$REPLAY" run "$WORK/mix.json" --out "$WORK/again" --timing asis --quiet > /dev/null
-for f in messages.csv summary.txt links.csv qps.csv trace.csv trace.json wire.pcap; do
+for f in messages.csv summary.txt summary.csv totals.csv links.csv qps.csv trace.csv trace.json wire.pcap; do
   cmp "$WORK/run-asis/$f" "$WORK/again/$f" || fail "$f differs between the capture and its workload replayed the same way"
 done
 "$REPLAY" inspect "$WORK/run-asap/wire.pcap" | grep -q "400 messages" || fail "the replayed wire does not carry 400 messages"
@@ -48,6 +49,38 @@ for example in "$EXAMPLES"/*.json; do
   "$REPLAY" run "$example" --out "$WORK/$name" --quiet > "$WORK/$name.txt" || fail "example $name"
   grep -q "errors 0, incomplete 0" "$WORK/$name.txt" || { cat "$WORK/$name.txt"; fail "example $name did not complete"; }
 done
+
+# The network: an 8-to-1 incast fills the switch buffer and PFC pauses the senders (lossless); with
+# PFC off and a small buffer it drops and RC recovers; with DCQCN the receivers send CNPs and the
+# senders slow down. Same seed, same bytes.
+incast="$EXAMPLES/incast_8to1.json"
+total() { grep "^$2," "$1/totals.csv" | cut -d, -f2; }
+"$REPLAY" run "$incast" --out "$WORK/lossless" --quiet > /dev/null
+[ "$(total "$WORK/lossless" pause_frames)" -gt 0 ] || fail "no PFC pause in a lossless incast"
+[ "$(total "$WORK/lossless" drops)" = 0 ] || fail "drops in a lossless incast"
+"$REPLAY" inspect "$WORK/lossless/wire.pcap" > /dev/null
+if command -v tshark > /dev/null; then  # Wireshark reads the pause frames as 802.1Qbb
+  tshark -r "$WORK/lossless/wire.pcap" -Y macc > "$WORK/pfc.txt" 2>/dev/null
+  grep -q "Class Based Flow Control" "$WORK/pfc.txt" || fail "tshark sees no PFC frame"
+fi
+"$REPLAY" run "$incast" --out "$WORK/lossy" --quiet --set pfc.enabled=false --set switch.buffer_bytes=300000 \
+  --set qp.ack_timeout=8 > /dev/null ||
+  fail "a lossy incast did not complete"
+[ "$(total "$WORK/lossy" drops)" -gt 0 ] || fail "no drop in a lossy incast with a small buffer"
+[ "$(total "$WORK/lossy" incomplete)" = 0 ] || fail "RC did not recover the drops"
+"$REPLAY" run "$incast" --out "$WORK/dcqcn" --quiet --dcqcn --no-pcap > /dev/null || true
+[ "$(total "$WORK/dcqcn" np_cnp_sent)" -gt 0 ] || fail "no CNP with DCQCN"
+[ "$(total "$WORK/dcqcn" rp_cnp_handled)" -gt 0 ] || fail "no CNP acted on with DCQCN"
+grep -q "^0,.*,[0-9.]*,[1-9]" "$WORK/dcqcn/qps.csv" || fail "qps.csv shows no rate and CNP"
+"$REPLAY" run "$incast" --out "$WORK/dcqcn2" --quiet --dcqcn --no-pcap > /dev/null || true
+for f in messages.csv links.csv qps.csv totals.csv; do cmp "$WORK/dcqcn/$f" "$WORK/dcqcn2/$f" || fail "$f differs between two DCQCN runs"; done
+cat > "$WORK/leafspine.json" <<'JSON'
+{"format": "hcareplay-topology/1", "leaf_spine": {"leaves": 2, "spines": 2, "hosts_per_leaf": 2}}
+JSON
+"$REPLAY" run "$EXAMPLES/alltoall_4.json" --out "$WORK/ls" --topology "$WORK/leafspine.json" --quiet > "$WORK/ls.txt" ||
+  fail "all-to-all on a leaf-spine"
+grep -q "4 hosts, 4 switches" "$WORK/ls.txt" || fail "the leaf-spine is not what ran"
+grep -q "^leaf0->spine0," "$WORK/ls/links.csv" && grep -q "^leaf0->spine1," "$WORK/ls/links.csv" || fail "ECMP used one spine only"
 
 # Malformed inputs: exit 1 and a message naming the place; usage errors: exit 2.
 expect() {  # STATUS PATTERN COMMAND...
@@ -65,5 +98,9 @@ expect 1 "text.pcap" "$REPLAY" run "$WORK/text.pcap" --out "$WORK/x"
 expect 2 "run needs --out DIR" "$REPLAY" run "$WORK/mix.pcap"
 expect 2 "--timing must be" "$REPLAY" run "$WORK/mix.pcap" --out "$WORK/x" --timing later
 expect 2 "unknown timing preset" "$REPLAY" run "$WORK/mix.pcap" --out "$WORK/x" --timing-preset nope
+expect 2 "unknown topology parameter ecn.kmax" "$REPLAY" run "$incast" --out "$WORK/x" --set ecn.kmax=1
+expect 2 "unknown DCQCN parameter dcqcn.g" "$REPLAY" run "$incast" --out "$WORK/x" --set dcqcn.g=1
+echo '{"format": "hcareplay-topology/1", "swtich": {}}' > "$WORK/badtopo.json"
+expect 2 "topology.swtich: unknown key" "$REPLAY" run "$incast" --out "$WORK/x" --topology "$WORK/badtopo.json"
 "$REPLAY" --help | grep -q "hcareplay run INPUT" || fail "--help"
-echo "PASS: capture mapped and replayed four ways, examples done, outputs reproducible, errors clear"
+echo "PASS: capture mapped and replayed four ways, examples done, PFC, drops, DCQCN and ECMP seen, outputs reproducible, errors clear"

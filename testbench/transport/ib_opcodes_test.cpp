@@ -67,7 +67,8 @@ TEST(IbOpcodes, TableMatchesIbaTable38) {
   EXPECT_FALSE(is_known_opcode(0x18));
   EXPECT_FALSE(is_known_opcode(0x2c));  // UC has no READ
   EXPECT_FALSE(is_known_opcode(0x4c));  // RD is not modelled
-  EXPECT_FALSE(is_known_opcode(0x81));  // CNP is not (yet) modelled
+  EXPECT_TRUE(is_known_opcode(0x81));  // CNP (DCQCN): 16 reserved bytes after the BTH
+  EXPECT_STREQ(opcode_name(0x81), "CNP");
   EXPECT_EQ(headers_of(0xff), 0);
   EXPECT_STREQ(opcode_name(0x15), "UNKNOWN");
 }

@@ -47,8 +47,26 @@ TEST(Icrc, ConnectX4LxCnp) {
   EXPECT_EQ(compute_icrc(f), load_le32(&f[70]));
   EXPECT_EQ(icrc_of_ip_packet(std::span(f).subspan(14)), 0x2a00fd82u);
   EXPECT_TRUE(is_roce_v2(f));
-  // CNP (opcode 0x81) is not one of the opcodes this model speaks yet.
-  EXPECT_EQ(parse_frame(f).error, ParseError::kUnknownOpcode);
+  const ParseResult r = parse_frame(f);
+  ASSERT_EQ(r.error, ParseError::kNone) << parse_error_name(r.error);
+  EXPECT_EQ(r.packet.opcode, opcode::kCnp);
+  EXPECT_TRUE(r.packet.becn);
+  EXPECT_EQ(r.packet.dest_qp, 0x118u);
+  EXPECT_EQ(r.packet.payload.size(), opcode::kCnpPayloadSize);
+  EXPECT_EQ(r.packet.traffic_class, 0xc2);  // DSCP 48, ECT(0)
+  // The model's own CNP with the same fields is the same frame, bytes and ICRC alike (the IPv4
+  // identification and UDP source port as the hardware chose them).
+  RocePacket k = r.packet;
+  std::vector<uint8_t> built = build_frame(k);
+  ASSERT_EQ(built.size(), f.size());
+  built[18] = f[18], built[19] = f[19];  // IPv4 identification
+  store_be16(&built[24], 0);
+  uint32_t sum = 0;
+  for (size_t i = 14; i < 34; i += 2) sum += load_be16(&built[i]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  store_be16(&built[24], uint16_t(~sum));
+  store_le32(&built[built.size() - 4], compute_icrc(built));  // the identification is covered
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(int(built[i]), int(f[i])) << "byte " << i;
 }
 
 TEST(Icrc, ScapyUcSendOnly) {

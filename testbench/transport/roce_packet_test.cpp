@@ -427,7 +427,7 @@ TEST(RocePacket, BthVersionAndOpcode) {
   g[bth + 1] |= 0x01;
   reseal(g);
   EXPECT_EQ(parse_frame(g).error, ParseError::kBadVersion);
-  for (uint8_t op : {uint8_t(0x15), uint8_t(0x18), uint8_t(0x2c), uint8_t(0x81), uint8_t(0xff)}) {
+  for (uint8_t op : {uint8_t(0x15), uint8_t(0x18), uint8_t(0x2c), uint8_t(0x82), uint8_t(0xff)}) {
     g = f;
     g[bth] = op;
     reseal(g);

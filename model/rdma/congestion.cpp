@@ -1,0 +1,74 @@
+// DCQCN in the RDMA engine: ECN-marked packets answered with CNPs (the notification point) and
+// CNPs turned into a rate limit on the sending QP (the reaction point), paced through the SQ
+// scheduler. The algorithm itself is model/congestion/dcqcn.*.
+#include "model/rdma/engine.h"
+#include "model/rdma/internal.h"
+
+#include <array>
+
+namespace hcaemu::model {
+
+using namespace rdma_internal;
+
+RdmaEngine::Congestion& RdmaEngine::congestion(uint32_t qpn) {
+  auto it = congestion_.find(qpn);
+  if (it == congestion_.end()) it = congestion_.emplace(qpn, Congestion(*dcqcn_, timing_.link_gbps)).first;
+  return it->second;
+}
+
+void RdmaEngine::notify_congestion(uint32_t qpn, QueuePair& qp) {
+  ++counters_.np_ecn_marked_roce_packets;
+  // A connected QP knows its peer; a datagram's sender is left alone (its CNP would need the
+  // packet's own addresses).
+  if (is_datagram(qp) || !congestion(qpn).notification.should_notify(*dcqcn_, now_ps())) return;
+  RocePacket cnp;
+  if (!address(qp, cnp)) return;
+  cnp.opcode = transport::opcode::kCnp;
+  cnp.psn = 0;
+  cnp.becn = true;
+  cnp.traffic_class = uint8_t(dcqcn_->cnp_dscp << 2 | 2);  // ECT(0), as a ConnectX-4 Lx sends it (TOS 0xc2)
+  static constexpr std::array<uint8_t, transport::opcode::kCnpPayloadSize> kReserved{};
+  cnp.payload = kReserved;
+  if (send_frame(cnp)) ++counters_.np_cnp_sent;
+}
+
+void RdmaEngine::receive_cnp(uint32_t qpn) {
+  if (dcqcn_ == nullptr) {
+    ++counters_.rp_cnp_ignored;
+    return;
+  }
+  Congestion& c = congestion(qpn);
+  const uint64_t now = now_ps();
+  if (!c.reaction.on_cnp(now)) {
+    ++counters_.rp_cnp_ignored;
+    return;
+  }
+  ++counters_.rp_cnp_handled;
+  if (congestion_observer_) congestion_observer_({.qpn = qpn, .time_ps = now, .rate_gbps = c.reaction.rate_gbps(now), .cnp = true});
+}
+
+uint64_t RdmaEngine::paced_until(uint32_t qpn) {
+  if (sq_scheduler_ == nullptr) return 0;
+  const uint64_t now = now_ps();
+  const uint64_t gate = transmit_gate_ ? transmit_gate_(now) : 0;
+  if (dcqcn_ == nullptr) return gate > now ? gate : 0;
+  const auto it = congestion_.find(qpn);
+  const uint64_t rate = it == congestion_.end() ? 0 : it->second.reaction.next_send_ps(now);
+  const uint64_t until = std::max(gate, rate);
+  return until > now ? until : 0;
+}
+
+void RdmaEngine::paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps) {
+  if (dcqcn_ == nullptr) return;
+  const auto it = congestion_.find(qpn);
+  if (it == congestion_.end() || !it->second.reaction.limited()) return;
+  // On the wire: the payload and, per packet, Ethernet, IPv4, UDP, BTH, ICRC, FCS and the gap.
+  constexpr uint64_t kPerPacket = 14 + 20 + 8 + 12 + 4 + 24;
+  const uint64_t mtu = is_datagram(qp) ? std::max<uint64_t>(length, 1) : pmtu_of(qp);
+  const uint64_t packets = std::max<uint64_t>(1, (length + mtu - 1) / mtu);
+  ReactionPoint& rp = it->second.reaction;
+  rp.on_sent(length + packets * kPerPacket, start_ps);
+  if (congestion_observer_) congestion_observer_({.qpn = qpn, .time_ps = start_ps, .rate_gbps = rp.rate_gbps(start_ps)});
+}
+
+}  // namespace hcaemu::model

@@ -1,0 +1,210 @@
+// The switched network of hcareplay on its own: store-and-forward timing, queues under incast,
+// RED marking of ECN-capable packets only, PFC pausing instead of dropping (and dropping without
+// it), ECMP spreading by UDP source port, and frames nobody owns counted.
+#include "fabric/network.h"
+
+#include <gtest/gtest.h>
+
+#include "common/endian.h"
+#include "fabric/frame_fields.h"
+
+namespace hcaemu::fabric {
+namespace {
+
+Mac host_mac(uint32_t h) { return {0x02, 0, 0, 0, 0, uint8_t(h + 1)}; }
+
+// Ethernet + IPv4 + UDP to port 4791, `bytes` long in all.
+std::vector<uint8_t> frame(uint32_t to, uint8_t ecn, uint16_t sport = 49152, size_t bytes = 1000) {
+  std::vector<uint8_t> f(bytes, 0);
+  const Mac dst = host_mac(to);
+  std::copy(dst.begin(), dst.end(), f.begin());
+  store_be16(&f[12], 0x0800);
+  f[14] = 0x45;
+  f[15] = uint8_t((26 << 2) | ecn);  // DSCP 26: priority 3
+  store_be16(&f[16], uint16_t(bytes - 14));
+  f[22] = 64;
+  f[23] = 17;
+  store_be16(&f[34], sport);
+  store_be16(&f[36], 4791);
+  uint32_t sum = 0;
+  for (size_t i = 14; i < 34; i += 2) sum += load_be16(&f[i]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  store_be16(&f[24], uint16_t(~sum));
+  return f;
+}
+
+uint16_t ipv4_checksum_residue(const std::vector<uint8_t>& f) {
+  uint32_t sum = 0;
+  for (size_t i = 14; i < 34; i += 2) sum += load_be16(&f[i]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return uint16_t(~sum);
+}
+
+struct Arrival {
+  uint32_t host;
+  uint64_t at;
+  std::vector<uint8_t> frame;
+};
+
+struct Harness {
+  explicit Harness(const Topology& t, uint64_t bin_ps = 10'000'000) {
+    std::vector<Mac> macs;
+    for (uint32_t h = 0; h < t.hosts; ++h) macs.push_back(host_mac(h));
+    net = std::make_unique<Network>(
+        t, macs, 7, bin_ps,
+        Network::Hooks{.deliver = [this](uint32_t h, std::vector<uint8_t>& f, uint64_t at) { arrivals.push_back({h, at, f}); },
+                       .capture = [this](uint64_t, std::span<const uint8_t> f) { captured.emplace_back(f.begin(), f.end()); }});
+  }
+  void drain() {
+    while (auto next = net->next_event_ps()) net->run_until(*next);
+  }
+  std::unique_ptr<Network> net;
+  std::vector<Arrival> arrivals;
+  std::vector<std::vector<uint8_t>> captured;
+};
+
+TEST(FabricNetwork, StoreAndForwardThroughOneSwitch) {
+  Harness h(single_switch(2, 100.0, 100.0));
+  h.net->send(0, frame(1, 0), 1'000'000);
+  h.drain();
+  ASSERT_EQ(h.arrivals.size(), 1u);
+  EXPECT_EQ(h.arrivals[0].host, 1u);
+  // 100 ns to the switch, 1024 bytes on the wire at 100 Gb/s (81.92 ns), 100 ns to the host.
+  EXPECT_EQ(h.arrivals[0].at, 1'000'000u + 100'000 + 81'920 + 100'000);
+}
+
+TEST(FabricNetwork, IncastQueuesAtTheEgressPort) {
+  Topology t = single_switch(3, 100.0, 0.0);
+  t.switch_config.pfc.enabled = false;
+  Harness h(t);
+  for (int i = 0; i < 10; ++i) {
+    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
+    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
+  }
+  h.drain();
+  ASSERT_EQ(h.arrivals.size(), 20u);
+  for (size_t i = 1; i < h.arrivals.size(); ++i) EXPECT_EQ(h.arrivals[i].at - h.arrivals[i - 1].at, 81'920u);
+  const LinkStats& to_host2 = h.net->links()[5];  // links in order: h0-s, h1-s, h2-s; each two ways
+  EXPECT_EQ(to_host2.name, "switch0->host2");
+  EXPECT_EQ(to_host2.frames, 20u);
+  EXPECT_GE(to_host2.max_queue_frames, 10u);
+  EXPECT_EQ(h.net->totals().drops, 0u);
+}
+
+TEST(FabricNetwork, RedMarksOnlyEcnCapablePacketsAboveKmin) {
+  Topology t = single_switch(3, 100.0, 0.0);
+  t.switch_config.ecn = {.enabled = true, .kmin_bytes = 2000, .kmax_bytes = 4000, .pmax = 0.5};
+  t.switch_config.pfc.enabled = false;
+  Harness h(t);
+  for (int i = 0; i < 20; ++i) {
+    h.net->send(0, frame(2, 2), uint64_t(i) * 81'920);   // ECT(0)
+    h.net->send(1, frame(2, 0, 49153), uint64_t(i) * 81'920);   // not ECN-capable
+  }
+  h.drain();
+  size_t marked = 0;
+  for (const Arrival& a : h.arrivals) {
+    const uint8_t ecn = a.frame[15] & 3;
+    if (ecn == 3) ++marked;
+    EXPECT_EQ(ipv4_checksum_residue(a.frame), 0u) << "checksum must stay right after marking";  // sum over a valid header is 0
+  }
+  EXPECT_GT(marked, 3u);  // the queue passes Kmax (4000 bytes) quickly: marked for sure beyond it
+  EXPECT_LT(marked, 20u);
+  EXPECT_EQ(h.net->totals().ecn_marks, marked);
+  for (const Arrival& a : h.arrivals)
+    if (load_be16(&a.frame[34]) == 49153) {
+      EXPECT_EQ(a.frame[15] & 3, 0) << "not ECN-capable: never marked";
+    }
+}
+
+TEST(FabricNetwork, PfcPausesTheSendersInsteadOfDropping) {
+  Topology t = single_switch(3, 100.0, 100.0);
+  t.switch_config.buffer_bytes = 20'000;
+  t.switch_config.shared_buffer = true;
+  t.switch_config.pfc = {.enabled = true, .xoff_bytes = 5'000, .xon_bytes = 3'000, .pause_quanta = 0xffff, .priorities = 0xff};
+  Harness h(t);
+  for (int i = 0; i < 100; ++i) {
+    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
+    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
+  }
+  h.drain();
+  EXPECT_EQ(h.arrivals.size(), 200u) << "lossless: every frame arrives";
+  EXPECT_EQ(h.net->totals().drops, 0u);
+  EXPECT_GT(h.net->totals().pause_frames, 0u);
+  ASSERT_FALSE(h.captured.empty());
+  EXPECT_TRUE(is_pfc_frame(h.captured.front()));
+  EXPECT_EQ(load_be16(&h.captured.front()[16]), 1u << 3) << "the pause names the frames' priority";
+  uint64_t paused = 0;
+  for (const LinkStats& s : h.net->links()) paused += s.paused_ps;
+  EXPECT_GT(paused, 0u);
+  // Every pause was resumed: the last PFC frame of each sender's port carries quanta 0.
+  EXPECT_EQ(load_be16(&h.captured.back()[18 + 2 * 3]), 0u);
+}
+
+TEST(FabricNetwork, WithoutPfcAFullBufferDrops) {
+  Topology t = single_switch(3, 100.0, 100.0);
+  t.switch_config.buffer_bytes = 20'000;
+  t.switch_config.pfc.enabled = false;
+  Harness h(t);
+  for (int i = 0; i < 100; ++i) {
+    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
+    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
+  }
+  h.drain();
+  EXPECT_GT(h.net->totals().drops, 0u);
+  EXPECT_EQ(h.arrivals.size() + h.net->totals().drops, 200u);
+  EXPECT_EQ(h.net->totals().pause_frames, 0u);
+  EXPECT_LE(h.net->links()[5].max_queue_bytes, 20'000u);
+}
+
+TEST(FabricNetwork, EcmpSpreadsBySourcePortAndKeepsAFlowOnOnePath) {
+  Harness h(leaf_spine(2, 2, 1, 100.0, 100.0, 0.0));
+  for (uint16_t sport = 49152; sport < 49152 + 64; ++sport) h.net->send(0, frame(1, 0, sport), 0);
+  h.drain();
+  EXPECT_EQ(h.arrivals.size(), 64u);
+  uint64_t via_spine0 = 0, via_spine1 = 0;
+  for (const LinkStats& s : h.net->links()) {
+    if (s.name == "leaf0->spine0") via_spine0 = s.frames;
+    if (s.name == "leaf0->spine1") via_spine1 = s.frames;
+  }
+  EXPECT_EQ(via_spine0 + via_spine1, 64u);
+  EXPECT_GT(via_spine0, 16u);
+  EXPECT_GT(via_spine1, 16u);
+  Harness again(leaf_spine(2, 2, 1, 100.0, 100.0, 0.0));
+  for (int i = 0; i < 10; ++i) again.net->send(0, frame(1, 0, 50000), uint64_t(i) * 100'000);
+  again.drain();
+  uint64_t a = 0, b = 0;
+  for (const LinkStats& s : again.net->links()) {
+    if (s.name == "leaf0->spine0") a = s.frames;
+    if (s.name == "leaf0->spine1") b = s.frames;
+  }
+  EXPECT_TRUE((a == 10 && b == 0) || (a == 0 && b == 10)) << "one flow, one path";
+}
+
+TEST(FabricNetwork, FramesToNobodyAreCounted) {
+  Harness h(single_switch(2, 100.0, 100.0));
+  h.net->send(0, frame(7, 0), 0);
+  h.net->send(0, std::vector<uint8_t>(5, 0), 0);
+  h.drain();
+  EXPECT_TRUE(h.arrivals.empty());
+  EXPECT_EQ(h.net->totals().unroutable, 2u);
+}
+
+TEST(FabricNetwork, TheSameInputGivesTheSameMarks) {
+  const auto run = [] {
+    Topology t = single_switch(3, 100.0, 0.0);
+    t.switch_config.ecn = {.enabled = true, .kmin_bytes = 1000, .kmax_bytes = 50000, .pmax = 0.3};
+    Harness h(t);
+    for (int i = 0; i < 200; ++i) {
+      h.net->send(0, frame(2, 2), uint64_t(i) * 81'920);
+      h.net->send(1, frame(2, 2), uint64_t(i) * 81'920);
+    }
+    h.drain();
+    std::vector<uint8_t> marks;
+    for (const Arrival& a : h.arrivals) marks.push_back(a.frame[15] & 3);
+    return marks;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+}  // namespace
+}  // namespace hcaemu::fabric

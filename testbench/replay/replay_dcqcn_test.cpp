@@ -1,0 +1,70 @@
+// An 8-to-1 incast of 64 KiB WRITEs with DCQCN (the paper's parameters, ECN thresholds scaled to
+// 100 Gb/s): the receiver answers marked packets with CNPs, the senders' rates come down from the
+// line rate, the eight share the receiver's link roughly evenly and the switch queue stays below
+// Kmax most of the time. The figures in docs/replay.md come from the same run at a larger size.
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include <algorithm>
+#include <numeric>
+
+#include "replay/replayer.h"
+
+namespace hcaemu::replay {
+namespace {
+
+TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
+  std::string json = R"({"format": "hcareplay-workload/1", "hosts": [)";
+  for (int i = 0; i < 9; ++i) json += std::string(i ? "," : "") + R"({"name": "h)" + std::to_string(i) + R"(", "ip": "10.0.0.)" + std::to_string(i + 1) + "\"}";
+  json += R"(], "qps": [)";
+  for (int i = 0; i < 8; ++i) {
+    json += std::string(i ? "," : "") + R"({"host": "h)" + std::to_string(i) + R"(", "peer": "h8", "service": "rc", "mtu": 4096, "ops": [)";
+    for (int m = 0; m < 200; ++m) json += std::string(m ? "," : "") + R"({"op": "write", "bytes": 65536})";
+    json += "]}";
+  }
+  json += "]}";
+  std::string error;
+  const auto w = parse_workload(json, &error);
+  ASSERT_TRUE(w) << error;
+  ReplayOptions o;
+  o.timing = TimingMode::kAsap;
+  o.dcqcn = *model::dcqcn_profile("paper");
+  fabric::Topology t = fabric::single_switch(9, 100.0, 50.0);
+  t.switch_config.ecn = {.enabled = true, .kmin_bytes = 12'500, .kmax_bytes = 500'000, .pmax = 0.01};
+  o.topology = t;
+  o.bin_ps = 100'000'000;  // 100 us
+  const auto r = replay(*w, o, &error);
+  ASSERT_TRUE(r) << error;
+  ASSERT_EQ(r->incomplete, 0u);
+  EXPECT_GT(r->cc.np_cnp_sent, 50u);
+  EXPECT_GT(r->cc.rp_cnp_handled, 50u);
+  EXPECT_EQ(r->network.drops, 0u);
+  // Every sender was slowed below the line rate at some point.
+  for (size_t qp = 0; qp < 8; ++qp) {
+    double lowest = 100.0;
+    for (const auto& [bin, b] : r->congestion[qp].timeline) lowest = std::min(lowest, b.rate_gbps);
+    EXPECT_LT(lowest, 50.0) << "qp " << qp;
+  }
+  // Their shares of the receiver's link over the middle of the run: within 25% of the mean.
+  std::vector<uint64_t> bytes(8, 0);
+  const uint64_t from = r->end_ps / 4, to = 3 * r->end_ps / 4;
+  for (const OpResult& op : r->ops)
+    if (op.done_ps >= from && op.done_ps < to) bytes[op.qp] += op.bytes;
+  const double mean = double(std::accumulate(bytes.begin(), bytes.end(), uint64_t(0))) / 8.0;
+  ASSERT_GT(mean, 0);
+  for (size_t qp = 0; qp < 8; ++qp) EXPECT_NEAR(double(bytes[qp]) / mean, 1.0, 0.25) << "qp " << qp;
+  // The queue toward the receiver: below Kmax in most bins.
+  const fabric::LinkStats* port = nullptr;
+  for (const fabric::LinkStats& l : r->links)
+    if (l.name == "switch0->host8") port = &l;
+  ASSERT_NE(port, nullptr);
+  const size_t below = size_t(std::count_if(port->timeline.begin(), port->timeline.end(),
+                                            [](const auto& b) { return b.second.max_queue_bytes < 500'000; }));
+  EXPECT_GT(double(below), 0.8 * double(port->timeline.size()));
+}
+
+}  // namespace
+}  // namespace hcaemu::replay
+
+int sc_main(int, char**) { return 0; }
