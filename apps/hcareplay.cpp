@@ -26,8 +26,9 @@ namespace {
 using namespace hcaemu::replay;
 
 constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
-                     [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
-                     [--no-switch] [--bin-us T] [--no-pcap] [--no-trace] [--quiet]
+                     [--topology FILE | --no-switch] [--dcqcn[=PROFILE]] [--set KEY=VALUE]...
+                     [--seed N] [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
+                     [--bin-us T] [--no-ideal] [--no-pcap] [--no-trace] [--quiet]
        hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
        hcareplay --help
@@ -37,14 +38,18 @@ UDP port 4791, any MTU) or a workload file (JSON, format hcareplay-workload/1; d
 
 Commands:
   run INPUT       replay INPUT through the model of the HCA in model time: one headless host per
-                  host of the input, its device on a thread of its own, all on one switch with
-                  the preset's link rate and propagation delay. Writes DIR/messages.csv (one row per operation:
-                  post and completion time, FCT, status), DIR/summary.txt (FCT percentiles per
-                  opcode and size, switch ports, totals; also printed), DIR/links.csv and
-                  DIR/qps.csv (throughput and queue timelines per switch port and per QP),
-                  DIR/trace.json and DIR/trace.csv (every stage of every message, as hcaemu
-                  --trace writes them: Perfetto, hcatrace summary) and DIR/wire.pcap.
-                  The same input and options give byte-identical files.
+                  host of the input, its device on a thread of its own, on a switched network (by
+                  default one output-queued switch, 12 MB shared buffer, ECN and PFC on, at the
+                  preset's link rate). Each kind of operation first runs once alone (its ideal
+                  FCT). Writes DIR/messages.csv (one row per operation: post, first packet,
+                  completion, FCT, ideal FCT, slowdown, status), DIR/summary.txt (FCT and
+                  slowdown percentiles per opcode and size, links, totals; also printed),
+                  DIR/summary.csv, DIR/totals.csv, DIR/settings.csv, DIR/links.csv (per link and
+                  bin: bytes, Gb/s, queue, ECN marks, PFC frames, drops), DIR/qps.csv (per QP and
+                  bin: payload done, DCQCN rate, CNPs), DIR/trace.json and DIR/trace.csv (every
+                  stage of every message, as hcaemu --trace writes them) and DIR/wire.pcap (the
+                  hosts' frames as sent and the switches' PFC frames). The same input, options
+                  and seed give byte-identical files.
   inspect INPUT   print what was reconstructed: hosts, queue pairs, message counts by opcode and
                   size, think-time statistics, ACKs/NAKs/retransmissions, and every frame that is
                   not part of a message with the reason (a workload: its hosts, QPs and operations)
@@ -58,13 +63,23 @@ Options:
                         asap (as soon as the QP has room), scale=K (captured times times K)
   --timing-preset NAME  the NIC, PCIe and wire timing (default connectx6dx-100g; see
                         docs/timing.md for the list)
+  --topology FILE       the network (format hcareplay-topology/1, docs/replay.md): switches and
+                        links, or a leaf-spine; buffer, ECN and PFC settings
+  --no-switch           wire the hosts straight to each other, no switch
+  --dcqcn[=PROFILE]     DCQCN congestion control in every NIC: connectx (the default: ConnectX
+                        firmware values) or paper (Zhu et al., SIGCOMM 2015)
+  --set KEY=VALUE       one parameter (repeatable): preset.<key> (docs/timing.md), dcqcn.<key>,
+                        qp.ack_timeout, switch.buffer_bytes, switch.shared_buffer, ecn.enabled,
+                        ecn.kmin_bytes, ecn.kmax_bytes, ecn.pmax, pfc.enabled, pfc.xoff_bytes,
+                        pfc.xon_bytes, pfc.pause_quanta, pfc.priorities, link.gbps,
+                        link.propagation_ns, ecmp; recorded in DIR/settings.csv
+  --seed N              RED's random draws (default 1)
+  --no-ideal            skip the ideal-FCT runs (no slowdown)
   --max-outstanding N   operations in flight per QP (default 16)
   --max-model-time-ms T stop the run after T ms of model time (default 10000); operations not
                         done by then are reported incomplete
   --stall-ms T          stop the run when operations are in flight and none has completed for
-                        T ms of model time (default 20: RNR NAKs retried for ever, say)
-  --no-switch           wire the hosts straight to each other (default: one output-queued,
-                        lossless switch at the preset's link rate; its ports in the summary)
+                        T ms of model time (default 20, or three ACK timeouts if longer)
   --bin-us T            the timelines' bin (default 10 us)
   --no-pcap             do not write DIR/wire.pcap
   --no-trace            do not write DIR/trace.json and DIR/trace.csv
@@ -193,6 +208,7 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
   if (a.input.empty()) return a.command + " needs an INPUT";
   if (a.command == "lower" && a.output.empty()) return "lower needs -o WORKLOAD.json";
   if (a.command == "run" && a.out_dir.empty()) return "run needs --out DIR";
+  if (!a.switched && !a.topology.empty()) return "--topology and --no-switch exclude each other";
   return {};
 }
 
