@@ -18,7 +18,9 @@
 #include "replay/inspect.h"
 #include "replay/reconstruct.h"
 #include "replay/replayer.h"
+#include "replay/trace_timing.h"
 #include "replay/report.h"
+#include "replay/sweep.h"
 #include "replay/workload.h"
 
 namespace {
@@ -28,9 +30,13 @@ using namespace hcaemu::replay;
 constexpr const char* kUsage = R"(Usage: hcareplay run INPUT --out DIR [--timing MODE] [--timing-preset NAME]
                      [--topology FILE | --no-switch] [--dcqcn[=PROFILE]] [--set KEY=VALUE]...
                      [--seed N] [--max-outstanding N] [--max-model-time-ms T] [--stall-ms T]
-                     [--bin-us T] [--no-ideal] [--no-pcap] [--no-trace] [--quiet]
+                     [--bin-us T] [--no-ideal] [--no-pcap] [--no-trace] [--no-plots] [--quiet]
        hcareplay inspect [--unmapped N] INPUT
        hcareplay lower INPUT -o WORKLOAD.json
+       hcareplay sweep INPUT --out DIR --set KEY=V1,V2,... [--set KEY=V1,V2,...]...
+                       [-j N | --emit-jobs FILE] [--quiet] [RUN OPTIONS]
+       hcareplay collect DIR
+       hcareplay plot DIR [--x KEY --y METRIC [--by size|opcode] [--opcode OP] [--size S]]
        hcareplay --help
 
 INPUT is a packet capture of RoCEv2 traffic (pcap or pcapng, Ethernet; IPv4 or IPv6, VLAN tags,
@@ -48,13 +54,29 @@ Commands:
                   bin: bytes, Gb/s, queue, ECN marks, PFC frames, drops), DIR/qps.csv (per QP and
                   bin: payload done, DCQCN rate, CNPs), DIR/trace.json and DIR/trace.csv (every
                   stage of every message, as hcaemu --trace writes them) and DIR/wire.pcap (the
-                  hosts' frames as sent and the switches' PFC frames). The same input, options
-                  and seed give byte-identical files.
+                  hosts' frames as sent and the switches' PFC frames), and DIR/plots/ (FCT CDF,
+                  slowdown by size, throughput and queue depth over time, PNG and SVG, drawn by
+                  gnuplot). The same input, options and seed give byte-identical files.
   inspect INPUT   print what was reconstructed: hosts, queue pairs, message counts by opcode and
                   size, think-time statistics, ACKs/NAKs/retransmissions, and every frame that is
                   not part of a message with the reason (a workload: its hosts, QPs and operations)
   lower INPUT     write INPUT as a workload file: each message an operation with its captured
                   post time and, where known, its think time after the QP's previous completion
+  sweep INPUT     run INPUT once per point of the cartesian product of the --set values (the
+                  first key outermost), each point a process of its own: `hcareplay run INPUT
+                  --out DIR/pNNNN RUN OPTIONS --set KEY=v... --quiet`, its output in
+                  DIR/pNNNN/log.txt. DIR (new or empty) gets points.csv (point and values),
+                  status.csv (each point's exit status) and, by collect at the end, results.csv.
+                  INPUT comes first; the options sweep does not know go to every run as given
+  collect DIR     DIR/results.csv from a sweep's DIR/pNNNN: one row per point and row of its
+                  summary.csv (point, the keys, opcode, size, count, FCT and slowdown
+                  percentiles, then totals.csv's values); points with files missing or
+                  malformed are named and left out
+  plot DIR        with --x and --y: METRIC of DIR/results.csv against the swept KEY, one line
+                  per opcode/size row and per value of the other swept keys, as
+                  DIR/plot-METRIC-vs-KEY.png and .svg (and the .gp and .dat gnuplot draws them
+                  from). Without them, DIR is a run: DIR/plots/ gets fct_cdf, slowdown_by_size,
+                  throughput and queue_depth (.png, .svg, .gp, .dat). Needs gnuplot
 
 Options:
   --out DIR             where run writes its files (created if missing)
@@ -74,22 +96,42 @@ Options:
                         pfc.xon_bytes, pfc.pause_quanta, pfc.priorities, link.gbps,
                         link.propagation_ns, ecmp; recorded in DIR/settings.csv
   --seed N              RED's random draws (default 1)
+  --hcaemu-trace FILE   with a capture hcaemu wrote (--pcap): its latency trace of the same run
+                        (--trace PREFIX: PREFIX.csv). Each message is then posted at its doorbell
+                        and its FCT (doorbell to CQE) kept; run reports the replay's FCT against it
+                        (messages.csv captured_fct_ns, fct_error; the summary)
   --no-ideal            skip the ideal-FCT runs (no slowdown)
   --max-outstanding N   operations in flight per QP (default 16)
-  --max-model-time-ms T stop the run after T ms of model time (default 10000); operations not
-                        done by then are reported incomplete
+  --max-model-time-ms T stop the run after T ms of model time (default 10000), counted from the
+                        last captured post time with asis and scale=K; operations not done by
+                        then are reported incomplete
   --stall-ms T          stop the run when operations are in flight and none has completed for
                         T ms of model time (default 20, or three ACK timeouts if longer)
   --bin-us T            the timelines' bin (default 10 us)
   --no-pcap             do not write DIR/wire.pcap
   --no-trace            do not write DIR/trace.json and DIR/trace.csv
+  --no-plots            do not draw DIR/plots/ (fct_cdf, slowdown_by_size, throughput,
+                        queue_depth as PNG and SVG, with gnuplot; `hcareplay plot DIR` later)
   --quiet               no progress lines on stderr
   --unmapped N          inspect: list at most N unmapped frames (default 20; counts are complete)
   -o FILE               lower: where the workload goes
+  --set KEY=V1,V2,...   sweep: the values of one parameter (run's --set keys); KEY of letters,
+                        digits, '_', '.', '-'; at most 10000 points in all
+  -j N                  sweep: run N points at a time (default 1)
+  --emit-jobs FILE      sweep: run nothing; write one shell command per point into FILE (for
+                        `parallel -j N < FILE` or `parallel --sshloginfile HOSTS < FILE` on a
+                        shared filesystem) and FILE.slurm.sh, a Slurm array job running line
+                        $SLURM_ARRAY_TASK_ID of FILE; then `hcareplay collect DIR`
+  --x KEY, --y METRIC   plot: a swept key of results.csv and a column after size (count,
+                        fct_p99_ns, slowdown_p99, goodput_gbps, ...); an unknown one is listed
+  --by size|opcode      plot: one line per size bucket or opcode (default: the "all" row)
+  --opcode OP, --size S plot: only the rows of that opcode or size bucket
   -h, --help            show this help and exit
 
 Exit status: 0 on success, 1 when INPUT cannot be read or replayed (the message names the file
 and the frame, or the place in the JSON), 2 on a usage error, 3 when operations never completed.
+sweep, collect and plot: 1 when a point failed (all are listed), no point could be read, or a plot
+could not be drawn (no gnuplot: the scripts and data are written all the same).
 )";
 
 int usage_error(const std::string& what) {
@@ -121,12 +163,28 @@ bool load(const std::string& path, std::optional<Reconstruction>& capture, std::
   return capture.has_value();
 }
 
+// hcaemu's latency trace of the captured run: each message's doorbell and CQE times.
+bool add_trace_timing(const std::string& csv, Reconstruction& capture) {
+  std::string error;
+  const auto timing = read_trace_timing(csv, &error);
+  if (!timing) {
+    std::cerr << "hcareplay: " << error << "\n";
+    return false;
+  }
+  const size_t timed = apply_trace_timing(capture, *timing);
+  std::cerr << "hcareplay: " << csv << ": " << timed << " of " << capture.messages.size()
+            << " messages timed by the latency trace (" << timing->messages << " in it";
+  if (timing->ambiguous != 0) std::cerr << ", " << timing->ambiguous << " ids in several functions left out";
+  std::cerr << ")\n";
+  return true;
+}
+
 
 struct Args {
-  std::string command, input, output, out_dir, preset = "connectx6dx-100g", topology;
+  std::string command, input, output, out_dir, preset = "connectx6dx-100g", topology, hcaemu_trace;
   size_t max_unmapped = 20;
   ReplayOptions replay;
-  bool pcap = true, trace = true, quiet = false, switched = true;
+  bool pcap = true, trace = true, quiet = false, switched = true, plots = true;
   std::vector<std::pair<std::string, std::string>> settings;  // --set KEY=V, in order
 };
 
@@ -141,6 +199,8 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
     };
     if (arg == "--no-pcap") {
       a.pcap = false;
+    } else if (arg == "--no-plots") {
+      a.plots = false;
     } else if (arg == "--no-trace") {
       a.trace = false;
     } else if (arg == "--no-switch") {
@@ -155,13 +215,15 @@ std::string parse_args(const std::vector<std::string>& args, Args& a) {
       a.quiet = true;
     } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||
                arg == "--max-outstanding" || arg == "--unmapped" || arg == "--max-model-time-ms" ||
-               arg == "--stall-ms" || arg == "--bin-us" || arg == "--topology" || arg == "--seed" || arg == "--set") {
+               arg == "--stall-ms" || arg == "--bin-us" || arg == "--topology" || arg == "--seed" || arg == "--set" ||
+               arg == "--hcaemu-trace") {
       const auto v = value();
       if (!v) return arg + " needs a value";
       if (arg == "-o") a.output = *v;
       if (arg == "--out") a.out_dir = *v;
       if (arg == "--timing-preset") a.preset = *v;
       if (arg == "--topology") a.topology = *v;
+      if (arg == "--hcaemu-trace") a.hcaemu_trace = *v;
       if (arg == "--set") {
         const size_t eq = v->find('=');
         if (eq == std::string::npos || eq == 0) return "--set needs KEY=VALUE";
@@ -309,9 +371,16 @@ int run(Args& a, const Workload& workload) {
   write_link_timeline(links, *result, a.replay.bin_ps);
   write_qp_timeline(qps, *result, a.replay.bin_ps);
   write_summary(std::cout, *result);
-  if (!csv || !summary || !summary_csv || !totals || !settings || !links || !qps) {
-    std::cerr << "hcareplay: cannot write into " << a.out_dir << "\n";
-    return 1;
+  for (std::ofstream* file : {&csv, &summary, &summary_csv, &totals, &settings, &links, &qps}) {
+    file->close();
+    if (!*file) {
+      std::cerr << "hcareplay: cannot write into " << a.out_dir << "\n";
+      return 1;
+    }
+  }
+  if (a.plots) {  // a warning, not a failure: the CSV files are complete without them
+    std::string error;
+    if (!plot_run(a.out_dir, &error)) std::cerr << "hcareplay: plots: " << error << "\n";
   }
   if (result->stalled)
     std::cerr << "hcareplay: stopped at " << result->end_ps / 1000000 << " us of model time: operations in flight and "
@@ -335,11 +404,20 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
+  // The tools around runs: they run hcareplay processes or read the files runs wrote.
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "sweep") return sweep_command(rest, self_executable(argv[0]));
+  if (args[0] == "collect") return collect_command(rest);
+  if (args[0] == "plot") return plot_command(rest);
   Args a;
   if (const std::string why = parse_args(args, a); !why.empty()) return usage_error(why);
   std::optional<Reconstruction> capture;
   std::optional<Workload> workload;
   if (!load(a.input, capture, workload)) return 1;
+  if (!a.hcaemu_trace.empty()) {
+    if (!capture) return usage_error("--hcaemu-trace goes with a capture of the same run, not a workload");
+    if (!add_trace_timing(a.hcaemu_trace, *capture)) return 1;
+  }
   if (a.command == "inspect") {
     if (capture) print_capture(std::cout, *capture, a.max_unmapped);
     else print_workload(std::cout, *workload);

@@ -222,6 +222,7 @@ void Reconstructor::request_packet(const Packet& p, StreamState& s) {
   if (!last) r_.queue_pairs[s.qp].mtu = std::max(r_.queue_pairs[s.qp].mtu, p.payload_bytes);
   if (last) {
     m.kind = kind_of(opcode);
+    m.last_psn = uint32_t((u + s.span(m) - 1) & 0xffffff);
     if (transport::carries(opcode, transport::hdr::kImmDt)) m.immediate = p.header.immediate;
     if (transport::carries(opcode, transport::hdr::kIeth)) m.immediate = p.header.invalidate_rkey;
     m.complete = true;

@@ -50,11 +50,15 @@ struct Message {
   MessageKind kind = MessageKind::kSend;
   uint64_t bytes = 0;            // WRITE/READ: the RETH length; SEND: the payloads less pad
   uint32_t first_psn = 0, packets = 0;
+  uint32_t last_psn = 0;         // of the request (a READ: of its last response)
   std::optional<uint32_t> immediate;  // ImmDt or the IETH's rkey
   uint64_t first_ns = 0;         // first request packet
   uint64_t last_ns = 0;          // last request packet (first transmission)
   uint64_t done_ns = 0;          // acknowledged / last response; UC, UD: last packet (0: never seen)
   uint32_t retransmitted = 0;    // request packets sent again
+  // From hcaemu's latency trace of the same run (apply_trace_timing), 0 when not known: the
+  // doorbell that posted it and the CQE that completed it, model time in ps.
+  uint64_t doorbell_ps = 0, cqe_ps = 0;
   bool complete = false;         // every packet of the request was seen
 };
 

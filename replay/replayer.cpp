@@ -386,6 +386,7 @@ class Driver : public sc_core::sc_module {
     hosts_[r.spec->host]->doorbell(node.publish(*r.qp));
     res_index_[r.first_result + r.next] = index;
     result(r, r.next).post_ps = kernel_ps();
+    last_progress_ps_ = kernel_ps();  // the stall clock starts at a post too (after an idle gap, say)
     r.in_flight.push_back(r.next);
     ++r.next;
   }
@@ -458,7 +459,7 @@ class Driver : public sc_core::sc_module {
   size_t completed_ = 0, probes_done_ = 0;
   bool started_ = false, stalled_ = false;
   uint64_t origin_ps_ = 0, end_ps_ = 0;
-  uint64_t last_progress_ps_ = 0;  // model time of the last completion (or the start)
+  uint64_t last_progress_ps_ = 0;  // model time of the last completion or post (or the start)
   sc_core::sc_event progressed_;
 };
 
@@ -495,6 +496,17 @@ namespace {
 fabric::Topology network_of(const Workload& w, const ReplayOptions& o) {
   if (o.topology) return *o.topology;
   return fabric::single_switch(uint32_t(w.hosts.size()), o.preset.link_gbps, o.preset.propagation_ns / 2);
+}
+
+// How far into the run the last captured post time lands (timing asis or scale=K; else 0).
+uint64_t captured_span_ps(const Workload& w, const ReplayOptions& o) {
+  if (o.timing != TimingMode::kAsis && o.timing != TimingMode::kScale) return 0;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const WorkloadQp& qp : w.qps)
+    for (const WorkloadOp& op : qp.ops)
+      if (op.post_ns) first = std::min(first, *op.post_ns), last = std::max(last, *op.post_ns);
+  if (first == UINT64_MAX) return 0;
+  return uint64_t(double(last - first) * 1000.0 * (o.timing == TimingMode::kScale ? o.scale : 1.0));
 }
 
 // Workload times from its start; done 0 stays "never".
@@ -601,7 +613,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     // Bounded: a workload that never finishes (an RNR retry count of 7 retries for ever) stops here
     // and its operations are reported incomplete.
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-    sc_core::sc_start(sc_time(double(o.max_model_time_ps), SC_PS));
+    sc_core::sc_start(sc_time(double(o.max_model_time_ps + captured_span_ps(w, o)), SC_PS));
     ReplayResult result;
     for (size_t i = 0; i < w.hosts.size(); ++i) {
       model::RdmaEngine& engine = cluster.node(int(i)).engine;
@@ -617,7 +629,11 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     for (size_t i = 0; i < probe_ops; ++i)
       probe_fct.push_back(results[i].done_ps != 0 && results[i].status == 0 ? results[i].done_ps - results[i].post_ps : 0);
     result.ops.assign(results.begin() + std::ptrdiff_t(probe_ops), results.end());
-    for (OpResult& op : result.ops) op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], w.qps[op.qp].ops[op.op]);
+    for (OpResult& op : result.ops) {
+      const WorkloadOp& spec = w.qps[op.qp].ops[op.op];
+      op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], spec);
+      op.captured_fct_ps = spec.captured_fct_ns.value_or(0) * 1000;
+    }
     const uint64_t origin = d.started() ? d.origin_ps() : d.end_ps();
     shift(result.ops, origin);
     result.stalled = d.stalled();

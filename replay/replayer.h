@@ -46,7 +46,9 @@ struct ReplayOptions {
   std::string pcap_path;             // the replayed wire; empty: none
   std::string trace_prefix;          // the per-stage latency trace (PREFIX.json, PREFIX.csv); empty: none
   uint64_t bin_ps = 10'000'000;      // the timelines' bin (10 us)
-  uint64_t max_model_time_ps = 10'000'000'000'000;  // the run stops here (10 s of model time)
+  // The run stops this long after the last captured post time it keeps (asis, scale=K), else
+  // after this much model time (10 s).
+  uint64_t max_model_time_ps = 10'000'000'000'000;
   // ... and when operations are in flight but none has completed for this long (a livelock: RNR
   // NAKs retried for ever, say).
   // 0: 20 ms, or three ACK timeouts if longer (a lossy network recovers by them).
@@ -63,6 +65,7 @@ struct OpResult {
   // completed, first_packet_ps 0: no packet of it left (or it was not seen).
   uint64_t post_ps = 0, first_packet_ps = 0, done_ps = 0;
   uint64_t ideal_ps = 0;              // its FCT alone on the empty network (0: not measured)
+  uint64_t captured_fct_ps = 0;       // the FCT of the captured run, from its latency trace (0: none)
   uint8_t status = 0;                 // 0 success, else the completion's syndrome
 };
 

@@ -58,6 +58,27 @@ std::map<std::pair<std::string, uint64_t>, Samples> group(const ReplayResult& r)
   return out;
 }
 
+// The replay's FCT against the captured run's, relative: (replayed - captured) / captured.
+double fct_error(const OpResult& op) { return (double(fct(op)) - double(op.captured_fct_ps)) / double(op.captured_fct_ps); }
+
+// Against the captured run: how many operations had its FCT, and how far the replay's is.
+struct CaptureComparison {
+  size_t compared = 0, within_1_percent = 0;
+  std::vector<uint64_t> error_ppm;  // |error| in parts per million, sorted
+};
+CaptureComparison compare_to_capture(const ReplayResult& r) {
+  CaptureComparison c;
+  for (const OpResult& op : r.ops) {
+    if (op.captured_fct_ps == 0 || !succeeded(op)) continue;
+    const double e = std::abs(fct_error(op));
+    ++c.compared;
+    c.within_1_percent += e <= 0.01;
+    c.error_ppm.push_back(uint64_t(std::llround(e * 1e6)));
+  }
+  std::sort(c.error_ppm.begin(), c.error_ppm.end());
+  return c;
+}
+
 uint64_t payload_done(const ReplayResult& r) {
   uint64_t bytes = 0;
   for (const OpResult& op : r.ops)
@@ -74,7 +95,7 @@ std::string size_bucket_label(uint64_t top) {
 }
 
 void write_messages_csv(std::ostream& out, const ReplayResult& r) {
-  out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status\n";
+  out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status,captured_fct_ns,fct_error\n";
   for (const OpResult& op : r.ops) {
     out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ','
         << (op.first_packet_ps != 0 ? ns3(op.first_packet_ps) : "") << ',';
@@ -84,7 +105,11 @@ void write_messages_csv(std::ostream& out, const ReplayResult& r) {
       out << ",,";
     out << (op.ideal_ps != 0 ? ns3(op.ideal_ps) : "") << ','
         << (op.ideal_ps != 0 && op.done_ps != 0 ? fixed(double(fct(op)) / double(op.ideal_ps)) : "") << ','
-        << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << '\n';
+        << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << ',';
+    if (op.captured_fct_ps != 0) out << ns3(op.captured_fct_ps);
+    out << ',';
+    if (op.captured_fct_ps != 0 && succeeded(op)) out << fixed(fct_error(op), 5);
+    out << '\n';
   }
 }
 
@@ -111,6 +136,11 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
         << std::setw(7) << fixed(busy, 1) << "%" << std::setw(14) << l.max_queue_bytes << std::setw(11) << l.ecn_marks
         << std::setw(8) << l.pause_frames << std::setw(12) << fixed(double(l.paused_ps) / 1e6, 1) << std::setw(8)
         << l.drops << "\n";
+  }
+  if (const CaptureComparison c = compare_to_capture(r); c.compared != 0) {
+    const auto pct = [&](double p) { return fixed(double(nearest_rank(c.error_ppm, p)) / 1e4, 3) + "%"; };
+    out << "against the captured run's latency trace: " << c.compared << " operations, FCT error p50 " << pct(50)
+        << ", p99 " << pct(99) << ", max " << pct(100) << "; within 1%: " << c.within_1_percent << "\n";
   }
   size_t errors = 0;
   for (const OpResult& op : r.ops) errors += op.done_ps != 0 && op.status != 0;
@@ -141,7 +171,9 @@ void write_totals_csv(std::ostream& out, const ReplayResult& r) {
       << gbps(payload_done(r), r.end_ps) << "\ndrops," << r.network.drops << "\nunroutable," << r.network.unroutable
       << "\necn_marks," << r.network.ecn_marks << "\npause_frames," << r.network.pause_frames
       << "\nnp_ecn_marked_roce_packets," << r.cc.np_ecn_marked_roce_packets << "\nnp_cnp_sent," << r.cc.np_cnp_sent
-      << "\nrp_cnp_handled," << r.cc.rp_cnp_handled << "\nrp_cnp_ignored," << r.cc.rp_cnp_ignored << "\nstalled,"
+      << "\nrp_cnp_handled," << r.cc.rp_cnp_handled << "\nrp_cnp_ignored," << r.cc.rp_cnp_ignored
+      << "\ncompared_to_capture," << compare_to_capture(r).compared << "\nfct_within_1pct_of_capture,"
+      << compare_to_capture(r).within_1_percent << "\nstalled,"
       << (r.stalled ? 1 : 0) << "\n";
 }
 

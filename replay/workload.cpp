@@ -88,7 +88,7 @@ OpRef parse_ref(const json& value, const std::string& place) {
 }
 
 WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
-  only_keys(j, place, {"op", "bytes", "post_ns", "think_ns", "signalled", "inline", "imm", "after"});
+  only_keys(j, place, {"op", "bytes", "post_ns", "think_ns", "signalled", "inline", "imm", "after", "captured_fct_ns"});
   WorkloadOp op;
   const std::string name = string_of(required(j, place, "op"), place + ".op");
   const auto kind = message_kind_from_name(name);
@@ -103,6 +103,7 @@ WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
   if (atomic && op.bytes != 8) fail(place + ".bytes", "an atomic is 8 bytes");
   if (j.contains("post_ns")) op.post_ns = unsigned_of(j.at("post_ns"), place + ".post_ns");
   if (j.contains("think_ns")) op.think_ns = unsigned_of(j.at("think_ns"), place + ".think_ns");
+  if (j.contains("captured_fct_ns")) op.captured_fct_ns = unsigned_of(j.at("captured_fct_ns"), place + ".captured_fct_ns");
   if (j.contains("signalled")) op.signalled = bool_of(j.at("signalled"), place + ".signalled");
   if (j.contains("inline")) op.inline_data = bool_of(j.at("inline"), place + ".inline");
   const bool carries_imm = op.kind == MessageKind::kSendImm || op.kind == MessageKind::kWriteImm ||
@@ -251,6 +252,7 @@ std::string workload_json(const Workload& w) {
       json o = json::object({{"op", message_kind_name(op.kind)}, {"bytes", op.bytes}});
       if (op.post_ns) o["post_ns"] = *op.post_ns;
       if (op.think_ns) o["think_ns"] = *op.think_ns;
+      if (op.captured_fct_ns) o["captured_fct_ns"] = *op.captured_fct_ns;
       if (!op.signalled) o["signalled"] = false;
       if (op.inline_data) o["inline"] = true;
       if (op.immediate) o["imm"] = *op.immediate;
@@ -291,11 +293,17 @@ Workload lower(const Reconstruction& capture) {
     op.bytes = m.bytes;
     op.post_ns = m.first_ns;
     op.immediate = m.immediate;
+    // The run's own latency trace knows better: the doorbell, and the FCT the run saw.
+    if (m.doorbell_ps != 0) {
+      op.post_ns = (m.doorbell_ps + 500) / 1000;
+      op.captured_fct_ns = (m.cqe_ps - m.doorbell_ps + 500) / 1000;
+    }
     const bool carries_imm = m.kind == MessageKind::kSendImm || m.kind == MessageKind::kWriteImm ||
                              m.kind == MessageKind::kSendInvalidate;
     if (carries_imm && !op.immediate) op.immediate = 0;
-    if (last_done[m.qp] != 0 && m.first_ns >= last_done[m.qp]) op.think_ns = m.first_ns - last_done[m.qp];
-    if (m.done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], m.done_ns);
+    const uint64_t done_ns = m.cqe_ps != 0 ? (m.cqe_ps + 500) / 1000 : m.done_ns;
+    if (last_done[m.qp] != 0 && *op.post_ns >= last_done[m.qp]) op.think_ns = *op.post_ns - last_done[m.qp];
+    if (done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], done_ns);
     w.qps[m.qp].ops.push_back(op);
   }
   return w;

@@ -34,6 +34,9 @@ struct WorkloadOp {
   bool inline_data = false;
   std::optional<uint32_t> immediate;
   std::vector<OpRef> after;         // completions it waits for
+  // The FCT the captured run saw (doorbell to CQE, from its latency trace): the replay reports its
+  // own against it.
+  std::optional<uint64_t> captured_fct_ns;
 };
 
 struct WorkloadQp {

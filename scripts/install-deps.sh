@@ -12,6 +12,9 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   tshark  # traces_tshark_test: Wireshark's dissectors judge our RoCEv2 frames and pcaps
+  # hcareplay plot/sweep draw their PNG (pngcairo) and SVG plots through gnuplot (the replay tool
+  # tests draw them too); -nox: no X11. Without it the CSV files and .gp scripts are still written.
+  gnuplot-nox
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer targets (CI runs each for a bounded time)
   # full-system tooling (QEMU provisioning, guest image, VM launcher)
   ca-certificates debian-archive-keyring apt-utils dpkg-dev cpio zstd xz-utils gzip file binutils

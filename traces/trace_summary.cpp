@@ -138,6 +138,11 @@ TraceSummary SummaryBuilder::finish() {
 // ---- CSV ----
 
 bool read_csv_trace(std::istream& in, const std::string& name, SummaryBuilder& builder, std::string* error) {
+  return read_csv_trace(in, name, [&builder](const TraceEvent& e) { builder.add(e); }, error);
+}
+
+bool read_csv_trace(std::istream& in, const std::string& name, const std::function<void(const TraceEvent&)>& sink,
+                    std::string* error) {
   std::string line;
   uint64_t line_no = 0;
   auto fail = [&](const std::string& what) {
@@ -173,7 +178,7 @@ bool read_csv_trace(std::istream& in, const std::string& name, SummaryBuilder& b
     if (!parse_wqe_opcode(f[4], &e.opcode)) return fail(fmt::format("bad opcode \"{}\"", f[4]));
     if (!parse_unsigned(f[5], &e.bytes)) return fail(fmt::format("bad bytes \"{}\"", f[5]));
     if (!parse_stage(f[6], &e.stage)) return fail(fmt::format("unknown stage \"{}\"", f[6]));
-    builder.add(e);
+    sink(e);
   }
   if (in.bad()) return fail("read error");
   if (!header) return fail("empty file (expected the CSV header)");

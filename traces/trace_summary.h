@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
@@ -99,6 +100,8 @@ class SummaryBuilder {
 // "NAME:LINE: reason" in *error. The JSON reader keeps the stage events ("ph":"i") and ignores
 // spans and metadata; a JSON trace that ends early is read up to its last complete event.
 bool read_csv_trace(std::istream& in, const std::string& name, SummaryBuilder& builder, std::string* error);
+bool read_csv_trace(std::istream& in, const std::string& name, const std::function<void(const TraceEvent&)>& sink,
+                    std::string* error);
 bool read_json_trace(std::istream& in, const std::string& name, SummaryBuilder& builder, bool* truncated,
                      std::string* error);
 
