@@ -24,6 +24,15 @@ constexpr double kOneFrameBytes = 4200;
 constexpr size_t kMostKeyEntries = 16;          // more series than this: no key, it would hide the plot
 constexpr uint64_t kDefaultBinPs = 10'000'000;  // hcareplay run's --bin-us default
 
+// What every plot over model time sets; without a key when there are too many series for one.
+std::vector<std::string> time_plot_settings(const std::string& title, const std::string& ylabel, size_t series,
+                                            const std::string& what) {
+  std::vector<std::string> settings = {"set title '" + title + "'", "set xlabel 'model time (us)'",
+                                       "set ylabel '" + ylabel + "'", "set yrange [0:*]", "set key below", "set grid"};
+  if (series > kMostKeyEntries) settings.push_back("set key off  # too many " + what + " for a key");
+  return settings;
+}
+
 struct PlotFiles {
   GnuplotScript script;
   std::vector<std::pair<std::string, std::string>> data;  // file name, contents
@@ -340,13 +349,7 @@ Built throughput(const std::string& dir) {
   f.script.name = "throughput";
   f.script.comments = {"Payload completed per QP and bin in Gb/s (solid) and its DCQCN rate limit (dashed), from",
                        "../qps.csv; bins of " + us(bin) + " us; a bin missing from the file completed nothing."};
-  f.script.settings = {"set title 'throughput per QP'",
-                       "set xlabel 'model time (us)'",
-                       "set ylabel 'Gb/s'",
-                       "set yrange [0:*]",
-                       "set key below",
-                       "set grid"};
-  if (qps.size() > kMostKeyEntries) f.script.settings.push_back("set key off  # too many QPs for a key");
+  f.script.settings = time_plot_settings("throughput per QP", "Gb/s", qps.size(), "QPs");
   std::string data;
   size_t index = 0;
   for (const auto& [qp, samples] : qps) {
@@ -437,13 +440,7 @@ Built queue_depth(const std::string& dir) {
   f.script.comments = {"The most bytes queued per bin on each link that ever held more than a frame, and the ECN",
                        "marks and PFC pause frames of all links per bin (impulses, right axis), from ../links.csv;",
                        "bins of " + us(bin) + " us; the line breaks over bins the file does not list."};
-  f.script.settings = {"set title 'queue depth'",
-                       "set xlabel 'model time (us)'",
-                       "set ylabel 'queued (KB)'",
-                       "set yrange [0:*]",
-                       "set key below",
-                       "set grid"};
-  if (links.size() > kMostKeyEntries) f.script.settings.push_back("set key off  # too many links for a key");
+  f.script.settings = time_plot_settings("queue depth", "queued (KB)", links.size(), "links");
   std::string data;
   size_t index = 0;
   for (const auto& [link, samples] : links) {

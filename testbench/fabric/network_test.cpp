@@ -58,6 +58,16 @@ struct Harness {
   void drain() {
     while (auto next = net->next_event_ps()) net->run_until(*next);
   }
+  // Hosts 0 and 1 each send `frames` 1000-byte frames to host 2 back to back at 100 Gb/s (two
+  // into one: the port toward host 2 gets twice what it can send), `ecn` in their IP header and
+  // a UDP source port each; then everything runs out.
+  void incast(int frames, uint8_t ecn0 = 0, uint8_t ecn1 = 0) {
+    for (int i = 0; i < frames; ++i) {
+      net->send(0, frame(2, ecn0), uint64_t(i) * 81'920);
+      net->send(1, frame(2, ecn1, 49153), uint64_t(i) * 81'920);
+    }
+    drain();
+  }
   std::unique_ptr<Network> net;
   std::vector<Arrival> arrivals;
   std::vector<std::vector<uint8_t>> captured;
@@ -77,11 +87,7 @@ TEST(FabricNetwork, IncastQueuesAtTheEgressPort) {
   Topology t = single_switch(3, 100.0, 0.0);
   t.switch_config.pfc.enabled = false;
   Harness h(t);
-  for (int i = 0; i < 10; ++i) {
-    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
-    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
-  }
-  h.drain();
+  h.incast(10);
   ASSERT_EQ(h.arrivals.size(), 20u);
   for (size_t i = 1; i < h.arrivals.size(); ++i) EXPECT_EQ(h.arrivals[i].at - h.arrivals[i - 1].at, 81'920u);
   const LinkStats& to_host2 = h.net->links()[5];  // links in order: h0-s, h1-s, h2-s; each two ways
@@ -96,11 +102,7 @@ TEST(FabricNetwork, RedMarksOnlyEcnCapablePacketsAboveKmin) {
   t.switch_config.ecn = {.enabled = true, .kmin_bytes = 2000, .kmax_bytes = 4000, .pmax = 0.5};
   t.switch_config.pfc.enabled = false;
   Harness h(t);
-  for (int i = 0; i < 20; ++i) {
-    h.net->send(0, frame(2, 2), uint64_t(i) * 81'920);   // ECT(0)
-    h.net->send(1, frame(2, 0, 49153), uint64_t(i) * 81'920);   // not ECN-capable
-  }
-  h.drain();
+  h.incast(20, 2, 0);  // host 0's ECT(0), host 1's not ECN-capable
   size_t marked = 0;
   for (const Arrival& a : h.arrivals) {
     const uint8_t ecn = a.frame[15] & 3;
@@ -122,11 +124,7 @@ TEST(FabricNetwork, PfcPausesTheSendersInsteadOfDropping) {
   t.switch_config.shared_buffer = true;
   t.switch_config.pfc = {.enabled = true, .xoff_bytes = 5'000, .xon_bytes = 3'000, .pause_quanta = 0xffff, .priorities = 0xff};
   Harness h(t);
-  for (int i = 0; i < 100; ++i) {
-    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
-    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
-  }
-  h.drain();
+  h.incast(100);
   EXPECT_EQ(h.arrivals.size(), 200u) << "lossless: every frame arrives";
   EXPECT_EQ(h.net->totals().drops, 0u);
   EXPECT_GT(h.net->totals().pause_frames, 0u);
@@ -145,11 +143,7 @@ TEST(FabricNetwork, WithoutPfcAFullBufferDrops) {
   t.switch_config.buffer_bytes = 20'000;
   t.switch_config.pfc.enabled = false;
   Harness h(t);
-  for (int i = 0; i < 100; ++i) {
-    h.net->send(0, frame(2, 0), uint64_t(i) * 81'920);
-    h.net->send(1, frame(2, 0), uint64_t(i) * 81'920);
-  }
-  h.drain();
+  h.incast(100);
   EXPECT_GT(h.net->totals().drops, 0u);
   EXPECT_EQ(h.arrivals.size() + h.net->totals().drops, 200u);
   EXPECT_EQ(h.net->totals().pause_frames, 0u);
@@ -194,11 +188,7 @@ TEST(FabricNetwork, TheSameInputGivesTheSameMarks) {
     Topology t = single_switch(3, 100.0, 0.0);
     t.switch_config.ecn = {.enabled = true, .kmin_bytes = 1000, .kmax_bytes = 50000, .pmax = 0.3};
     Harness h(t);
-    for (int i = 0; i < 200; ++i) {
-      h.net->send(0, frame(2, 2), uint64_t(i) * 81'920);
-      h.net->send(1, frame(2, 2), uint64_t(i) * 81'920);
-    }
-    h.drain();
+    h.incast(200, 2, 2);
     std::vector<uint8_t> marks;
     for (const Arrival& a : h.arrivals) marks.push_back(a.frame[15] & 3);
     return marks;

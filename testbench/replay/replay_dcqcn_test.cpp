@@ -10,20 +10,13 @@
 #include <numeric>
 
 #include "replay/replayer.h"
+#include "testbench/replay/incast_workload.h"
 
 namespace hcaemu::replay {
 namespace {
 
 TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
-  std::string json = R"({"format": "hcareplay-workload/1", "hosts": [)";
-  for (int i = 0; i < 9; ++i) json += std::string(i ? "," : "") + R"({"name": "h)" + std::to_string(i) + R"(", "ip": "10.0.0.)" + std::to_string(i + 1) + "\"}";
-  json += R"(], "qps": [)";
-  for (int i = 0; i < 8; ++i) {
-    json += std::string(i ? "," : "") + R"({"host": "h)" + std::to_string(i) + R"(", "peer": "h8", "service": "rc", "mtu": 4096, "ops": [)";
-    for (int m = 0; m < 200; ++m) json += std::string(m ? "," : "") + R"({"op": "write", "bytes": 65536})";
-    json += "]}";
-  }
-  json += "]}";
+  const std::string json = incast_workload_json(8, 200, 65536);
   std::string error;
   const auto w = parse_workload(json, &error);
   ASSERT_TRUE(w) << error;
