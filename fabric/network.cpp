@@ -45,6 +45,7 @@ void Network::build(const Topology& t) {
     stats_.push_back({.name = name(a) + "->" + name(b)});
     stats_.push_back({.name = name(b) + "->" + name(a)});
   }
+  last_bin_.assign(stats_.size(), {0, nullptr});
   for (Node& n : nodes_) {
     n.ingress_bytes.assign(n.ports.size(), {});
     n.pausing.assign(n.ports.size(), {});
@@ -111,11 +112,20 @@ uint64_t Network::host_blocked_until(uint32_t host, uint64_t now_ps) const {
   return until;
 }
 
-LinkStats::Bin& Network::bin(uint32_t t) { return stats_[t].timeline[(now_ - std::min(now_, origin_)) / bin_ps_]; }
+LinkStats::Bin& Network::bin(uint32_t t) {
+  const uint64_t key = (now_ - std::min(now_, origin_)) / bin_ps_;
+  auto& [last_key, last] = last_bin_[t];
+  if (last == nullptr || key != last_key) {
+    last = &stats_[t].timeline[key];
+    last_key = key;
+  }
+  return *last;
+}
 
 void Network::restart_statistics(uint64_t origin_ps) {
   origin_ = origin_ps;
   for (LinkStats& s : stats_) s = {.name = s.name};
+  last_bin_.assign(stats_.size(), {0, nullptr});
   totals_ = {};
   for (Transmitter& t : tx_)
     if (t.waiting_paused) t.pause_started_ps = origin_ps;

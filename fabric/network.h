@@ -138,6 +138,8 @@ class Network {
   std::vector<Node> nodes_;
   std::vector<Transmitter> tx_;
   std::vector<LinkStats> stats_;
+  // Per link: the bin written last (time only moves on, so most writes hit it again).
+  std::vector<std::pair<uint64_t, LinkStats::Bin*>> last_bin_;
   std::vector<Event> events_;  // a min-heap on (at, order)
   std::vector<std::vector<uint8_t>> frames_;
   std::vector<uint32_t> free_slots_;

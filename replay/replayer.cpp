@@ -184,11 +184,18 @@ class Wire : public sc_core::sc_module {
     reschedule();
   }
   void step() {
+    scheduled_ps_.reset();  // the wake that ran this
     network_.run_until(kernel_ps());
     reschedule();
   }
+  // One timed notification for the network's next event; none again for the same time (the
+  // kernel's timed queue is a large part of a replay's cost).
   void reschedule() {
-    if (const auto next = network_.next_event_ps()) wake_.notify(sc_time(double(*next - std::min(*next, kernel_ps())), SC_PS));
+    const auto next = network_.next_event_ps();
+    if (!next || (scheduled_ps_ && *scheduled_ps_ <= *next)) return;
+    const uint64_t now = kernel_ps();
+    wake_.notify(sc_time(double(*next - std::min(*next, now)), SC_PS));
+    scheduled_ps_ = std::max(*next, now);
   }
 
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
@@ -198,6 +205,7 @@ class Wire : public sc_core::sc_module {
   std::vector<std::unique_ptr<Port>> ports_;
   traces::PcapWriter* pcap_ = nullptr;
   uint64_t origin_ps_ = 0;
+  std::optional<uint64_t> scheduled_ps_;  // the pending wake's time
   sc_core::sc_event wake_;
 };
 
