@@ -1,6 +1,7 @@
 #!/bin/bash
 # hcareplay as a user runs it: a capture the engine wrote (engine_bench's lossy mix) is inspected
-# (every RoCE frame mapped, retransmissions and RNR NAKs reported), lowered to a workload and
+# (every RoCE frame mapped, retransmissions and RNR NAKs reported), so is a Soft-RoCE capture
+# (at least 99% mapped, its NAK and retransmissions reported), the first is lowered to a workload and
 # replayed; the example workloads replay with every operation done; the same input and options
 # give byte-identical outputs; malformed inputs are clear errors (exit 1), wrong usage exit 2.
 # Usage: hcareplay_cli_test.sh HCAREPLAY ENGINE_BENCH EXAMPLES_DIR
@@ -18,6 +19,15 @@ grep -q "(100.00% of RoCEv2), unmapped 0" "$WORK/inspect.txt" || { cat "$WORK/in
 grep -qE "[1-9][0-9]* retransmitted packets" "$WORK/inspect.txt" || fail "retransmissions not reported"
 grep -qE "[1-9][0-9]* RNR NAKs" "$WORK/inspect.txt" || fail "RNR NAKs not reported"
 grep -q "400 messages; 0 with packets missing" "$WORK/inspect.txt" || { cat "$WORK/inspect.txt"; fail "not 400 messages"; }
+
+# An independent implementation's wire: Soft-RoCE between two guests (testbench/replay/fixtures/).
+xz -dc "$(dirname "$0")/fixtures/rxe-perftest-tail.pcap.xz" > "$WORK/rxe.pcap"
+"$REPLAY" inspect "$WORK/rxe.pcap" > "$WORK/rxe.txt"
+share=$(sed -n 's/.*mapped [0-9]* (\([0-9.]*\)% of RoCEv2).*/\1/p' "$WORK/rxe.txt")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 99.0 else 1)" "${share:-0}" ||
+  { cat "$WORK/rxe.txt"; fail "only ${share:-0}% of the Soft-RoCE capture mapped"; }
+grep -qE "[1-9][0-9]* PSN sequence NAKs" "$WORK/rxe.txt" || fail "the Soft-RoCE NAK not reported"
+grep -qE "[1-9][0-9]* retransmitted packets" "$WORK/rxe.txt" || fail "Soft-RoCE retransmissions not reported"
 
 # pcapng (what Wireshark and tshark write by default) reads the same.
 if command -v editcap > /dev/null; then

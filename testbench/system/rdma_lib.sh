@@ -31,6 +31,10 @@ rxe_nics() {
     local nic=(--qemu-arg -netdev
       --qemu-arg "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$((base + me)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((base + 3 - me))"
       --qemu-arg -device --qemu-arg "virtio-net-pci,netdev=n0,mac=52:54:00:09:00:0$me")
+    # The wire as the server's NIC sees it (both directions), for hcareplay: RXE_PCAP=FILE.
+    if [ $me = 1 ] && [ -n "${RXE_PCAP:-}" ]; then
+      nic+=(--qemu-arg -object --qemu-arg "filter-dump,id=dump0,netdev=n0,file=$RXE_PCAP")
+    fi
     if [ $me = 1 ]; then SERVER_VM=("${nic[@]}"); else CLIENT_VM=("${nic[@]}"); fi
   done
 }
