@@ -17,14 +17,15 @@ using namespace model;
 
 struct HostFunction {
   static constexpr uint64_t kRamBase = 0x100000;
-  SimHostMemory memory{kRamBase, 16 << 20};
+  static constexpr uint64_t kDefaultMemory = 16 << 20;
+  SimHostMemory memory;
   RecordingMsix msix;
   FunctionContext f;
   Firmware fw{f};
   std::vector<uint8_t> out;
   uint64_t next_page = kRamBase + 0x10000;
 
-  HostFunction() {
+  explicit HostFunction(uint64_t memory_bytes = kDefaultMemory) : memory(kRamBase, memory_bytes) {
     f.memory = &memory;
     f.msix = &msix;
     f.bar0_size = 32 << 20;

@@ -232,7 +232,8 @@ struct RdmaNode : HostFunction {
   uint8_t next_variant = 0;
 
   // `peer`: the node every frame goes to (a point-to-point wire), or Port::kByMac.
-  RdmaNode(int index, Wire& wire, int peer) : id(index) {
+  RdmaNode(int index, Wire& wire, int peer, uint64_t memory_bytes = kDefaultMemory)
+      : HostFunction(memory_bytes), id(index) {
     port.wire = &wire;
     port.from = index;
     port.to = peer;
@@ -738,8 +739,9 @@ struct RdmaCluster {
   Wire wire;
   std::deque<RdmaNode> nodes;  // a deque: nodes never move (the engines hold their ports)
 
-  explicit RdmaCluster(int count) {
-    for (int i = 0; i < count; ++i) nodes.emplace_back(i, wire, RdmaNode::Port::kByMac);
+  // Each node with `memory_bytes` of host memory (rings, buffers and MRs come out of it).
+  explicit RdmaCluster(int count, uint64_t memory_bytes = HostFunction::kDefaultMemory) {
+    for (int i = 0; i < count; ++i) nodes.emplace_back(i, wire, RdmaNode::Port::kByMac, memory_bytes);
   }
   RdmaNode& node(int index) { return nodes.at(size_t(index)); }
   size_t size() const { return nodes.size(); }

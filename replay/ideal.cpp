@@ -1,7 +1,9 @@
 #include "replay/ideal.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"  // aggregates name only what they set
 
@@ -19,6 +21,10 @@ IdealProbes plan_probes(const Workload& w, size_t max_sizes) {
     for (const WorkloadOp& op : qp.ops) seen[kind_of(qp, op)].insert(op.bytes);
   IdealProbes out;
   out.workload.hosts = w.hosts;
+  // One QP per host pair, service and MTU carries all its kinds' probes (hosts' memory is finite),
+  // each probe after the one before it, across QPs too: one at a time on the empty network.
+  std::map<std::tuple<size_t, size_t, Service, uint32_t>, size_t> qp_of;
+  std::optional<OpRef> previous;
   for (auto& [kind, sizes] : seen) {
     std::vector<uint64_t> chosen(sizes.begin(), sizes.end());
     if (chosen.size() > max_sizes) {
@@ -29,15 +35,23 @@ IdealProbes plan_probes(const Workload& w, size_t max_sizes) {
       chosen.push_back(high);
     }
     out.sizes[kind] = chosen;
+    const auto key = std::make_tuple(kind.host, kind.peer, kind.service, kind.mtu);
+    auto [it, added] = qp_of.emplace(key, out.workload.qps.size());
+    if (added) out.workload.qps.push_back({.host = kind.host, .peer = kind.peer, .service = kind.service, .mtu = kind.mtu});
+    WorkloadQp& qp = out.workload.qps[it->second];
     for (uint64_t bytes : chosen) {
-      WorkloadQp qp{.host = kind.host, .peer = kind.peer, .service = kind.service, .mtu = kind.mtu};
       WorkloadOp op{.kind = kind.kind, .bytes = bytes, .inline_data = kind.inline_data};
-      if (!out.probes.empty()) op.after.push_back({out.probes.size() - 1, 0});
+      if (previous) op.after.push_back(*previous);
+      previous = OpRef{it->second, qp.ops.size()};
       qp.ops.push_back(op);
-      out.workload.qps.push_back(qp);
       out.probes.emplace_back(kind, bytes);
     }
   }
+  // Probe i is the i-th operation QP by QP (the order results come in).
+  std::vector<std::pair<ProbeKind, uint64_t>> ordered;
+  for (const WorkloadQp& qp : out.workload.qps)
+    for (const WorkloadOp& op : qp.ops) ordered.emplace_back(kind_of(qp, op), op.bytes);
+  out.probes = std::move(ordered);
   return out;
 }
 

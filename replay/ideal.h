@@ -23,10 +23,11 @@ struct ProbeKind {
 };
 
 struct IdealProbes {
-  // The workload's hosts; one QP per probe with one operation, each after the one before.
+  // The workload's hosts; one QP per host pair, service and MTU with its probes, each probe after
+  // the one before it.
   Workload workload;
   std::map<ProbeKind, std::vector<uint64_t>> sizes;  // per kind: the sizes probed, ascending
-  std::vector<std::pair<ProbeKind, uint64_t>> probes;  // probe i: its kind and size (QP i of workload)
+  std::vector<std::pair<ProbeKind, uint64_t>> probes;  // probe i: its kind and size, QP by QP, op by op
 };
 
 // Exact sizes up to `max_sizes` per kind; beyond, the smallest, the largest and the powers of two between.

@@ -517,6 +517,16 @@ uint64_t captured_span_ps(const Workload& w, const ReplayOptions& o) {
   return uint64_t(double(last - first) * 1000.0 * (o.timing == TimingMode::kScale ? o.scale : 1.0));
 }
 
+// Host memory enough for every host's share: its two message buffers and, per QP end on it, the
+// rings and CQs hostsim gives it (about 90 KiB: a 1024-entry CQ, a small one, the SQ and RQ).
+uint64_t host_memory_bytes(const std::vector<const WorkloadQp*>& qps, size_t hosts) {
+  std::vector<uint64_t> ends(hosts, 0);
+  for (const WorkloadQp* qp : qps) ++ends[qp->host], ++ends[qp->peer];
+  const uint64_t most = ends.empty() ? 0 : *std::max_element(ends.begin(), ends.end());
+  constexpr uint64_t kPerQpEnd = 128 << 10, kFixed = 2 * kMaxReplayMessage + (3 << 20);
+  return std::max<uint64_t>(hostsim::HostFunction::kDefaultMemory, kFixed + most * kPerQpEnd);
+}
+
 // Workload times from its start; done 0 stays "never".
 void shift(std::vector<OpResult>& ops, uint64_t origin) {
   for (OpResult& op : ops) {
@@ -547,7 +557,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     std::vector<const WorkloadQp*> specs;
     for (const WorkloadQp& qp : probes.workload.qps) specs.push_back(&qp);
     for (const WorkloadQp& qp : w.qps) specs.push_back(&qp);
-    RdmaCluster cluster(int(w.hosts.size()));
+    RdmaCluster cluster(int(w.hosts.size()), host_memory_bytes(specs, w.hosts.size()));
     std::vector<std::unique_ptr<pcie::TimedHostMemory>> dma;
     std::vector<Mr> src, dst;
     for (size_t i = 0; i < w.hosts.size(); ++i) {

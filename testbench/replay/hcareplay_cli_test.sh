@@ -92,6 +92,15 @@ JSON
 grep -q "4 hosts, 4 switches" "$WORK/ls.txt" || fail "the leaf-spine is not what ran"
 grep -q "^leaf0->spine0," "$WORK/ls/links.csv" && grep -q "^leaf0->spine1," "$WORK/ls/links.csv" || fail "ECMP used one spine only"
 
+# Many QPs (a full-system capture has a hundred and more): the hosts' memory grows with them.
+python3 -c '
+import json
+hosts = [{"name": "a", "ip": "10.0.0.1"}, {"name": "b", "ip": "10.0.0.2"}]
+qps = [{"host": "a", "peer": "b", "service": "rc", "mtu": 1024, "ops": [{"op": "send", "bytes": 100 + q}]} for q in range(300)]
+print(json.dumps({"format": "hcareplay-workload/1", "hosts": hosts, "qps": qps}))' > "$WORK/many.json"
+"$REPLAY" run "$WORK/many.json" --out "$WORK/many" --quiet --no-plots > "$WORK/many.txt" 2>&1 || { cat "$WORK/many.txt"; fail "300 QPs"; }
+[ "$(grep -c ',ok,' "$WORK/many/messages.csv")" = 300 ] || fail "not 300 operations ok with 300 QPs"
+
 # Posted after a long quiet gap (asis): neither taken for a stall nor cut by the model-time limit.
 cat > "$WORK/gap.json" <<'JSON'
 {"format": "hcareplay-workload/1", "hosts": [{"name": "a", "ip": "10.0.0.1"}, {"name": "b", "ip": "10.0.0.2"}],
