@@ -26,7 +26,7 @@ for name in stream incast incast-dcqcn; do
   [ "$name" = incast-dcqcn ] && extra=(--dcqcn=paper --set ecn.kmin_bytes=12500 --set ecn.kmax_bytes=500000)
   for ((i = 0; i < RUNS; i++)); do
     start=$(date +%s.%N)
-    "$REPLAY" run "$WORK/${name%-dcqcn}.json" --out "$WORK/out" --timing asap --no-pcap --no-trace --quiet "${extra[@]}" \
+    "$REPLAY" run "$WORK/${name%-dcqcn}.json" --out "$WORK/out" --timing asap --no-pcap --no-trace --no-plots --quiet "${extra[@]}" \
       > "$WORK/summary.txt"
     end=$(date +%s.%N)
     packets=$(sed -n 's/^packets \([0-9]*\),.*/\1/p' "$WORK/summary.txt")
