@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -23,6 +24,15 @@ constexpr size_t kCdfPoints = 1000;  // per opcode: a smooth curve, a small file
 constexpr double kOneFrameBytes = 4200;
 constexpr size_t kMostKeyEntries = 16;          // more series than this: no key, it would hide the plot
 constexpr uint64_t kDefaultBinPs = 10'000'000;  // hcareplay run's --bin-us default
+
+// A colour per series: sixteen distinct ones (gnuplot's own line types repeat after eight, so two
+// series of one plot would share a colour), then again.
+std::string series_color(size_t series) {
+  static constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#808000",
+                                            "#800000", "#008080", "#ff00ff", "#000000"};
+  return std::string(" lc rgb '") + kColors[series % std::size(kColors)] + "'";
+}
 
 // What every plot over model time sets; without a key when there are too many series for one.
 std::vector<std::string> time_plot_settings(const std::string& title, const std::string& ylabel, size_t series,
@@ -272,7 +282,7 @@ Built slowdown_by_size(const std::string& dir) {
         data += std::to_string(i) + " " + gnuplot_number(p->second.p50) + " " + gnuplot_number(p->second.p99) + "\n";
     data += "\n\n";
     const std::string common = "'slowdown_by_size.dat' index " + std::to_string(index) + " using 1:";
-    const std::string color = " lc " + std::to_string(++index);
+    const std::string color = series_color(index++);
     f.script.plots.push_back(common + "2 with linespoints lw 2 pt 7" + color + " title " +
                              gnuplot_string(opcode + " p50"));
     f.script.plots.push_back(common + "3 with linespoints lw 2 pt 6 dt 2" + color + " title " +
@@ -355,7 +365,7 @@ Built throughput(const std::string& dir) {
   for (const auto& [qp, samples] : qps) {
     data += "# QP " + qp + "\n" + throughput_lines(samples, bin) + "\n\n";
     const std::string common = "'throughput.dat' index " + std::to_string(index) + " using 1:";
-    const std::string color = " lc " + std::to_string(++index);
+    const std::string color = series_color(index++);
     f.script.plots.push_back(common + "2 with steps lw 1" + color + " title " + gnuplot_string("QP " + qp));
     if (std::any_of(samples.begin(), samples.end(), [](const Sample& s) { return s.rate.has_value(); }))
       f.script.plots.push_back(common + "3 with steps lw 2 dt 2" + color + " title " +
@@ -445,8 +455,8 @@ Built queue_depth(const std::string& dir) {
   size_t index = 0;
   for (const auto& [link, samples] : links) {
     data += "# " + link + "\n" + queue_lines(samples, bin) + "\n\n";
-    f.script.plots.push_back("'queue_depth.dat' index " + std::to_string(index) + " using 1:2 with steps lw 2 lc " +
-                             std::to_string(index + 1) + " title " + gnuplot_string(link));
+    f.script.plots.push_back("'queue_depth.dat' index " + std::to_string(index) + " using 1:2 with steps lw 2" +
+                             series_color(index) + " title " + gnuplot_string(link));
     ++index;
   }
   f.data = {{"queue_depth.dat", data}};

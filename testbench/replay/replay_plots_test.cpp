@@ -142,7 +142,7 @@ TEST(RunPlots, SlowdownBySizeOrdersBucketsBySize) {
   EXPECT_EQ(read_file(dir / "plots/slowdown_by_size.dat"), "# read\n0 1 1\n\n\n# write\n1 3 3\n2 2 4\n\n\n");
   const std::string gp = read_file(dir / "plots/slowdown_by_size.gp");
   EXPECT_TRUE(contains(gp, "set xtics ('64B' 0, '1KiB' 1, '64KiB' 2)\n"));
-  EXPECT_TRUE(contains(gp, "using 1:3 with linespoints lw 2 pt 6 dt 2 lc 2 title 'write p99'"));
+  EXPECT_TRUE(contains(gp, "using 1:3 with linespoints lw 2 pt 6 dt 2 lc rgb '#ff7f0e' title 'write p99'"));
 }
 
 TEST(RunPlots, SlowdownBySizeIsComputedFromTheMessagesWithoutASummary) {
@@ -167,7 +167,7 @@ TEST(RunPlots, ThroughputFallsToZeroOverMissingBinsAndKeepsTheRate) {
             "# QP 2\n20 0.051 NaN\n30 0 NaN\n\n\n"
             "# QP 10\n0 0.8 NaN\n10 0 NaN\n\n\n");
   const std::string gp = read_file(dir / "plots/throughput.gp");
-  EXPECT_TRUE(contains(gp, "index 0 using 1:3 with steps lw 2 dt 2 lc 1 title 'QP 0 rate'"));
+  EXPECT_TRUE(contains(gp, "index 0 using 1:3 with steps lw 2 dt 2 lc rgb '#1f77b4' title 'QP 0 rate'"));
   EXPECT_FALSE(contains(gp, "QP 2 rate")) << "a QP never limited has no rate line";
 }
 
