@@ -58,7 +58,8 @@ struct Message {
   uint32_t retransmitted = 0;    // request packets sent again
   // From hcaemu's latency trace of the same run (apply_trace_timing), 0 when not known: the
   // doorbell that posted it and the CQE that completed it, model time in ps.
-  uint64_t doorbell_ps = 0, cqe_ps = 0;
+  uint64_t doorbell_ps = 0, cqe_ps = 0;  // cqe_ps 0 with a doorbell: posted unsignalled
+  bool payload_dma = true;                // false: the trace saw no payload read (inline data)
   bool complete = false;         // every packet of the request was seen
 };
 

@@ -245,9 +245,10 @@ struct QpRun {
   std::array<uint8_t, 48> av{};
   size_t next = 0;             // the next operation to post
   std::deque<size_t> in_flight;  // posted, not completed (operation indices, in posting order)
+  size_t signalled_in_flight = 0;  // of them, those that will bring a completion
   uint64_t last_done_ps = 0;
-  size_t next_first_packet = 0;     // the operation whose first packet is next to leave
-  std::deque<uint64_t> sent_messages;  // trace ids of the latest messages out (a resend is not a first)
+  size_t next_doorbell = 0;                   // the operation the engine takes up next
+  std::map<uint64_t, size_t> op_of_message;   // the engine's message ids of operations not yet completed
 };
 
 // Posts the operations (the probes first, one after another, then the workload's) and collects
@@ -280,15 +281,27 @@ class Driver : public sc_core::sc_module {
       if (r.spec->host == host) take_completions(r);
     }
   }
-  // The first packet of message `id` of QP `qpn` on `host` left at `at_ps`.
-  void first_packet(size_t host, uint32_t qpn, uint64_t id, uint64_t at_ps) {
-    const auto it = by_qpn_.find({host, qpn});
+  // A stage of one of host `host`'s messages as its engine stamps it: the doorbell names the
+  // message (the QP's operations are taken in posting order), later stages find it by name.
+  void stage(size_t host, const model::StageStamp& s, uint64_t at_ps) {
+    const auto it = by_qpn_.find({host, s.qpn});
     if (it == by_qpn_.end()) return;
     QpRun& r = *it->second;
-    if (std::find(r.sent_messages.begin(), r.sent_messages.end(), id) != r.sent_messages.end()) return;  // resent
-    r.sent_messages.push_back(id);
-    if (r.sent_messages.size() > 2 * o_.max_outstanding + 8) r.sent_messages.pop_front();
-    if (r.next_first_packet < r.next) result(r, r.next_first_packet++).first_packet_ps = at_ps;
+    if (s.stage == model::RdmaStage::kDoorbell) {
+      if (r.next_doorbell < r.next) {
+        result(r, r.next_doorbell).device_post_ps = at_ps;
+        r.op_of_message[s.message] = r.next_doorbell++;
+      }
+      return;
+    }
+    const auto m = r.op_of_message.find(s.message);
+    if (m == r.op_of_message.end()) return;
+    OpResult& res = result(r, m->second);
+    if (s.stage == model::RdmaStage::kWireFirstPacket && res.first_packet_ps == 0) res.first_packet_ps = at_ps;  // not a resend
+    if (s.stage == model::RdmaStage::kCqeWrite) {
+      res.device_done_ps = at_ps;
+      r.op_of_message.erase(m);
+    }
   }
   // What host `host`'s congestion control did to one of its QPs.
   void congestion(size_t host, const model::CongestionEvent& e, std::vector<QpCongestion>& out) {
@@ -326,6 +339,7 @@ class Driver : public sc_core::sc_module {
         ++completed_;
         if (r.probe) ++probes_done_;
         if (uint16_t(res_index_[r.first_result + op]) == cqe.wqe_counter) {
+          r.signalled_in_flight -= std::min<size_t>(r.signalled_in_flight, 1);
           if (cqe.opcode != 0) res.status = cqe.syndrome != 0 ? cqe.syndrome : 0xff;
           break;
         }
@@ -383,7 +397,10 @@ class Driver : public sc_core::sc_module {
     }
     if (atomic) wr.swap_add = 1;
     wr.imm = op.immediate.value_or(0);
-    wr.signalled = op.signalled || r.next + 1 == r.spec->ops.size();  // the last one always completes
+    // The last one always completes, and so does one that fills the QP's room: unsignalled
+    // operations hold their SQ slots until a later completion, which must come.
+    wr.signalled = op.signalled || r.next + 1 == r.spec->ops.size() || r.in_flight.size() + 1 >= o_.max_outstanding;
+    r.signalled_in_flight += wr.signalled;
     if (r.spec->service == Service::kUd) {
       wr.av = r.av;
       peer.post_recv(*r.peer, {{dst.va(0), uint32_t(op.bytes) + kGrh, dst.key}});
@@ -428,7 +445,10 @@ class Driver : public sc_core::sc_module {
                     total - probe_ops_);
       }
       if (completed_ == total) break;
-      const bool in_flight = std::any_of(runs_.begin(), runs_.end(), [](const QpRun& r) { return !r.in_flight.empty(); });
+      // A stall is a completion that should come and does not: unsignalled operations alone wait
+      // for their QP's next signalled one, which may be far off (asis).
+      const bool in_flight =
+          std::any_of(runs_.begin(), runs_.end(), [](const QpRun& r) { return r.signalled_in_flight != 0; });
       if (in_flight && kernel_ps() - last_progress_ps_ >= stall_ps()) {
         stalled_ = true;  // operations in flight, none completing: stop rather than spin
         break;
@@ -533,6 +553,8 @@ void shift(std::vector<OpResult>& ops, uint64_t origin) {
     op.post_ps -= std::min(op.post_ps, origin);
     if (op.first_packet_ps != 0) op.first_packet_ps = std::max<uint64_t>(op.first_packet_ps - std::min(op.first_packet_ps, origin), 1);
     if (op.done_ps != 0) op.done_ps = std::max<uint64_t>(op.done_ps - std::min(op.done_ps, origin), 1);
+    if (op.device_post_ps != 0) op.device_post_ps = std::max<uint64_t>(op.device_post_ps - std::min(op.device_post_ps, origin), 1);
+    if (op.device_done_ps != 0) op.device_done_ps = std::max<uint64_t>(op.device_done_ps - std::min(op.device_done_ps, origin), 1);
   }
 }
 
@@ -618,7 +640,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     for (size_t i = 0; i < w.hosts.size(); ++i)
       cluster.node(int(i)).engine.set_stage_hook([&trace, &d, i](const model::StageStamp& s) {
         const uint64_t at = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps();
-        if (s.stage == model::RdmaStage::kWireFirstPacket && s.function < 0) d.first_packet(i, s.qpn, s.message, at);
+        if (s.function < 0) d.stage(i, s, at);
         if (trace && d.started())
           trace->record({.time_ps = at - std::min(at, d.origin_ps()),
                          .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,

@@ -64,6 +64,9 @@ struct OpResult {
   // Model time from the workload's start (after the ideal-FCT measurements); done_ps 0: it never
   // completed, first_packet_ps 0: no packet of it left (or it was not seen).
   uint64_t post_ps = 0, first_packet_ps = 0, done_ps = 0;
+  // The same as the device stamps them (hcaemu --trace's doorbell and cqe_write): 0 when not seen
+  // (an unsignalled operation has no CQE).
+  uint64_t device_post_ps = 0, device_done_ps = 0;
   uint64_t ideal_ps = 0;              // its FCT alone on the empty network (0: not measured)
   uint64_t captured_fct_ps = 0;       // the FCT of the captured run, from its latency trace (0: none)
   uint8_t status = 0;                 // 0 success, else the completion's syndrome

@@ -58,8 +58,13 @@ std::map<std::pair<std::string, uint64_t>, Samples> group(const ReplayResult& r)
   return out;
 }
 
-// The replay's FCT against the captured run's, relative: (replayed - captured) / captured.
-double fct_error(const OpResult& op) { return (double(fct(op)) - double(op.captured_fct_ps)) / double(op.captured_fct_ps); }
+// At the device, doorbell to CQE written: what hcaemu's latency trace measures.
+bool has_device_fct(const OpResult& op) { return op.device_post_ps != 0 && op.device_done_ps >= op.device_post_ps; }
+uint64_t device_fct(const OpResult& op) { return op.device_done_ps - op.device_post_ps; }
+// The replay's FCT against the captured run's, both at the device, relative: (replayed - captured) / captured.
+double fct_error(const OpResult& op) {
+  return (double(device_fct(op)) - double(op.captured_fct_ps)) / double(op.captured_fct_ps);
+}
 
 // Against the captured run: how many operations had its FCT, and how far the replay's is.
 struct CaptureComparison {
@@ -69,7 +74,7 @@ struct CaptureComparison {
 CaptureComparison compare_to_capture(const ReplayResult& r) {
   CaptureComparison c;
   for (const OpResult& op : r.ops) {
-    if (op.captured_fct_ps == 0 || !succeeded(op)) continue;
+    if (op.captured_fct_ps == 0 || !succeeded(op) || !has_device_fct(op)) continue;
     const double e = std::abs(fct_error(op));
     ++c.compared;
     c.within_1_percent += e <= 0.01;
@@ -95,7 +100,8 @@ std::string size_bucket_label(uint64_t top) {
 }
 
 void write_messages_csv(std::ostream& out, const ReplayResult& r) {
-  out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status,captured_fct_ns,fct_error\n";
+  out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status,device_fct_ns,"
+         "captured_fct_ns,fct_error\n";
   for (const OpResult& op : r.ops) {
     out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ','
         << (op.first_packet_ps != 0 ? ns3(op.first_packet_ps) : "") << ',';
@@ -106,9 +112,11 @@ void write_messages_csv(std::ostream& out, const ReplayResult& r) {
     out << (op.ideal_ps != 0 ? ns3(op.ideal_ps) : "") << ','
         << (op.ideal_ps != 0 && op.done_ps != 0 ? fixed(double(fct(op)) / double(op.ideal_ps)) : "") << ','
         << (op.done_ps == 0 ? "incomplete" : op.status == 0 ? "ok" : "error " + std::to_string(op.status)) << ',';
+    if (has_device_fct(op)) out << ns3(device_fct(op));
+    out << ',';
     if (op.captured_fct_ps != 0) out << ns3(op.captured_fct_ps);
     out << ',';
-    if (op.captured_fct_ps != 0 && succeeded(op)) out << fixed(fct_error(op), 5);
+    if (op.captured_fct_ps != 0 && succeeded(op) && has_device_fct(op)) out << fixed(fct_error(op), 5);
     out << '\n';
   }
 }

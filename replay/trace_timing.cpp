@@ -17,12 +17,15 @@ std::optional<TraceTiming> read_trace_timing(const std::string& path, std::strin
   std::map<uint64_t, std::pair<std::set<uint16_t>, TraceTiming::Times>> seen;
   const auto sink = [&](const traces::TraceEvent& e) {
     if (e.message >> 63) return;  // a datagram's id is a counter: nothing in a capture names it
-    if (e.stage != traces::Stage::kDoorbell && e.stage != traces::Stage::kCqeWrite) return;
+    if (e.stage != traces::Stage::kDoorbell && e.stage != traces::Stage::kCqeWrite &&
+        e.stage != traces::Stage::kPayloadDma)
+      return;
     auto& [functions, times] = seen[e.message];
     functions.insert(e.function);
     if (functions.size() > 1) return;
     if (e.stage == traces::Stage::kDoorbell && times.doorbell_ps == 0) times.doorbell_ps = std::max<uint64_t>(e.time_ps, 1);
     if (e.stage == traces::Stage::kCqeWrite) times.cqe_ps = e.time_ps;
+    if (e.stage == traces::Stage::kPayloadDma) times.payload_dma = true;
   };
   if (!traces::read_csv_trace(in, path, sink, error)) return std::nullopt;
   TraceTiming out;
@@ -32,7 +35,7 @@ std::optional<TraceTiming> read_trace_timing(const std::string& path, std::strin
       ++out.ambiguous;
       continue;
     }
-    if (times.doorbell_ps == 0 || times.cqe_ps < times.doorbell_ps) continue;
+    if (times.doorbell_ps == 0 || (times.cqe_ps != 0 && times.cqe_ps < times.doorbell_ps)) continue;
     out.by_id[id] = times;
     ++out.messages;
   }
@@ -48,6 +51,7 @@ size_t apply_trace_timing(Reconstruction& capture, const TraceTiming& timing) {
     if (it == timing.by_id.end()) continue;
     m.doorbell_ps = it->second.doorbell_ps;
     m.cqe_ps = it->second.cqe_ps;
+    m.payload_dma = it->second.payload_dma;
     ++applied;
   }
   return applied;

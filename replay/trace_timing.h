@@ -15,16 +15,18 @@ namespace hcaemu::replay {
 
 struct TraceTiming {
   struct Times {
-    uint64_t doorbell_ps = 0, cqe_ps = 0;
+    uint64_t doorbell_ps = 0, cqe_ps = 0;  // cqe_ps 0: no CQE (an unsignalled WQE)
+    bool payload_dma = false;              // false: its data came inline in the WQE (or it has none)
   };
   std::map<uint64_t, Times> by_id;  // (QPN << 24 | last PSN) -> times, for ids one function has
-  uint64_t messages = 0;            // with a doorbell and a CQE
+  uint64_t messages = 0;            // with a doorbell
   uint64_t ambiguous = 0;           // ids several functions have (left out)
 };
 
 // Reads PREFIX.csv; null with "FILE:LINE: reason" on malformed input.
 std::optional<TraceTiming> read_trace_timing(const std::string& csv_path, std::string* error);
-// Sets doorbell_ps and cqe_ps of every message of `capture` the trace has; returns how many.
+// Sets what the trace knows of every message of `capture` it has (doorbell, CQE, whether it was
+// signalled and whether its payload was read by DMA); returns how many.
 size_t apply_trace_timing(Reconstruction& capture, const TraceTiming& timing);
 
 }  // namespace hcaemu::replay

@@ -296,7 +296,13 @@ Workload lower(const Reconstruction& capture) {
     // The run's own latency trace knows better: the doorbell, and the FCT the run saw.
     if (m.doorbell_ps != 0) {
       op.post_ns = (m.doorbell_ps + 500) / 1000;
-      op.captured_fct_ns = (m.cqe_ps - m.doorbell_ps + 500) / 1000;
+      if (m.cqe_ps != 0)
+        op.captured_fct_ns = (m.cqe_ps - m.doorbell_ps + 500) / 1000;
+      else
+        op.signalled = false;  // no CQE: the software asked for none (perftest's cq_mod)
+      const bool carries_data = m.kind != MessageKind::kRead && m.kind != MessageKind::kCompareSwap &&
+                                m.kind != MessageKind::kFetchAdd;
+      if (!m.payload_dma && carries_data && m.bytes != 0 && m.bytes <= 512) op.inline_data = true;
     }
     const bool carries_imm = m.kind == MessageKind::kSendImm || m.kind == MessageKind::kWriteImm ||
                              m.kind == MessageKind::kSendInvalidate;
