@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -188,76 +189,95 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> settings;  // --set KEY=V, in order
 };
 
+// An option without a value: true when `arg` is one (set in `a`, or *error for a bad one).
+bool flag_option(const std::string& arg, Args& a, std::string* error) {
+  if (arg == "--no-pcap") a.pcap = false;
+  else if (arg == "--no-plots") a.plots = false;
+  else if (arg == "--no-trace") a.trace = false;
+  else if (arg == "--no-switch") a.switched = false;
+  else if (arg == "--no-ideal") a.replay.ideal = false;
+  else if (arg == "--quiet") a.quiet = true;
+  else if (arg == "--dcqcn" || arg.rfind("--dcqcn=", 0) == 0) {
+    const auto profile = hcaemu::model::dcqcn_profile(arg == "--dcqcn" ? "connectx" : arg.substr(8));
+    if (profile) a.replay.dcqcn = *profile;
+    else *error = "--dcqcn=PROFILE: connectx or paper";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --timing MODE.
+std::string parse_timing(const std::string& v, ReplayOptions& o) {
+  if (v == "think") o.timing = TimingMode::kThink;
+  else if (v == "asis") o.timing = TimingMode::kAsis;
+  else if (v == "asap") o.timing = TimingMode::kAsap;
+  else if (v.rfind("scale=", 0) == 0) {
+    o.timing = TimingMode::kScale;
+    char* end = nullptr;
+    o.scale = std::strtod(v.c_str() + 6, &end);
+    if (end == v.c_str() + 6 || *end != 0 || !(o.scale > 0)) return "--timing scale=K needs K > 0";
+  } else {
+    return "--timing must be think, asis, asap or scale=K";
+  }
+  return {};
+}
+
+// --set KEY=VALUE, each key once.
+std::string add_setting(const std::string& v, Args& a) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0) return "--set needs KEY=VALUE";
+  const std::string key = v.substr(0, eq);
+  for (const auto& [k, old] : a.settings)
+    if (k == key) return "--set " + key + " given twice";
+  a.settings.emplace_back(key, v.substr(eq + 1));
+  return {};
+}
+
+bool takes_value(const std::string& arg) {
+  static const std::set<std::string> kValueOptions = {
+      "-o", "--out", "--timing", "--timing-preset", "--max-outstanding", "--unmapped", "--max-model-time-ms",
+      "--stall-ms", "--bin-us", "--topology", "--seed", "--set", "--hcaemu-trace"};
+  return kValueOptions.contains(arg);
+}
+
+// An option with its value, into `a`; the usage error or empty.
+std::string value_option(const std::string& arg, const std::string& v, Args& a) {
+  if (arg == "-o") a.output = v;
+  if (arg == "--out") a.out_dir = v;
+  if (arg == "--timing-preset") a.preset = v;
+  if (arg == "--topology") a.topology = v;
+  if (arg == "--hcaemu-trace") a.hcaemu_trace = v;
+  if (arg == "--set") return add_setting(v, a);
+  if (arg == "--timing") return parse_timing(v, a.replay);
+  try {
+    if (arg == "--unmapped") a.max_unmapped = std::stoul(v);
+    if (arg == "--max-outstanding") a.replay.max_outstanding = uint32_t(std::stoul(v));
+    if (arg == "--max-model-time-ms") a.replay.max_model_time_ps = std::stoull(v) * 1'000'000'000ull;
+    if (arg == "--stall-ms") a.replay.stall_ps = std::stoull(v) * 1'000'000'000ull;
+    if (arg == "--bin-us") a.replay.bin_ps = std::stoull(v) * 1'000'000ull;
+    if (arg == "--seed") a.replay.seed = std::stoull(v);
+  } catch (const std::exception&) {
+    return arg + " needs a number";
+  }
+  if (arg == "--max-outstanding" && a.replay.max_outstanding == 0) return "--max-outstanding must be at least 1";
+  if ((arg == "--stall-ms" && a.replay.stall_ps == 0) || (arg == "--bin-us" && a.replay.bin_ps == 0) ||
+      (arg == "--max-model-time-ms" && a.replay.max_model_time_ps == 0))
+    return arg + " must be at least 1";
+  return {};
+}
+
 // Parses the command line into `a`; an empty string or the usage error.
 std::string parse_args(const std::vector<std::string>& args, Args& a) {
   a.command = args[0];
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 == args.size()) return std::nullopt;
-      return args[++i];
-    };
-    if (arg == "--no-pcap") {
-      a.pcap = false;
-    } else if (arg == "--no-plots") {
-      a.plots = false;
-    } else if (arg == "--no-trace") {
-      a.trace = false;
-    } else if (arg == "--no-switch") {
-      a.switched = false;
-    } else if (arg == "--no-ideal") {
-      a.replay.ideal = false;
-    } else if (arg == "--dcqcn" || arg.rfind("--dcqcn=", 0) == 0) {
-      const auto profile = hcaemu::model::dcqcn_profile(arg == "--dcqcn" ? "connectx" : arg.substr(8));
-      if (!profile) return "--dcqcn=PROFILE: connectx or paper";
-      a.replay.dcqcn = *profile;
-    } else if (arg == "--quiet") {
-      a.quiet = true;
-    } else if (arg == "-o" || arg == "--out" || arg == "--timing" || arg == "--timing-preset" ||
-               arg == "--max-outstanding" || arg == "--unmapped" || arg == "--max-model-time-ms" ||
-               arg == "--stall-ms" || arg == "--bin-us" || arg == "--topology" || arg == "--seed" || arg == "--set" ||
-               arg == "--hcaemu-trace") {
-      const auto v = value();
-      if (!v) return arg + " needs a value";
-      if (arg == "-o") a.output = *v;
-      if (arg == "--out") a.out_dir = *v;
-      if (arg == "--timing-preset") a.preset = *v;
-      if (arg == "--topology") a.topology = *v;
-      if (arg == "--hcaemu-trace") a.hcaemu_trace = *v;
-      if (arg == "--set") {
-        const size_t eq = v->find('=');
-        if (eq == std::string::npos || eq == 0) return "--set needs KEY=VALUE";
-        const std::string key = v->substr(0, eq);
-        for (const auto& [k, old] : a.settings)
-          if (k == key) return "--set " + key + " given twice";
-        a.settings.emplace_back(key, v->substr(eq + 1));
-      }
-      try {
-        if (arg == "--unmapped") a.max_unmapped = std::stoul(*v);
-        if (arg == "--max-outstanding") a.replay.max_outstanding = uint32_t(std::stoul(*v));
-        if (arg == "--max-model-time-ms") a.replay.max_model_time_ps = std::stoull(*v) * 1'000'000'000ull;
-        if (arg == "--stall-ms") a.replay.stall_ps = std::stoull(*v) * 1'000'000'000ull;
-        if (arg == "--bin-us") a.replay.bin_ps = std::stoull(*v) * 1'000'000ull;
-        if (arg == "--seed") a.replay.seed = std::stoull(*v);
-      } catch (const std::exception&) {
-        return arg + " needs a number";
-      }
-      if (arg == "--max-outstanding" && a.replay.max_outstanding == 0) return "--max-outstanding must be at least 1";
-      if ((arg == "--stall-ms" && a.replay.stall_ps == 0) || (arg == "--bin-us" && a.replay.bin_ps == 0) || (arg == "--max-model-time-ms" && a.replay.max_model_time_ps == 0))
-        return arg + " must be at least 1";
-      if (arg == "--timing") {
-        if (*v == "think") a.replay.timing = TimingMode::kThink;
-        else if (*v == "asis") a.replay.timing = TimingMode::kAsis;
-        else if (*v == "asap") a.replay.timing = TimingMode::kAsap;
-        else if (v->rfind("scale=", 0) == 0) {
-          a.replay.timing = TimingMode::kScale;
-          char* end = nullptr;
-          a.replay.scale = std::strtod(v->c_str() + 6, &end);
-          if (end == v->c_str() + 6 || *end != 0 || !(a.replay.scale > 0)) return "--timing scale=K needs K > 0";
-        } else {
-          return "--timing must be think, asis, asap or scale=K";
-        }
-      }
+    std::string error;
+    if (flag_option(arg, a, &error)) {
+      if (!error.empty()) return error;
+    } else if (takes_value(arg)) {
+      if (i + 1 == args.size()) return arg + " needs a value";
+      if (std::string why = value_option(arg, args[++i], a); !why.empty()) return why;
     } else if (!arg.empty() && arg[0] == '-') {
       return "unknown option " + arg;
     } else if (a.input.empty()) {

@@ -44,14 +44,12 @@ IdealProbes plan_probes(const Workload& w, size_t max_sizes) {
       if (previous) op.after.push_back(*previous);
       previous = OpRef{it->second, qp.ops.size()};
       qp.ops.push_back(op);
-      out.probes.emplace_back(kind, bytes);
     }
   }
   // Probe i is the i-th operation QP by QP (the order results come in).
-  std::vector<std::pair<ProbeKind, uint64_t>> ordered;
   for (const WorkloadQp& qp : out.workload.qps)
-    for (const WorkloadOp& op : qp.ops) ordered.emplace_back(kind_of(qp, op), op.bytes);
-  out.probes = std::move(ordered);
+    for (const WorkloadOp& op : qp.ops) out.probes.emplace_back(kind_of(qp, op), op.bytes);
+  for (size_t i = 0; i < out.probes.size(); ++i) out.index.emplace(out.probes[i], i);
   return out;
 }
 
@@ -61,9 +59,8 @@ uint64_t ideal_fct(const IdealProbes& probes, const std::vector<uint64_t>& probe
   const auto sizes = probes.sizes.find(kind);
   if (sizes == probes.sizes.end() || sizes->second.empty()) return 0;
   const auto fct_of = [&](uint64_t bytes) -> uint64_t {
-    const auto it = std::find(probes.probes.begin(), probes.probes.end(), std::make_pair(kind, bytes));
-    const size_t i = size_t(it - probes.probes.begin());
-    return i < probe_fct.size() ? probe_fct[i] : 0;
+    const auto it = probes.index.find({kind, bytes});
+    return it != probes.index.end() && it->second < probe_fct.size() ? probe_fct[it->second] : 0;
   };
   const std::vector<uint64_t>& s = sizes->second;
   const auto hi = std::lower_bound(s.begin(), s.end(), op.bytes);

@@ -28,6 +28,7 @@ struct IdealProbes {
   Workload workload;
   std::map<ProbeKind, std::vector<uint64_t>> sizes;  // per kind: the sizes probed, ascending
   std::vector<std::pair<ProbeKind, uint64_t>> probes;  // probe i: its kind and size, QP by QP, op by op
+  std::map<std::pair<ProbeKind, uint64_t>, size_t> index;  // (kind, size) -> i
 };
 
 // Exact sizes up to `max_sizes` per kind; beyond, the smallest, the largest and the powers of two between.

@@ -270,15 +270,19 @@ class Driver : public sc_core::sc_module {
     for (QpRun& r : runs_) {
       by_qpn_[{r.spec->host, r.qp->qpn}] = &r;
       probe_qps_ += r.probe;
+      if (r.spec->host >= on_host_.size() || r.spec->peer >= on_host_.size())
+        on_host_.resize(std::max(r.spec->host, r.spec->peer) + 1);
+      on_host_[r.spec->host].push_back(&r);
+      if (r.spec->peer != r.spec->host) on_host_[r.spec->peer].push_back(&r);
     }
     SC_THREAD(run);
   }
   // A host finished a work item: its completions are read now.
   void poll(size_t host) {
-    for (QpRun& r : runs_) {
-      RdmaNode& peer = cluster_.node(int(r.spec->peer));
-      if (r.spec->peer == host) peer.drain(*r.peer->rcq);  // receives are posted per SEND and not looked at
-      if (r.spec->host == host) take_completions(r);
+    if (host >= on_host_.size()) return;
+    for (QpRun* r : on_host_[host]) {
+      if (r->spec->peer == host) cluster_.node(int(host)).drain(*r->peer->rcq);  // receives are posted per SEND and not looked at
+      if (r->spec->host == host) take_completions(*r);
     }
   }
   // A stage of one of host `host`'s messages as its engine stamps it: the doorbell names the
@@ -482,6 +486,7 @@ class Driver : public sc_core::sc_module {
   size_t probe_ops_, probe_qps_ = 0;
   std::function<void()> on_start_;
   std::map<std::pair<size_t, uint32_t>, QpRun*> by_qpn_;
+  std::vector<std::vector<QpRun*>> on_host_;  // per host, the runs with an end on it, in run order
   std::vector<uint32_t> res_index_;  // the WQE index each operation was posted at
   uint64_t base_ns_ = 0;
   size_t completed_ = 0, probes_done_ = 0;
@@ -560,18 +565,115 @@ void shift(std::vector<OpResult>& ops, uint64_t origin) {
 
 }  // namespace
 
+namespace {
+
+// Why the network cannot carry the workload (empty: it can).
+std::string network_problem(const Workload& w, const fabric::Topology& topology) {
+  if (topology.hosts != w.hosts.size())
+    return "the topology has " + std::to_string(topology.hosts) + " hosts, the workload " + std::to_string(w.hosts.size());
+  if (const std::string why = fabric::validate(topology); !why.empty()) return "topology: " + why;
+  return {};
+}
+
+// A QP pair per spec (the first `probe_qps` are probes), up and ready, and a result row per
+// operation, QP by QP.
+void create_qps(const std::vector<const WorkloadQp*>& specs, size_t probe_qps, RdmaCluster& cluster,
+                const ReplayOptions& o, std::vector<QpRun>& runs, std::vector<OpResult>& results) {
+  for (size_t q = 0; q < specs.size(); ++q) {
+    const WorkloadQp& spec = *specs[q];
+    const bool probe = q < probe_qps;
+    RdmaNode& a = cluster.node(int(spec.host));
+    RdmaNode& b = cluster.node(int(spec.peer));
+    QpRun r{.spec = &spec, .probe = probe, .first_result = results.size()};
+    for (size_t i = 0; i < spec.ops.size(); ++i)
+      results.push_back({.qp = probe ? q : q - probe_qps, .op = i, .kind = spec.ops[i].kind, .bytes = spec.ops[i].bytes});
+    const uint8_t service = spec.service == Service::kUd ? model::qp_st::kUd
+                            : spec.service == Service::kUc ? model::qp_st::kUc : model::qp_st::kRc;
+    r.qp = &a.create_qp(a.make_cq(10), a.make_cq(4), 0, service);
+    r.peer = &b.create_qp(b.make_cq(4), b.make_cq(10), 0, service);
+    if (spec.service == Service::kUd) {
+      a.bring_up_ud(*r.qp, kQkey);
+      b.bring_up_ud(*r.peer, kQkey);
+      r.av = a.address_vector(b, r.peer->qpn, kQkey);
+    } else {
+      RcAttributes attr;
+      attr.mtu = ib_mtu(spec.mtu);
+      attr.ack_timeout = o.ack_timeout;
+      RdmaCluster::bring_up(a, *r.qp, b, *r.peer, attr);
+    }
+    runs.push_back(r);
+  }
+}
+
+// A writer (PcapWriter, LatencyTrace) at `path`, none for an empty path; throws what stops it.
+template <typename Writer>
+std::unique_ptr<Writer> open_writer(const std::string& path) {
+  if (path.empty()) return nullptr;
+  std::string why;
+  auto writer = Writer::open(path, &why);
+  if (!writer) throw std::runtime_error(why);
+  return writer;
+}
+
+// The engines tell the driver each stage of each message (its first packet, its device-side
+// times), the latency trace every stage of the workload's messages as hcaemu --trace writes it
+// (host = function), and what their congestion control does.
+void hook_engines(RdmaCluster& cluster, Driver& d, traces::LatencyTrace* trace, const ReplayOptions& o,
+                  std::vector<QpCongestion>& congestion) {
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    model::RdmaEngine& engine = cluster.node(int(i)).engine;
+    engine.set_stage_hook([trace, &d, i](const model::StageStamp& s) {
+      const uint64_t at = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps();
+      if (s.function < 0) d.stage(i, s, at);
+      if (trace && d.started())
+        trace->record({.time_ps = at - std::min(at, d.origin_ps()),
+                       .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
+                       .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
+    });
+    engine.set_congestion_control(
+        &o.dcqcn, [&d, &congestion, i](const model::CongestionEvent& e) { d.congestion(i, e, congestion); });
+  }
+}
+
+// Unhooks the engines and sums their DCQCN counters.
+CongestionTotals unhook_engines(RdmaCluster& cluster) {
+  CongestionTotals cc;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    model::RdmaEngine& engine = cluster.node(int(i)).engine;
+    engine.set_stage_hook({});
+    engine.set_congestion_control(nullptr);
+    cc.np_ecn_marked_roce_packets += engine.counters().np_ecn_marked_roce_packets;
+    cc.np_cnp_sent += engine.counters().np_cnp_sent;
+    cc.rp_cnp_handled += engine.counters().rp_cnp_handled;
+    cc.rp_cnp_ignored += engine.counters().rp_cnp_ignored;
+  }
+  return cc;
+}
+
+// The workload's operations out of all rows (the probes' come first), each with its ideal FCT
+// from the probes' and the FCT its capture saw.
+std::vector<OpResult> workload_results(const Workload& w, const IdealProbes& probes, const std::vector<OpResult>& rows) {
+  const size_t probe_ops = probes.probes.size();
+  std::vector<uint64_t> probe_fct;
+  for (size_t i = 0; i < probe_ops; ++i)
+    probe_fct.push_back(rows[i].done_ps != 0 && rows[i].status == 0 ? rows[i].done_ps - rows[i].post_ps : 0);
+  std::vector<OpResult> ops(rows.begin() + std::ptrdiff_t(probe_ops), rows.end());
+  for (OpResult& op : ops) {
+    const WorkloadOp& spec = w.qps[op.qp].ops[op.op];
+    op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], spec);
+    op.captured_fct_ps = spec.captured_fct_ns.value_or(0) * 1000;
+  }
+  return ops;
+}
+
+}  // namespace
+
 std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, std::string* error) {
-  if (const std::string why = unsupported(w); !why.empty()) {
-    if (error) *error = why;
-    return std::nullopt;
-  }
   const fabric::Topology topology = network_of(w, o);
-  if (topology.hosts != w.hosts.size()) {
-    if (error) *error = "the topology has " + std::to_string(topology.hosts) + " hosts, the workload " + std::to_string(w.hosts.size());
-    return std::nullopt;
-  }
-  if (const std::string why = fabric::validate(topology); !why.empty()) {
-    if (error) *error = "topology: " + why;
+  std::string why = unsupported(w);
+  if (why.empty()) why = network_problem(w, topology);
+  if (!why.empty()) {
+    if (error) *error = why;
     return std::nullopt;
   }
   try {
@@ -587,93 +689,31 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
       src.push_back(cluster.node(int(i)).reg_mr(kMaxReplayMessage));
       dst.push_back(cluster.node(int(i)).reg_mr(kMaxReplayMessage));
     }
-    std::vector<OpResult> results;
+    std::vector<OpResult> rows;
     std::vector<QpRun> runs;
-    for (size_t q = 0; q < specs.size(); ++q) {
-      const WorkloadQp& spec = *specs[q];
-      const bool probe = q < probes.workload.qps.size();
-      RdmaNode& a = cluster.node(int(spec.host));
-      RdmaNode& b = cluster.node(int(spec.peer));
-      QpRun r{.spec = &spec, .probe = probe, .first_result = results.size()};
-      for (size_t i = 0; i < spec.ops.size(); ++i)
-        results.push_back({.qp = probe ? q : q - probes.workload.qps.size(), .op = i, .kind = spec.ops[i].kind, .bytes = spec.ops[i].bytes});
-      const uint8_t service = spec.service == Service::kUd ? model::qp_st::kUd
-                              : spec.service == Service::kUc ? model::qp_st::kUc : model::qp_st::kRc;
-      r.qp = &a.create_qp(a.make_cq(10), a.make_cq(4), 0, service);
-      r.peer = &b.create_qp(b.make_cq(4), b.make_cq(10), 0, service);
-      if (spec.service == Service::kUd) {
-        a.bring_up_ud(*r.qp, kQkey);
-        b.bring_up_ud(*r.peer, kQkey);
-        r.av = a.address_vector(b, r.peer->qpn, kQkey);
-      } else {
-        RcAttributes attr;
-        attr.mtu = ib_mtu(spec.mtu);
-        attr.ack_timeout = o.ack_timeout;
-        RdmaCluster::bring_up(a, *r.qp, b, *r.peer, attr);
-      }
-      runs.push_back(r);
-    }
-    const size_t probe_ops = probes.probes.size();
-    std::unique_ptr<traces::PcapWriter> pcap;
-    if (!o.pcap_path.empty()) {
-      std::string why;
-      pcap = traces::PcapWriter::open(o.pcap_path, &why);
-      if (!pcap) throw std::runtime_error(why);
-    }
-    std::unique_ptr<traces::LatencyTrace> trace;
-    if (!o.trace_prefix.empty()) {
-      std::string why;
-      trace = traces::LatencyTrace::open(o.trace_prefix, &why);
-      if (!trace) throw std::runtime_error(why);
-    }
+    create_qps(specs, probes.workload.qps.size(), cluster, o, runs, rows);
+    const auto pcap = open_writer<traces::PcapWriter>(o.pcap_path);
+    const auto trace = open_writer<traces::LatencyTrace>(o.trace_prefix);
     std::vector<std::unique_ptr<ReplayHost>> hosts;
     Driver* driver = nullptr;
     for (size_t i = 0; i < w.hosts.size(); ++i)
       hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)),
                                                    [&driver, i] { driver->poll(i); }));
     Wire wire("wire", hosts, cluster, topology, o);
-    Driver d("driver", w, o, cluster, hosts, src, dst, runs, results, probe_ops, [&] { wire.start_workload(pcap.get()); });
+    Driver d("driver", w, o, cluster, hosts, src, dst, runs, rows, probes.probes.size(),
+             [&] { wire.start_workload(pcap.get()); });
     driver = &d;
     d.fabric_packets = [&wire] { return wire.packets; };
-    // Every stage of every message of the workload, as hcaemu --trace writes it (host = function);
-    // the first packets for messages.csv.
-    for (size_t i = 0; i < w.hosts.size(); ++i)
-      cluster.node(int(i)).engine.set_stage_hook([&trace, &d, i](const model::StageStamp& s) {
-        const uint64_t at = s.time_ps != 0 ? s.time_ps : pcie::model_time_ps();
-        if (s.function < 0) d.stage(i, s, at);
-        if (trace && d.started())
-          trace->record({.time_ps = at - std::min(at, d.origin_ps()),
-                         .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
-                         .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
-      });
     std::vector<QpCongestion> congestion(w.qps.size());
-    for (size_t i = 0; i < w.hosts.size(); ++i)
-      cluster.node(int(i)).engine.set_congestion_control(
-          &o.dcqcn, [&d, &congestion, i](const model::CongestionEvent& e) { d.congestion(i, e, congestion); });
+    hook_engines(cluster, d, trace.get(), o, congestion);
     // Bounded: a workload that never finishes (an RNR retry count of 7 retries for ever) stops here
     // and its operations are reported incomplete.
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_start(sc_time(double(o.max_model_time_ps + captured_span_ps(w, o)), SC_PS));
     ReplayResult result;
-    for (size_t i = 0; i < w.hosts.size(); ++i) {
-      model::RdmaEngine& engine = cluster.node(int(i)).engine;
-      engine.set_stage_hook({});
-      engine.set_congestion_control(nullptr);
-      result.cc.np_ecn_marked_roce_packets += engine.counters().np_ecn_marked_roce_packets;
-      result.cc.np_cnp_sent += engine.counters().np_cnp_sent;
-      result.cc.rp_cnp_handled += engine.counters().rp_cnp_handled;
-      result.cc.rp_cnp_ignored += engine.counters().rp_cnp_ignored;
-    }
+    result.cc = unhook_engines(cluster);
     result.congestion = std::move(congestion);
-    std::vector<uint64_t> probe_fct;
-    for (size_t i = 0; i < probe_ops; ++i)
-      probe_fct.push_back(results[i].done_ps != 0 && results[i].status == 0 ? results[i].done_ps - results[i].post_ps : 0);
-    result.ops.assign(results.begin() + std::ptrdiff_t(probe_ops), results.end());
-    for (OpResult& op : result.ops) {
-      const WorkloadOp& spec = w.qps[op.qp].ops[op.op];
-      op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], spec);
-      op.captured_fct_ps = spec.captured_fct_ns.value_or(0) * 1000;
-    }
+    result.ops = workload_results(w, probes, rows);
     const uint64_t origin = d.started() ? d.origin_ps() : d.end_ps();
     shift(result.ops, origin);
     result.stalled = d.stalled();

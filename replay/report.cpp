@@ -84,6 +84,11 @@ CaptureComparison compare_to_capture(const ReplayResult& r) {
   return c;
 }
 
+// Operations that completed with an error status.
+size_t failed_operations(const ReplayResult& r) {
+  return size_t(std::count_if(r.ops.begin(), r.ops.end(), [](const OpResult& op) { return op.done_ps != 0 && op.status != 0; }));
+}
+
 uint64_t payload_done(const ReplayResult& r) {
   uint64_t bytes = 0;
   for (const OpResult& op : r.ops)
@@ -150,8 +155,7 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
     out << "against the captured run's latency trace: " << c.compared << " operations, FCT error p50 " << pct(50)
         << ", p99 " << pct(99) << ", max " << pct(100) << "; within 1%: " << c.within_1_percent << "\n";
   }
-  size_t errors = 0;
-  for (const OpResult& op : r.ops) errors += op.done_ps != 0 && op.status != 0;
+  const size_t errors = failed_operations(r);
   out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete << "\n";
   out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", drops " << r.network.drops << ", ECN marks "
       << r.network.ecn_marks << ", pause frames " << r.network.pause_frames << ", CNPs " << r.cc.np_cnp_sent
@@ -171,8 +175,8 @@ void write_summary_csv(std::ostream& out, const ReplayResult& r) {
 }
 
 void write_totals_csv(std::ostream& out, const ReplayResult& r) {
-  size_t errors = 0;
-  for (const OpResult& op : r.ops) errors += op.done_ps != 0 && op.status != 0;
+  const size_t errors = failed_operations(r);
+  const CaptureComparison capture = compare_to_capture(r);
   out << "key,value\n"
       << "operations," << r.ops.size() << "\nerrors," << errors << "\nincomplete," << r.incomplete << "\npackets,"
       << r.packets << "\nwire_bytes," << r.wire_bytes << "\nend_ns," << ns3(r.end_ps) << "\ngoodput_gbps,"
@@ -180,8 +184,8 @@ void write_totals_csv(std::ostream& out, const ReplayResult& r) {
       << "\necn_marks," << r.network.ecn_marks << "\npause_frames," << r.network.pause_frames
       << "\nnp_ecn_marked_roce_packets," << r.cc.np_ecn_marked_roce_packets << "\nnp_cnp_sent," << r.cc.np_cnp_sent
       << "\nrp_cnp_handled," << r.cc.rp_cnp_handled << "\nrp_cnp_ignored," << r.cc.rp_cnp_ignored
-      << "\ncompared_to_capture," << compare_to_capture(r).compared << "\nfct_within_1pct_of_capture,"
-      << compare_to_capture(r).within_1_percent << "\nstalled,"
+      << "\ncompared_to_capture," << capture.compared << "\nfct_within_1pct_of_capture," << capture.within_1_percent
+      << "\nstalled,"
       << (r.stalled ? 1 : 0) << "\n";
 }
 

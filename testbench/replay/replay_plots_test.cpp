@@ -17,6 +17,7 @@ namespace hcaemu::replay {
 namespace {
 
 using testing::exists;
+using testing::expect_png_and_svg;
 using testing::read_file;
 using testing::TempDir;
 using testing::write_file;
@@ -128,8 +129,7 @@ TEST(RunPlots, FctCdfHasOneBlockPerOpcodeOfCompletedMessagesInMicroseconds) {
             "# write: 3 messages\n1.5 0.333333333333\n2 0.666666666667\n4 1\n\n\n");
   const std::string gp = read_file(dir / "plots/fct_cdf.gp");
   EXPECT_TRUE(contains(gp, "set logscale x\n"));
-  EXPECT_TRUE(contains(gp, "set output 'fct_cdf.png'\n"));
-  EXPECT_TRUE(contains(gp, "set output 'fct_cdf.svg'\n"));
+  expect_png_and_svg(gp, "fct_cdf");
   EXPECT_TRUE(contains(gp,
                        "plot 'fct_cdf.dat' index 0 using 1:2 with steps lw 2 title 'read (1)', \\\n"
                        "     'fct_cdf.dat' index 1 using 1:2 with steps lw 2 title 'write (3)'\n"));

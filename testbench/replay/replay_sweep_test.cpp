@@ -22,6 +22,7 @@ namespace hcaemu::replay {
 namespace {
 
 using testing::exists;
+using testing::expect_png_and_svg;
 using testing::read_file;
 using testing::TempDir;
 using testing::write_file;
@@ -387,8 +388,7 @@ TEST(SweepPlot, TheAllRowsAgainstANumericKeyOneLinePerValueOfTheOther) {
   EXPECT_EQ(read_file(dir / "plot-fct_p99_ns-vs-a.dat"), "# b=x\n1 101\n100 200\n\n\n# b=y\n1 151\n100 250\n\n\n");
   const std::string gp = read_file(dir / "plot-fct_p99_ns-vs-a.gp");
   EXPECT_TRUE(contains(gp, "set logscale x")) << "1 to 100";
-  EXPECT_TRUE(contains(gp, "set output 'plot-fct_p99_ns-vs-a.png'\n"));
-  EXPECT_TRUE(contains(gp, "set output 'plot-fct_p99_ns-vs-a.svg'\n"));
+  expect_png_and_svg(gp, "plot-fct_p99_ns-vs-a");
   EXPECT_TRUE(contains(gp,
                        "plot 'plot-fct_p99_ns-vs-a.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'b=x', \\\n"
                        "     'plot-fct_p99_ns-vs-a.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'b=y'\n"));

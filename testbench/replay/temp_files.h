@@ -47,4 +47,10 @@ inline std::string read_file(const std::string& path) {
 
 inline bool exists(const std::string& path) { return std::filesystem::exists(path); }
 
+// A gnuplot script draws `stem` both as PNG and as SVG.
+inline void expect_png_and_svg(const std::string& gp, const std::string& stem) {
+  EXPECT_NE(gp.find("set output '" + stem + ".png'\n"), std::string::npos) << stem;
+  EXPECT_NE(gp.find("set output '" + stem + ".svg'\n"), std::string::npos) << stem;
+}
+
 }  // namespace hcaemu::replay::testing
