@@ -100,9 +100,13 @@ Options:
   --hcaemu-trace FILE   with a capture hcaemu wrote (--pcap): its latency trace of the same run
                         (--trace PREFIX: PREFIX.csv). Each message is then posted at its doorbell
                         and its FCT (doorbell to CQE) kept; run reports the replay's FCT against it
-                        (messages.csv captured_fct_ns, fct_error; the summary)
+                        (messages.csv captured_fct_ns, fct_error; the summary). The QP table beside
+                        it (PREFIX.qps.csv) gives each QP its captured CQs and send queue size. The
+                        captured functions shared one HCA's embedded switch: without --topology the
+                        replay wires them straight to each other (as --no-switch)
   --no-ideal            skip the ideal-FCT runs (no slowdown)
-  --max-outstanding N   operations in flight per QP (default 16)
+  --max-outstanding N   operations in flight per QP (default 16); a QP whose send queue size
+                        the workload gives (sq_wqebbs) has as many as its send queue holds
   --max-model-time-ms T stop the run after T ms of model time (default 10000), counted from the
                         last captured post time with asis and scale=K; operations not done by
                         then are reported incomplete
@@ -167,6 +171,22 @@ bool load(const std::string& path, std::optional<Reconstruction>& capture, std::
 // hcaemu's latency trace of the captured run: each message's doorbell and CQE times.
 bool add_trace_timing(const std::string& csv, Reconstruction& capture) {
   std::string error;
+  // The QP table beside it first (hcaemu writes PREFIX.qps.csv with PREFIX.csv): each QP end's
+  // function, CQs and send queue.
+  const std::string table_path = hcaemu::traces::qp_table_path(csv);
+  const bool has_table = std::filesystem::exists(table_path);
+  if (has_table) {
+    const auto table = hcaemu::traces::read_qp_table(table_path, &error);
+    if (!table) {
+      std::cerr << "hcareplay: " << error << "\n";
+      return false;
+    }
+    const size_t ends = apply_qp_table(capture, *table);
+    std::cerr << "hcareplay: " << table_path << ": " << ends << " of " << 2 * capture.queue_pairs.size()
+              << " QP ends found (their functions, CQs and send queues)\n";
+  } else {
+    std::cerr << "hcareplay: no " << table_path << ": each QP end gets CQs of its own\n";
+  }
   const auto timing = read_trace_timing(csv, &error);
   if (!timing) {
     std::cerr << "hcareplay: " << error << "\n";
@@ -175,7 +195,9 @@ bool add_trace_timing(const std::string& csv, Reconstruction& capture) {
   const size_t timed = apply_trace_timing(capture, *timing);
   std::cerr << "hcareplay: " << csv << ": " << timed << " of " << capture.messages.size()
             << " messages timed by the latency trace (" << timing->messages << " in it";
-  if (timing->ambiguous != 0) std::cerr << ", " << timing->ambiguous << " ids in several functions left out";
+  if (timing->ambiguous != 0)
+    std::cerr << ", " << timing->ambiguous << " ids in several functions"
+              << (has_table ? ", told apart by the QP table" : " left out");
   std::cerr << ")\n";
   return true;
 }
@@ -437,6 +459,11 @@ int main(int argc, char** argv) {
   if (!a.hcaemu_trace.empty()) {
     if (!capture) return usage_error("--hcaemu-trace goes with a capture of the same run, not a workload");
     if (!add_trace_timing(a.hcaemu_trace, *capture)) return 1;
+    if (a.switched && a.topology.empty() && a.command == "run") {
+      a.switched = false;
+      std::cerr << "hcareplay: the captured functions shared hcaemu's embedded switch: no switch between the hosts "
+                   "(--topology FILE puts one in)\n";
+    }
   }
   if (a.command == "inspect") {
     if (capture) print_capture(std::cout, *capture, a.max_unmapped);

@@ -141,6 +141,11 @@ struct Qp {
   uint32_t rq_max_sges() const { return (16u << log_rq_stride) / 16; }
 };
 
+// A QP's ring sizes (log2): the RQ in receive WQEs, the SQ in 64-byte WQEBBs.
+struct QueueSizes {
+  uint32_t log_sq_size = 6, log_rq_size = 4;
+};
+
 // A shared receive queue as libmlx5 lays it out: WQEs linked through their next segment, initially
 // slot i -> i + 1; the device takes them from the head and follows the links.
 struct Srq {
@@ -270,14 +275,24 @@ struct RdmaNode : HostFunction {
     check(f.vport.roce_en, "f.vport.roce_en");
   }
 
-  // SET_ROCE_ADDRESS: a RoCEv2 IPv4 entry (roce_addr_layout at 0x10).
+  // The node's RoCE address: its GID (an IPv4-mapped one makes IPv4 frames) and MAC, as a guest's
+  // network stack would give them; the wire delivers by the new MAC from now on.
+  void set_address(const transport::Gid& g, const std::array<uint8_t, 6>& m) {
+    gid = g;
+    mac = m;
+    set_roce_address(kGidIndex, gid, mac);
+    port.wire->macs[size_t(id)] = mac;
+  }
+
+  // SET_ROCE_ADDRESS: a RoCEv2 entry (roce_addr_layout at 0x10), IPv4 for an IPv4-mapped GID.
   void set_roce_address(uint32_t index, const transport::Gid& g, const std::array<uint8_t, 6>& m) {
     auto in = input(0x30);
     store_be32(&in[0x08], index << 16);
     std::copy(g.begin(), g.end(), &in[0x10]);
     store_be32(&in[0x20], (uint32_t(m[0]) << 8) | m[1]);
     store_be32(&in[0x24], (uint32_t(m[2]) << 24) | (uint32_t(m[3]) << 16) | (uint32_t(m[4]) << 8) | m[5]);
-    store_be32(&in[0x28], (0u << 8) | 2u);  // roce_l3_type IPv4, roce_version 2
+    const uint32_t l3_type = transport::is_ipv4_mapped(g) ? 0 : 1;
+    store_be32(&in[0x28], (l3_type << 8) | 2u);  // roce_l3_type (0 IPv4, 1 IPv6), roce_version 2
     check((run(0x761, in)) == (0), "run(0x761, in) == 0");
   }
 
@@ -403,9 +418,11 @@ struct RdmaNode : HostFunction {
   // XRC QPs (xrcd != 0) are created as mlx5_ib creates them: rq_type SRQ naming some SRQ (the
   // driver's own), the XRC domain at 0x98.
   Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr,
-                uint32_t xrcd = 0) {
+                uint32_t xrcd = 0, QueueSizes sizes = {}) {
     Qp& qp = qps.emplace_back();
     qp.service = service;
+    qp.log_sq_size = sizes.log_sq_size;
+    qp.log_rq_size = sizes.log_rq_size;
     qp.own_rq = srq == nullptr;
     qp.pd = pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;

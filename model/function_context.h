@@ -61,6 +61,7 @@ struct FunctionContext {
   // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work
   // is flushed (the command runs on the same thread as the data path).
   std::function<void(uint32_t qpn)> qp_moved_to_error{};
+  std::function<void(uint32_t qpn)> qp_ready{};  // INIT to RTR, RTR to RTS
 
   // Set by the device that holds the embedded switch: true when another function owns `mac` (its
   // permanent address or one in its unicast list). A unicast address belongs to one vport: a

@@ -38,6 +38,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   });
   rdma_.set_sq_scheduler(this);
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
+  context_.qp_ready = [this](uint32_t qpn) { rdma_.qp_ready(qpn); };
   context_.clock_ticks = [this] { return now_ticks(); };
   SC_THREAD(engine);
   SC_METHOD(timer_fired);

@@ -77,6 +77,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
     rdma_.set_port(port);
   }
   void set_stage_hook(StageHook hook) { rdma_.set_stage_hook(std::move(hook)); }
+  void set_qp_hook(QpHook hook) { rdma_.set_qp_hook(std::move(hook)); }
   void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) {
     rdma_.set_peer_lookup(std::move(lookup));
   }

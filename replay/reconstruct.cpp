@@ -233,8 +233,13 @@ void Reconstructor::request_packet(const Packet& p, StreamState& s) {
 
 void Reconstructor::build_messages(const StreamKey& key, const std::vector<Packet>& packets, uint32_t requester_qpn,
                                    StreamState& s) {
-  QueuePair qp{.host = key.from, .peer_host = key.to, .qpn = requester_qpn, .peer_qpn = key.dest_qp,
-               .service = service_of(packets.front().header.opcode), .first_psn = packets.front().header.psn};
+  QueuePair qp;
+  qp.host = key.from;
+  qp.peer_host = key.to;
+  qp.qpn = requester_qpn;
+  qp.peer_qpn = key.dest_qp;
+  qp.service = service_of(packets.front().header.opcode);
+  qp.first_psn = packets.front().header.psn;
   r_.queue_pairs.push_back(qp);
   s.qp = r_.queue_pairs.size() - 1;
   s.base = int64_t(packets.front().header.psn);
@@ -296,16 +301,22 @@ void Reconstructor::add_datagrams() {
     const size_t from = host_of(p.header.src_gid, p.header.src_mac), to = host_of(p.header.dst_gid, p.header.dst_mac);
     const auto key = std::make_tuple(from, p.header.deth.src_qp, to, p.header.dest_qp);
     auto [it, added] = qps.try_emplace(key, r_.queue_pairs.size());
-    if (added)
-      r_.queue_pairs.push_back({.host = from, .peer_host = to, .qpn = p.header.deth.src_qp, .peer_qpn = p.header.dest_qp,
-                                .service = Service::kUd, .first_psn = p.header.psn});
+    if (added) {
+      QueuePair& ud = r_.queue_pairs.emplace_back();
+      ud.host = from;
+      ud.peer_host = to;
+      ud.qpn = p.header.deth.src_qp;
+      ud.peer_qpn = p.header.dest_qp;
+      ud.service = Service::kUd;
+      ud.first_psn = p.header.psn;
+    }
     QueuePair& qp = r_.queue_pairs[it->second];
     qp.mtu = std::max(qp.mtu, p.payload_bytes);
     Message m;
     m.qp = it->second;
     m.kind = p.header.opcode == op::kUdSendOnlyImm ? MessageKind::kSendImm : MessageKind::kSend;
     m.bytes = p.payload_bytes;
-    m.first_psn = p.header.psn;
+    m.first_psn = m.last_psn = p.header.psn;
     m.packets = 1;
     if (m.kind == MessageKind::kSendImm) m.immediate = p.header.immediate;
     m.first_ns = m.last_ns = m.done_ns = p.time_ns;  // a datagram completes once it is sent

@@ -43,6 +43,15 @@ struct QueuePair {
   Service service = Service::kRc;
   uint32_t mtu = 0;      // the largest payload of a non-last packet seen (0: none seen)
   uint32_t first_psn = 0;
+  // From hcaemu's QP table of the same run (apply_qp_table), when known: the CQs each end
+  // completed into, by their number in the captured function and their size.
+  struct Cq {
+    uint32_t number = 0, entries = 0;
+    auto operator<=>(const Cq&) const = default;
+  };
+  std::optional<Cq> send_cq, recv_cq, peer_send_cq, peer_recv_cq;
+  uint32_t sq_wqebbs = 0;  // the requester's send queue, in 64-byte blocks (0: not known)
+  std::optional<uint16_t> function;  // the requester's function (vhca id) in the trace
 };
 
 struct Message {

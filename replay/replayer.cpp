@@ -3,6 +3,7 @@
 #include <systemc>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "hostsim/rdma_host.h"
 #include "fabric/network.h"
+#include "model/queues/completion_queue.h"
 #include "model/work_items.h"
 #include "replay/ideal.h"
 #include "pcie/model_time.h"
@@ -104,7 +106,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
         [this](Item& item) {
           switch (item.kind) {
             case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
-            case Kind::kFrame: node_.engine.receive(item.data); break;
+            case Kind::kFrame: node_.engine.receive(item.data, pcie::to_ps(item.not_before)); break;
             case Kind::kTimer: node_.engine.on_timer(); break;
             case Kind::kResume: node_.engine.resume_sq(item.sq); break;
           }
@@ -143,6 +145,7 @@ class Wire : public sc_core::sc_module {
       cluster.node(int(i)).engine.set_transmit_gate(
           [this, i](uint64_t now) { return network_.host_blocked_until(uint32_t(i), now); });
     }
+    loopback_delay_ = sc_time(o.preset.propagation_ns, sc_core::SC_NS);
     SC_METHOD(step);
     sensitive << wake_;
     dont_initialize();
@@ -177,7 +180,9 @@ class Wire : public sc_core::sc_module {
     taken.swap(frame);
     const auto& own = cluster_.node(int(from)).mac;
     if (taken.size() >= 6 && std::equal(own.begin(), own.end(), taken.begin())) {  // loopback inside the NIC
-      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp());
+      // After the wire's propagation, as hcaemu's embedded switch delivers every frame (its
+      // sender's own too: HcaFunction::receive), so a capture of it replays alike.
+      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp() + loopback_delay_);
       return;
     }
     network_.send(from, std::move(taken), kernel_ps());
@@ -207,6 +212,7 @@ class Wire : public sc_core::sc_module {
   uint64_t origin_ps_ = 0;
   std::optional<uint64_t> scheduled_ps_;  // the pending wake's time
   sc_core::sc_event wake_;
+  sc_time loopback_delay_;
 };
 
 uint8_t wqe_opcode(MessageKind kind) {
@@ -243,6 +249,7 @@ struct QpRun {
   Qp* qp = nullptr;            // the requester, on spec->host
   Qp* peer = nullptr;          // its responder (RC, UC, XRC) or the datagram receiver (UD), on spec->peer
   std::array<uint8_t, 48> av{};
+  size_t room = 16;            // operations it may have in flight (shape_of)
   size_t next = 0;             // the next operation to post
   std::deque<size_t> in_flight;  // posted, not completed (operation indices, in posting order)
   size_t signalled_in_flight = 0;  // of them, those that will bring a completion
@@ -270,20 +277,23 @@ class Driver : public sc_core::sc_module {
     for (QpRun& r : runs_) {
       by_qpn_[{r.spec->host, r.qp->qpn}] = &r;
       probe_qps_ += r.probe;
-      if (r.spec->host >= on_host_.size() || r.spec->peer >= on_host_.size())
-        on_host_.resize(std::max(r.spec->host, r.spec->peer) + 1);
-      on_host_[r.spec->host].push_back(&r);
-      if (r.spec->peer != r.spec->host) on_host_[r.spec->peer].push_back(&r);
+      for (Cq* cq : {r.qp->scq, r.qp->rcq}) add_cq(r.spec->host, cq);
+      for (Cq* cq : {r.peer->scq, r.peer->rcq}) add_cq(r.spec->peer, cq);
     }
     SC_THREAD(run);
   }
-  // A host finished a work item: its completions are read now.
+  // A host finished a work item: its completions are read now, CQ by CQ (QPs may share one, as the
+  // captured software shared them). Receive completions are not looked at (the receives are posted
+  // per SEND).
   void poll(size_t host) {
-    if (host >= on_host_.size()) return;
-    for (QpRun* r : on_host_[host]) {
-      if (r->spec->peer == host) cluster_.node(int(host)).drain(*r->peer->rcq);  // receives are posted per SEND and not looked at
-      if (r->spec->host == host) take_completions(*r);
-    }
+    if (host >= cqs_on_host_.size()) return;
+    for (Cq* cq : cqs_on_host_[host])
+      for (const Cqe& cqe : cluster_.node(int(host)).drain(*cq)) {
+        if (cqe.opcode != model::cqe::kRequester && cqe.opcode != model::cqe::kRequesterError) continue;
+        if (const auto it = by_qpn_.find({host, cqe.qpn}); it != by_qpn_.end()) complete(*it->second, cqe);
+      }
+    if (!started_ && probes_done_ == probe_ops_) start();
+    progressed_.notify(sc_core::SC_ZERO_TIME);
   }
   // A stage of one of host `host`'s messages as its engine stamps it: the doorbell names the
   // message (the QP's operations are taken in posting order), later stages find it by name.
@@ -330,27 +340,28 @@ class Driver : public sc_core::sc_module {
     return qp < runs_.size() && result(runs_[qp], ref.op).done_ps != 0;
   }
 
-  void take_completions(QpRun& r) {
-    RdmaNode& node = cluster_.node(int(r.spec->host));
-    for (const Cqe& cqe : node.drain(*r.qp->scq)) {
-      // A completion also completes the unsignalled operations posted before it.
-      while (!r.in_flight.empty()) {
-        const size_t op = r.in_flight.front();
-        r.in_flight.pop_front();
-        OpResult& res = result(r, op);
-        res.done_ps = std::max<uint64_t>(kernel_ps(), 1);
-        r.last_done_ps = res.done_ps;
-        ++completed_;
-        if (r.probe) ++probes_done_;
-        if (uint16_t(res_index_[r.first_result + op]) == cqe.wqe_counter) {
-          r.signalled_in_flight -= std::min<size_t>(r.signalled_in_flight, 1);
-          if (cqe.opcode != 0) res.status = cqe.syndrome != 0 ? cqe.syndrome : 0xff;
-          break;
-        }
+  void add_cq(size_t host, Cq* cq) {
+    if (host >= cqs_on_host_.size()) cqs_on_host_.resize(host + 1);
+    auto& cqs = cqs_on_host_[host];
+    if (std::find(cqs.begin(), cqs.end(), cq) == cqs.end()) cqs.push_back(cq);
+  }
+
+  // A send completion of `r`'s QP; it also completes the unsignalled operations posted before it.
+  void complete(QpRun& r, const Cqe& cqe) {
+    while (!r.in_flight.empty()) {
+      const size_t op = r.in_flight.front();
+      r.in_flight.pop_front();
+      OpResult& res = result(r, op);
+      res.done_ps = std::max<uint64_t>(kernel_ps(), 1);
+      r.last_done_ps = res.done_ps;
+      ++completed_;
+      if (r.probe) ++probes_done_;
+      if (uint16_t(res_index_[r.first_result + op]) == cqe.wqe_counter) {
+        r.signalled_in_flight -= std::min<size_t>(r.signalled_in_flight, 1);
+        if (cqe.opcode != model::cqe::kRequester) res.status = cqe.syndrome != 0 ? cqe.syndrome : 0xff;
+        break;
       }
     }
-    if (!started_ && probes_done_ == probe_ops_) start();
-    progressed_.notify(sc_core::SC_ZERO_TIME);
   }
   void start() {
     started_ = true;
@@ -363,7 +374,7 @@ class Driver : public sc_core::sc_module {
   std::optional<uint64_t> post_time(const QpRun& r) {
     if (!r.probe && !started_) return std::nullopt;
     const WorkloadOp& op = r.spec->ops[r.next];
-    if (r.in_flight.size() >= o_.max_outstanding) return std::nullopt;
+    if (r.in_flight.size() >= r.room) return std::nullopt;
     for (const OpRef& dep : op.after)
       if (!done(r, dep)) return std::nullopt;
     if (r.probe) return 0;
@@ -403,7 +414,7 @@ class Driver : public sc_core::sc_module {
     wr.imm = op.immediate.value_or(0);
     // The last one always completes, and so does one that fills the QP's room: unsignalled
     // operations hold their SQ slots until a later completion, which must come.
-    wr.signalled = op.signalled || r.next + 1 == r.spec->ops.size() || r.in_flight.size() + 1 >= o_.max_outstanding;
+    wr.signalled = op.signalled || r.next + 1 == r.spec->ops.size() || r.in_flight.size() + 1 >= r.room;
     r.signalled_in_flight += wr.signalled;
     if (r.spec->service == Service::kUd) {
       wr.av = r.av;
@@ -486,7 +497,7 @@ class Driver : public sc_core::sc_module {
   size_t probe_ops_, probe_qps_ = 0;
   std::function<void()> on_start_;
   std::map<std::pair<size_t, uint32_t>, QpRun*> by_qpn_;
-  std::vector<std::vector<QpRun*>> on_host_;  // per host, the runs with an end on it, in run order
+  std::vector<std::vector<Cq*>> cqs_on_host_;  // per host, the CQs of the QP ends on it, in run order
   std::vector<uint32_t> res_index_;  // the WQE index each operation was posted at
   uint64_t base_ns_ = 0;
   size_t completed_ = 0, probes_done_ = 0;
@@ -544,12 +555,52 @@ uint64_t captured_span_ps(const Workload& w, const ReplayOptions& o) {
 
 // Host memory enough for every host's share: its two message buffers and, per QP end on it, the
 // rings and CQs hostsim gives it (about 90 KiB: a 1024-entry CQ, a small one, the SQ and RQ).
-uint64_t host_memory_bytes(const std::vector<const WorkloadQp*>& qps, size_t hosts) {
-  std::vector<uint64_t> ends(hosts, 0);
-  for (const WorkloadQp* qp : qps) ++ends[qp->host], ++ends[qp->peer];
-  const uint64_t most = ends.empty() ? 0 : *std::max_element(ends.begin(), ends.end());
-  constexpr uint64_t kPerQpEnd = 128 << 10, kFixed = 2 * kMaxReplayMessage + (3 << 20);
-  return std::max<uint64_t>(hostsim::HostFunction::kDefaultMemory, kFixed + most * kPerQpEnd);
+// The 64-byte blocks an operation's WQE takes, laid out as the hosts build it (hostsim's
+// build_wqe: ctrl, the datagram's address vector, raddr, atomic, then inline data or one pointer).
+uint32_t wqebbs_of(const WorkloadQp& qp, const WorkloadOp& op) {
+  const bool atomic = op.kind == MessageKind::kCompareSwap || op.kind == MessageKind::kFetchAdd;
+  uint64_t bytes = 16;
+  if (qp.service == Service::kUd) bytes += 48;
+  if (!is_send(op.kind)) bytes += 16;
+  if (atomic) bytes += 16;
+  if (op.inline_data) bytes += (4 + op.bytes + 15) / 16 * 16;
+  else if (op.bytes != 0) bytes += 16;
+  return uint32_t((bytes + 63) / 64);
+}
+
+// How many operations a QP may have in flight and the rings that hold them: the captured send
+// queue when the workload gives it (as many of its largest WQEs as fit), else --max-outstanding;
+// the responder's receive queue holds a receive for each.
+struct QpShape {
+  size_t room = 1;
+  hostsim::QueueSizes requester, responder;
+};
+
+QpShape shape_of(const WorkloadQp& qp, const ReplayOptions& o) {
+  uint32_t largest = 1;
+  for (const WorkloadOp& op : qp.ops) largest = std::max(largest, wqebbs_of(qp, op));
+  QpShape shape;
+  shape.room = qp.sq_wqebbs ? std::max<size_t>(1, *qp.sq_wqebbs / largest) : o.max_outstanding;
+  const uint64_t blocks = qp.sq_wqebbs ? *qp.sq_wqebbs : shape.room * largest;
+  shape.requester.log_sq_size = std::max(6u, uint32_t(std::bit_width(std::bit_ceil(blocks)) - 1));
+  shape.responder.log_rq_size = std::max(4u, uint32_t(std::bit_width(std::bit_ceil(uint64_t(shape.room))) - 1));
+  return shape;
+}
+
+uint64_t host_memory_bytes(const std::vector<const WorkloadQp*>& qps, const std::vector<WorkloadHost>& hosts,
+                           const ReplayOptions& o) {
+  constexpr uint64_t kPerQpEnd = 128 << 10, kFixed = 2 * kMaxReplayMessage + (3 << 20), kPerCqEntry = 64;
+  constexpr uint64_t kRqWqe = 128;
+  std::vector<uint64_t> bytes(hosts.size(), 0);
+  for (const WorkloadQp* qp : qps) {
+    const QpShape shape = shape_of(*qp, o);
+    bytes[qp->host] += kPerQpEnd + (uint64_t(64) << shape.requester.log_sq_size);
+    bytes[qp->peer] += kPerQpEnd + (kRqWqe << shape.responder.log_rq_size);
+  }
+  for (size_t i = 0; i < hosts.size(); ++i)
+    for (const WorkloadCq& cq : hosts[i].cqs) bytes[i] += cq.entries * kPerCqEntry + 4096;  // ring and record
+  const uint64_t most = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+  return std::max<uint64_t>(hostsim::HostFunction::kDefaultMemory, kFixed + most);
 }
 
 // Workload times from its start; done 0 stays "never".
@@ -577,8 +628,50 @@ std::string network_problem(const Workload& w, const fabric::Topology& topology)
 
 // A QP pair per spec (the first `probe_qps` are probes), up and ready, and a result row per
 // operation, QP by QP.
+// The hosts' own addresses: an IPv6 GID makes each frame 20 bytes longer than an IPv4 one. A MAC
+// that an earlier host has too (a captured function with an IPv4 and an IPv6 GID is two hosts of
+// the workload) stays the node's own, or the wire could not tell the two apart.
+void set_addresses(const Workload& w, RdmaCluster& cluster) {
+  for (size_t i = 0; i < w.hosts.size(); ++i) {
+    const auto same_mac = [&](const WorkloadHost& other) { return other.mac == w.hosts[i].mac; };
+    const bool shared = std::any_of(w.hosts.begin(), w.hosts.begin() + std::ptrdiff_t(i), same_mac);
+    RdmaNode& node = cluster.node(int(i));
+    Mac mac = w.hosts[i].mac;
+    // Shared: a locally administered address no host of the workload and no node before has.
+    const auto taken = [&](const Mac& m) {
+      return std::any_of(w.hosts.begin(), w.hosts.end(), [&](const WorkloadHost& h) { return h.mac == m; }) ||
+             std::any_of(cluster.nodes.begin(), cluster.nodes.begin() + std::ptrdiff_t(i),
+                         [&](const RdmaNode& n) { return n.mac == m; });
+    };
+    for (uint32_t n = uint32_t(i); shared && taken(mac); ++n)
+      mac = {0x06, 0, uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+    node.set_address(w.hosts[i].gid, mac);
+  }
+}
+
+// The CQs the hosts declare, made once and shared by every QP end naming them; an end naming none
+// has CQs of its own (`log_size` entries).
+class CompletionQueues {
+ public:
+  CompletionQueues(const std::vector<WorkloadHost>& hosts, RdmaCluster& cluster)
+      : hosts_(hosts), cluster_(cluster), made_(hosts.size()) {}
+  Cq& get(size_t host, const std::optional<uint32_t>& id, uint32_t log_size) {
+    RdmaNode& node = cluster_.node(int(host));
+    if (!id) return node.make_cq(log_size);
+    auto [it, added] = made_[host].emplace(*id, nullptr);
+    if (added) it->second = &node.make_cq(uint32_t(std::countr_zero(hosts_[host].cq(*id)->entries)));
+    return *it->second;
+  }
+
+ private:
+  const std::vector<WorkloadHost>& hosts_;
+  RdmaCluster& cluster_;
+  std::vector<std::map<uint32_t, Cq*>> made_;
+};
+
 void create_qps(const std::vector<const WorkloadQp*>& specs, size_t probe_qps, RdmaCluster& cluster,
-                const ReplayOptions& o, std::vector<QpRun>& runs, std::vector<OpResult>& results) {
+                const ReplayOptions& o, std::vector<QpRun>& runs, std::vector<OpResult>& results,
+                CompletionQueues& cqs) {
   for (size_t q = 0; q < specs.size(); ++q) {
     const WorkloadQp& spec = *specs[q];
     const bool probe = q < probe_qps;
@@ -589,8 +682,14 @@ void create_qps(const std::vector<const WorkloadQp*>& specs, size_t probe_qps, R
       results.push_back({.qp = probe ? q : q - probe_qps, .op = i, .kind = spec.ops[i].kind, .bytes = spec.ops[i].bytes});
     const uint8_t service = spec.service == Service::kUd ? model::qp_st::kUd
                             : spec.service == Service::kUc ? model::qp_st::kUc : model::qp_st::kRc;
-    r.qp = &a.create_qp(a.make_cq(10), a.make_cq(4), 0, service);
-    r.peer = &b.create_qp(b.make_cq(4), b.make_cq(10), 0, service);
+    const QpShape shape = shape_of(spec, o);
+    r.room = shape.room;
+    Cq& send = cqs.get(spec.host, spec.cqs.send, 10);
+    Cq& recv = cqs.get(spec.host, spec.cqs.recv, 4);
+    r.qp = &a.create_qp(send, recv, 0, service, nullptr, 0, shape.requester);
+    Cq& peer_send = cqs.get(spec.peer, spec.cqs.peer_send, 4);
+    Cq& peer_recv = cqs.get(spec.peer, spec.cqs.peer_recv, 10);
+    r.peer = &b.create_qp(peer_send, peer_recv, 0, service, nullptr, 0, shape.responder);
     if (spec.service == Service::kUd) {
       a.bring_up_ud(*r.qp, kQkey);
       b.bring_up_ud(*r.peer, kQkey);
@@ -630,6 +729,12 @@ void hook_engines(RdmaCluster& cluster, Driver& d, traces::LatencyTrace* trace, 
                        .function = uint16_t(s.function >= 0 ? s.function : int32_t(i)), .qpn = s.qpn,
                        .message = s.message, .opcode = s.opcode, .bytes = s.bytes, .stage = s.stage});
     });
+    // The responder stamps a message's remote delivery on its requester's host, found by MAC.
+    engine.set_peer_lookup([&cluster](const transport::Mac& mac) -> int32_t {
+      for (size_t n = 0; n < cluster.size(); ++n)
+        if (cluster.node(int(n)).mac == mac) return int32_t(n);
+      return -1;
+    });
     engine.set_congestion_control(
         &o.dcqcn, [&d, &congestion, i](const model::CongestionEvent& e) { d.congestion(i, e, congestion); });
   }
@@ -641,6 +746,7 @@ CongestionTotals unhook_engines(RdmaCluster& cluster) {
   for (size_t i = 0; i < cluster.size(); ++i) {
     model::RdmaEngine& engine = cluster.node(int(i)).engine;
     engine.set_stage_hook({});
+    engine.set_peer_lookup({});
     engine.set_congestion_control(nullptr);
     cc.np_ecn_marked_roce_packets += engine.counters().np_ecn_marked_roce_packets;
     cc.np_cnp_sent += engine.counters().np_cnp_sent;
@@ -681,7 +787,8 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     std::vector<const WorkloadQp*> specs;
     for (const WorkloadQp& qp : probes.workload.qps) specs.push_back(&qp);
     for (const WorkloadQp& qp : w.qps) specs.push_back(&qp);
-    RdmaCluster cluster(int(w.hosts.size()), host_memory_bytes(specs, w.hosts.size()));
+    RdmaCluster cluster(int(w.hosts.size()), host_memory_bytes(specs, w.hosts, o));
+    set_addresses(w, cluster);
     std::vector<std::unique_ptr<pcie::TimedHostMemory>> dma;
     std::vector<Mr> src, dst;
     for (size_t i = 0; i < w.hosts.size(); ++i) {
@@ -691,7 +798,8 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     }
     std::vector<OpResult> rows;
     std::vector<QpRun> runs;
-    create_qps(specs, probes.workload.qps.size(), cluster, o, runs, rows);
+    CompletionQueues cqs(w.hosts, cluster);
+    create_qps(specs, probes.workload.qps.size(), cluster, o, runs, rows, cqs);
     const auto pcap = open_writer<traces::PcapWriter>(o.pcap_path);
     const auto trace = open_writer<traces::LatencyTrace>(o.trace_prefix);
     std::vector<std::unique_ptr<ReplayHost>> hosts;

@@ -1,5 +1,7 @@
 #include "replay/trace_timing.h"
 
+#include <algorithm>
+
 #include <fstream>
 #include <set>
 
@@ -13,31 +15,29 @@ std::optional<TraceTiming> read_trace_timing(const std::string& path, std::strin
     if (error) *error = path + ": cannot read";
     return std::nullopt;
   }
-  // Per id, the functions that have it and the times of the first one.
-  std::map<uint64_t, std::pair<std::set<uint16_t>, TraceTiming::Times>> seen;
+  std::map<std::pair<uint16_t, uint64_t>, TraceTiming::Times> seen;
   const auto sink = [&](const traces::TraceEvent& e) {
     if (e.message >> 63) return;  // a datagram's id is a counter: nothing in a capture names it
     if (e.stage != traces::Stage::kDoorbell && e.stage != traces::Stage::kCqeWrite &&
         e.stage != traces::Stage::kPayloadDma)
       return;
-    auto& [functions, times] = seen[e.message];
-    functions.insert(e.function);
-    if (functions.size() > 1) return;
+    TraceTiming::Times& times = seen[{e.function, e.message}];
     if (e.stage == traces::Stage::kDoorbell && times.doorbell_ps == 0) times.doorbell_ps = std::max<uint64_t>(e.time_ps, 1);
     if (e.stage == traces::Stage::kCqeWrite) times.cqe_ps = e.time_ps;
     if (e.stage == traces::Stage::kPayloadDma) times.payload_dma = true;
   };
   if (!traces::read_csv_trace(in, path, sink, error)) return std::nullopt;
   TraceTiming out;
-  for (const auto& [id, entry] : seen) {
-    const auto& [functions, times] = entry;
-    if (functions.size() > 1) {
-      ++out.ambiguous;
-      continue;
-    }
+  std::map<uint64_t, std::set<uint16_t>> functions;
+  for (const auto& [key, times] : seen) {
     if (times.doorbell_ps == 0 || (times.cqe_ps != 0 && times.cqe_ps < times.doorbell_ps)) continue;
-    out.by_id[id] = times;
+    out.by_function_id[key] = times;
+    functions[key.second].insert(key.first);
     ++out.messages;
+  }
+  for (const auto& [id, of] : functions) {
+    if (of.size() == 1) out.sole_function[id] = *of.begin();
+    else ++out.ambiguous;
   }
   return out;
 }
@@ -45,16 +45,60 @@ std::optional<TraceTiming> read_trace_timing(const std::string& path, std::strin
 size_t apply_trace_timing(Reconstruction& capture, const TraceTiming& timing) {
   size_t applied = 0;
   for (Message& m : capture.messages) {
-    const uint32_t qpn = capture.queue_pairs[m.qp].qpn;
-    if (qpn == 0 || !m.complete) continue;
-    const auto it = timing.by_id.find((uint64_t(qpn) << 24) | m.last_psn);
-    if (it == timing.by_id.end()) continue;
+    const QueuePair& qp = capture.queue_pairs[m.qp];
+    if (qp.qpn == 0 || !m.complete) continue;
+    const uint64_t id = (uint64_t(qp.qpn) << 24) | m.last_psn;
+    std::optional<uint16_t> function = qp.function;
+    if (!function)
+      if (const auto sole = timing.sole_function.find(id); sole != timing.sole_function.end()) function = sole->second;
+    if (!function) continue;
+    const auto it = timing.by_function_id.find({*function, id});
+    if (it == timing.by_function_id.end()) continue;
     m.doorbell_ps = it->second.doorbell_ps;
     m.cqe_ps = it->second.cqe_ps;
     m.payload_dma = it->second.payload_dma;
     ++applied;
   }
   return applied;
+}
+
+size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecord>& table) {
+  std::vector<uint64_t> first_ps(capture.queue_pairs.size(), UINT64_MAX);
+  for (const Message& m : capture.messages) first_ps[m.qp] = std::min(first_ps[m.qp], m.first_ns * 1000);
+  // The record a QP end had when its traffic began (QPNs are used again by later QPs). A datagram
+  // QP names its source address per WQE: its function's MAC finds it.
+  const auto find = [&](const Host& host, uint32_t qpn, uint64_t before_ps) -> const traces::QpRecord* {
+    const traces::QpRecord* found = nullptr;
+    for (const traces::QpRecord& r : table) {
+      const bool here = r.address == host.gid || (r.service == "ud" && r.mac == host.mac);
+      if (r.qpn == qpn && here && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps)) found = &r;
+    }
+    return found;
+  };
+  const auto cq = [](uint32_t number, uint32_t entries) -> std::optional<QueuePair::Cq> {
+    if (entries == 0) return std::nullopt;
+    return QueuePair::Cq{number, entries};
+  };
+  size_t found = 0;
+  for (size_t q = 0; q < capture.queue_pairs.size(); ++q) {
+    QueuePair& qp = capture.queue_pairs[q];
+    if (qp.peer_qpn != 0)
+      if (const traces::QpRecord* r = find(capture.hosts[qp.peer_host], qp.peer_qpn, first_ps[q])) {
+        qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
+        qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        if (qp.qpn == 0) qp.qpn = r->remote_qpn;  // a UC requester: only its responder names it
+        ++found;
+      }
+    if (qp.qpn != 0)
+      if (const traces::QpRecord* r = find(capture.hosts[qp.host], qp.qpn, first_ps[q])) {
+        qp.send_cq = cq(r->send_cq, r->send_cq_entries);
+        qp.recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        qp.sq_wqebbs = r->sq_wqebbs;
+        qp.function = r->function;
+        ++found;
+      }
+  }
+  return found;
 }
 
 }  // namespace hcaemu::replay

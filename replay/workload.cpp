@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -163,6 +164,33 @@ void check_dependencies(const Workload& w) {
     }
 }
 
+std::vector<WorkloadCq> parse_cqs(const json& j, const std::string& place) {
+  if (!j.is_array()) fail(place, "must be an array of {\"id\": N, \"entries\": N}");
+  std::vector<WorkloadCq> cqs;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = place + "[" + std::to_string(i) + "]";
+    only_keys(j[i], at, {"id", "entries"});
+    WorkloadCq cq{.id = uint32_t(unsigned_of(required(j[i], at, "id"), at + ".id", 0xffffff)),
+                  .entries = uint32_t(unsigned_of(required(j[i], at, "entries"), at + ".entries", kMaxCqEntries))};
+    if (cq.entries < 2 || (cq.entries & (cq.entries - 1)) != 0)
+      fail(at + ".entries", "must be a power of two from 2 to " + std::to_string(kMaxCqEntries));
+    for (const WorkloadCq& other : cqs)
+      if (other.id == cq.id) fail(at + ".id", std::to_string(cq.id) + " names two CQs");
+    cqs.push_back(cq);
+  }
+  uint64_t total = 0;
+  for (const WorkloadCq& cq : cqs) total += cq.entries;
+  if (total > kMaxHostCqEntries) fail(place, "more than " + std::to_string(kMaxHostCqEntries) + " entries in all");
+  return cqs;
+}
+
+std::optional<uint32_t> cq_ref(const json& qp, const std::string& place, const char* key, const WorkloadHost& host) {
+  if (!qp.contains(key)) return std::nullopt;
+  const uint32_t id = uint32_t(unsigned_of(qp.at(key), place + "." + key, 0xffffff));
+  if (host.cq(id) == nullptr) fail(place + "." + key, "host " + host.name + " has no CQ " + std::to_string(id));
+  return id;
+}
+
 Workload parse(const json& j) {
   only_keys(j, "workload", {"format", "hosts", "qps"});
   const std::string format = string_of(required(j, "workload", "format"), "format");
@@ -173,20 +201,27 @@ Workload parse(const json& j) {
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < hosts.size(); ++i) {
     const std::string place = "hosts[" + std::to_string(i) + "]";
-    only_keys(hosts[i], place, {"name", "ip", "mac"});
+    only_keys(hosts[i], place, {"name", "ip", "mac", "cqs"});
     WorkloadHost h;
     h.name = string_of(required(hosts[i], place, "name"), place + ".name");
     if (!by_name.emplace(h.name, i).second) fail(place + ".name", "\"" + h.name + "\" names two hosts");
     h.gid = parse_ip(string_of(required(hosts[i], place, "ip"), place + ".ip"), place + ".ip");
     h.mac = hosts[i].contains("mac") ? parse_mac(string_of(hosts[i].at("mac"), place + ".mac"), place + ".mac")
                                      : Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
+    if ((h.mac[0] & 0x01) != 0) fail(place + ".mac", "\"" + mac_text(h.mac) + "\" is a group address, not a host's");
+    for (const WorkloadHost& other : w.hosts) {
+      if (other.gid == h.gid) fail(place + ".ip", "\"" + gid_text(h.gid) + "\" is also " + other.name + "'s");
+    }
+    if (hosts[i].contains("cqs")) h.cqs = parse_cqs(hosts[i].at("cqs"), place + ".cqs");
     w.hosts.push_back(h);
   }
   const json& qps = required(j, "workload", "qps");
   if (!qps.is_array()) fail("qps", "must be an array");
   for (size_t q = 0; q < qps.size(); ++q) {
     const std::string place = "qps[" + std::to_string(q) + "]";
-    only_keys(qps[q], place, {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "ops"});
+    only_keys(qps[q], place,
+              {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "send_cq", "recv_cq", "peer_send_cq",
+               "peer_recv_cq", "ops"});
     WorkloadQp qp;
     auto host = [&](const char* key) {
       const std::string name = string_of(required(qps[q], place, key), place + "." + key);
@@ -196,6 +231,11 @@ Workload parse(const json& j) {
     };
     qp.host = host("host");
     qp.peer = host("peer");
+    if (transport::is_ipv4_mapped(w.hosts[qp.host].gid) != transport::is_ipv4_mapped(w.hosts[qp.peer].gid)) {
+      const bool v4 = transport::is_ipv4_mapped(w.hosts[qp.host].gid);
+      fail(place, w.hosts[qp.host].name + " has an IPv" + (v4 ? "4" : "6") + " address and " + w.hosts[qp.peer].name +
+                      " an IPv" + (v4 ? "6" : "4") + " one (a QP's ends use one family)");
+    }
     qp.service = parse_service(string_of(required(qps[q], place, "service"), place + ".service"), place + ".service");
     if (qps[q].contains("qpn")) qp.qpn = uint32_t(unsigned_of(qps[q].at("qpn"), place + ".qpn", 0xffffff));
     if (qps[q].contains("peer_qpn")) qp.peer_qpn = uint32_t(unsigned_of(qps[q].at("peer_qpn"), place + ".peer_qpn", 0xffffff));
@@ -203,6 +243,15 @@ Workload parse(const json& j) {
       qp.mtu = uint32_t(unsigned_of(qps[q].at("mtu"), place + ".mtu", 4096));
       if (qp.mtu < 256 || (qp.mtu & (qp.mtu - 1)) != 0) fail(place + ".mtu", "must be 256, 512, 1024, 2048 or 4096");
     }
+    if (qps[q].contains("sq_wqebbs")) {
+      qp.sq_wqebbs = uint32_t(unsigned_of(qps[q].at("sq_wqebbs"), place + ".sq_wqebbs", kMaxSqWqebbs));
+      if (*qp.sq_wqebbs == 0 || (*qp.sq_wqebbs & (*qp.sq_wqebbs - 1)) != 0)
+        fail(place + ".sq_wqebbs", "must be a power of two from 1 to " + std::to_string(kMaxSqWqebbs));
+    }
+    qp.cqs = {.send = cq_ref(qps[q], place, "send_cq", w.hosts[qp.host]),
+              .recv = cq_ref(qps[q], place, "recv_cq", w.hosts[qp.host]),
+              .peer_send = cq_ref(qps[q], place, "peer_send_cq", w.hosts[qp.peer]),
+              .peer_recv = cq_ref(qps[q], place, "peer_recv_cq", w.hosts[qp.peer])};
     const json& ops = required(qps[q], place, "ops");
     if (!ops.is_array()) fail(place + ".ops", "must be an array");
     for (size_t i = 0; i < ops.size(); ++i)
@@ -214,6 +263,12 @@ Workload parse(const json& j) {
 }
 
 }  // namespace
+
+const WorkloadCq* WorkloadHost::cq(uint32_t id) const {
+  for (const WorkloadCq& c : cqs)
+    if (c.id == id) return &c;
+  return nullptr;
+}
 
 std::string gid_text(const Gid& gid) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -243,8 +298,15 @@ std::optional<Workload> parse_workload(std::string_view text, std::string* error
 
 std::string workload_json(const Workload& w) {
   json hosts = json::array();
-  for (const WorkloadHost& h : w.hosts)
-    hosts.push_back(json::object({{"name", h.name}, {"ip", gid_text(h.gid)}, {"mac", mac_text(h.mac)}}));
+  for (const WorkloadHost& h : w.hosts) {
+    json host = json::object({{"name", h.name}, {"ip", gid_text(h.gid)}, {"mac", mac_text(h.mac)}});
+    if (!h.cqs.empty()) {
+      json cqs = json::array();
+      for (const WorkloadCq& cq : h.cqs) cqs.push_back(json::object({{"id", cq.id}, {"entries", cq.entries}}));
+      host["cqs"] = cqs;
+    }
+    hosts.push_back(host);
+  }
   json qps = json::array();
   for (const WorkloadQp& qp : w.qps) {
     json ops = json::array();
@@ -263,16 +325,53 @@ std::string workload_json(const Workload& w) {
       }
       ops.push_back(o);
     }
-    qps.push_back(json::object({{"host", w.hosts[qp.host].name}, {"peer", w.hosts[qp.peer].name},
-                                {"service", service_name(qp.service)}, {"qpn", qp.qpn}, {"peer_qpn", qp.peer_qpn},
-                                {"mtu", qp.mtu}, {"ops", ops}}));
+    json entry = json::object({{"host", w.hosts[qp.host].name}, {"peer", w.hosts[qp.peer].name},
+                               {"service", service_name(qp.service)}, {"qpn", qp.qpn}, {"peer_qpn", qp.peer_qpn},
+                               {"mtu", qp.mtu}});
+    if (qp.sq_wqebbs) entry["sq_wqebbs"] = *qp.sq_wqebbs;
+    const std::pair<const char*, const std::optional<uint32_t>*> refs[] = {
+        {"send_cq", &qp.cqs.send}, {"recv_cq", &qp.cqs.recv}, {"peer_send_cq", &qp.cqs.peer_send},
+        {"peer_recv_cq", &qp.cqs.peer_recv}};
+    for (const auto& [key, id] : refs)
+      if (*id) entry[key] = **id;
+    entry["ops"] = ops;
+    qps.push_back(entry);
   }
   return json::object({{"format", kWorkloadFormat}, {"hosts", hosts}, {"qps", qps}}).dump(1) + "\n";
 }
 
+namespace {
+
+// Ids for the captured CQs, declared on the hosts on first use: they count from 1 per host in the
+// order the QPs name them, one per captured number and size (a number the captured function used
+// again for a CQ of another size is another CQ). A size the format does not take, or one past the
+// host's bound, leaves the QP end a CQ of its own.
+class CqIds {
+ public:
+  explicit CqIds(size_t hosts) : ids_(hosts) {}
+  std::optional<uint32_t> operator()(Workload& w, size_t host, const std::optional<QueuePair::Cq>& captured) {
+    if (!captured || captured->entries < 2 || captured->entries > kMaxCqEntries) return std::nullopt;
+    auto& ids = ids_[host];
+    if (const auto it = ids.find(*captured); it != ids.end()) return it->second;
+    uint64_t total = 0;
+    for (const WorkloadCq& cq : w.hosts[host].cqs) total += cq.entries;
+    if (total + captured->entries > kMaxHostCqEntries) return std::nullopt;
+    const uint32_t id = uint32_t(ids.size() + 1);
+    ids.emplace(*captured, id);
+    w.hosts[host].cqs.push_back({.id = id, .entries = captured->entries});
+    return id;
+  }
+
+ private:
+  std::vector<std::map<QueuePair::Cq, uint32_t>> ids_;
+};
+
+}  // namespace
+
 Workload lower(const Reconstruction& capture) {
   Workload w;
-  for (const Host& h : capture.hosts) w.hosts.push_back({h.name, h.gid, h.mac});
+  for (const Host& h : capture.hosts) w.hosts.push_back({.name = h.name, .gid = h.gid, .mac = h.mac, .cqs = {}});
+  CqIds cq_id(w.hosts.size());
   for (const QueuePair& qp : capture.queue_pairs) {
     // The path MTU: the largest non-last payload seen, rounded up to an IB MTU (1024 if none seen).
     uint32_t mtu = 256;
@@ -284,6 +383,12 @@ Workload lower(const Reconstruction& capture) {
     out.qpn = qp.qpn;
     out.peer_qpn = qp.peer_qpn;
     out.mtu = qp.mtu == 0 ? 1024 : mtu;
+    if (qp.sq_wqebbs >= 1 && qp.sq_wqebbs <= kMaxSqWqebbs && std::has_single_bit(qp.sq_wqebbs))
+      out.sq_wqebbs = qp.sq_wqebbs;
+    out.cqs = {.send = cq_id(w, qp.host, qp.send_cq),
+               .recv = cq_id(w, qp.host, qp.recv_cq),
+               .peer_send = cq_id(w, qp.peer_host, qp.peer_send_cq),
+               .peer_recv = cq_id(w, qp.peer_host, qp.peer_recv_cq)};
     w.qps.push_back(out);
   }
   std::vector<uint64_t> last_done(capture.queue_pairs.size(), 0);

@@ -16,6 +16,10 @@
 namespace hcaemu::replay {
 
 inline constexpr const char* kWorkloadFormat = "hcareplay-workload/1";
+// Bounds on the CQs a host declares (64 bytes of simulated host memory per entry).
+inline constexpr uint32_t kMaxCqEntries = 1u << 16;
+inline constexpr uint32_t kMaxHostCqEntries = 1u << 20;
+inline constexpr uint32_t kMaxSqWqebbs = 1u << 13;  // 512 KiB of simulated host memory
 
 struct OpRef {
   size_t qp = 0, op = 0;  // "QP:OP" in the file
@@ -39,18 +43,40 @@ struct WorkloadOp {
   std::optional<uint64_t> captured_fct_ns;
 };
 
+// The completion queues of a QP's two ends: ids of CQs their hosts declare (shared by every QP
+// naming the same id, as the captured software shared them); none: a CQ of the QP's own.
+struct QpCompletionQueues {
+  std::optional<uint32_t> send, recv;            // the requester's end, on `host`
+  std::optional<uint32_t> peer_send, peer_recv;  // the responder's end, on `peer`
+  bool operator==(const QpCompletionQueues&) const = default;
+};
+
 struct WorkloadQp {
   size_t host = 0, peer = 0;
   Service service = Service::kRc;
   uint32_t qpn = 0, peer_qpn = 0;  // as captured (0: not known); a replay may renumber
   uint32_t mtu = 1024;
+  // The send queue's size in 64-byte blocks, as captured: how many operations may be in flight
+  // (none: the replay's --max-outstanding).
+  std::optional<uint32_t> sq_wqebbs;
+  QpCompletionQueues cqs;
   std::vector<WorkloadOp> ops;
+};
+
+// A CQ a host declares: its size matters to the device (it reads the consumer index from host
+// memory when the ring may be full, a PCIe round trip on the completion path).
+struct WorkloadCq {
+  uint32_t id = 0;
+  uint32_t entries = 0;  // a power of two
+  bool operator==(const WorkloadCq&) const = default;
 };
 
 struct WorkloadHost {
   std::string name;
   Gid gid{};
   Mac mac{};
+  std::vector<WorkloadCq> cqs;
+  const WorkloadCq* cq(uint32_t id) const;
 };
 
 struct Workload {

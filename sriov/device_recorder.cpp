@@ -7,6 +7,21 @@
 #include "pcie/model_time.h"
 
 namespace hcaemu::sriov {
+namespace {
+
+const char* service_name(uint8_t st) {
+  switch (st) {
+    case model::qp_st::kRc: return "rc";
+    case model::qp_st::kUc: return "uc";
+    case model::qp_st::kUd: return "ud";
+    case model::qp_st::kXrc: return "xrc";
+    case model::qp_st::kQp1: return "qp1";
+    case model::qp_st::kRegUmr: return "umr";  // mlx5_ib's memory registration QP
+    default: return "other";
+  }
+}
+
+}  // namespace
 
 DeviceRecorder::DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix)
     : pcap_file_(pcap_file), trace_prefix_(trace_prefix) {
@@ -14,6 +29,8 @@ DeviceRecorder::DeviceRecorder(HcaDevice& device, const std::filesystem::path& p
   if (!pcap_file.empty() && !(pcap_ = traces::PcapWriter::open(pcap_file.string(), &error)))
     throw std::runtime_error("--pcap " + pcap_file.string() + ": " + error);
   if (!trace_prefix.empty() && !(trace_ = traces::LatencyTrace::open(trace_prefix, &error)))
+    throw std::runtime_error("--trace " + trace_prefix + ": " + error);
+  if (trace_ && !(qp_table_ = traces::QpTableWriter::open(traces::qp_table_path(trace_prefix), &error)))
     throw std::runtime_error("--trace " + trace_prefix + ": " + error);
   if (pcap_) {
     device.eswitch().set_tap([this](std::span<const uint8_t> frame) { pcap_->write(pcie::model_time_ps(), frame); });
@@ -40,12 +57,35 @@ void DeviceRecorder::attach_trace(HcaDevice& device) {
       if (config.function_mac(vhca) == mac) return vhca;
     return -1;
   };
-  device.pf().hca().set_stage_hook(hook(0));
-  device.pf().hca().set_peer_lookup(peer);
-  for (unsigned i = 0; i < device.vf_ports(); ++i) {
-    device.vf(i).hca().set_stage_hook(hook(uint16_t(1 + i)));
-    device.vf(i).hca().set_peer_lookup(peer);
-  }
+  auto qp_hook = [this](uint16_t function) {
+    return [this, function](const model::QpDescription& d) {
+      qp_table_->record({.time_ps = pcie::model_time_ps(),
+                         .function = function,
+                         .qpn = d.qpn,
+                         .service = service_name(d.service),
+                         .address = d.address,
+                         .send_cq = d.send_cq,
+                         .send_cq_entries = d.send_cq_entries,
+                         .recv_cq = d.recv_cq,
+                         .recv_cq_entries = d.recv_cq_entries,
+                         .sq_wqebbs = d.sq_wqebbs,
+                         .mtu = d.mtu,
+                         .ack_timeout = d.ack_timeout,
+                         .retry_count = d.retry_count,
+                         .rnr_retry = d.rnr_retry,
+                         .max_rd_atomic = d.max_rd_atomic,
+                         .remote_qpn = d.remote_qpn,
+                         .mac = d.mac,
+                         .state = d.sending ? "rts" : "rtr"});
+    };
+  };
+  auto attach = [&](model::HcaFunction& hca, uint16_t function) {
+    hca.set_stage_hook(hook(function));
+    hca.set_qp_hook(qp_hook(function));
+    hca.set_peer_lookup(peer);
+  };
+  attach(device.pf().hca(), 0);
+  for (unsigned i = 0; i < device.vf_ports(); ++i) attach(device.vf(i).hca(), uint16_t(1 + i));
 }
 
 void DeviceRecorder::close() {
@@ -53,6 +93,8 @@ void DeviceRecorder::close() {
   if (trace_) {
     trace_->close();
     log().info("trace: {} events written to {}.json and {}.csv", trace_->events(), trace_prefix_, trace_prefix_);
+    qp_table_->close();
+    log().info("trace: {} QPs written to {}", qp_table_->records(), qp_table_->path());
   }
 }
 

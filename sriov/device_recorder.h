@@ -1,7 +1,8 @@
 #pragma once
 // What a device run leaves behind for its user: a pcap of every frame through the embedded switch
-// and the per-message latency trace (model time, per stage) of every function. Attached at
-// elaboration; close() flushes both and logs what was written.
+// and the per-message latency trace (model time, per stage) of every function, with the table of
+// its QPs (traces/qp_table.h). Attached at elaboration; close() flushes them and logs what was
+// written.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "sriov/hca_device.h"
 #include "traces/latency_trace.h"
 #include "traces/pcap_writer.h"
+#include "traces/qp_table.h"
 
 namespace hcaemu::sriov {
 
@@ -23,6 +25,7 @@ class DeviceRecorder {
 
   std::unique_ptr<traces::PcapWriter> pcap_;
   std::unique_ptr<traces::LatencyTrace> trace_;
+  std::unique_ptr<traces::QpTableWriter> qp_table_;
   std::filesystem::path pcap_file_;
   std::string trace_prefix_;
 };

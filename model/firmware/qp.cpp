@@ -322,6 +322,7 @@ void modify_qp(CommandCall& call, const Transition& t) {
   qp->state = t.to;
   set(qp->context, qpc::kState, uint32_t(t.to));
   if (entered_error && call.function().qp_moved_to_error) call.function().qp_moved_to_error(get(call.in(), kQpn));
+  if ((t.bit == kI2R || t.bit == kR2S) && call.function().qp_ready) call.function().qp_ready(get(call.in(), kQpn));
 }
 
 }  // namespace

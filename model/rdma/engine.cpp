@@ -27,6 +27,35 @@ void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage
                  .bytes = uint32_t(message.length), .stage = stage});
 }
 
+void RdmaEngine::qp_ready(uint32_t qpn) {
+  const QueuePair* qp = f_.resources.qps.find(qpn);
+  if (!qp_hook_ || qp == nullptr) return;
+  const auto entries = [&](uint32_t cqn) -> uint32_t {
+    const CompletionQueue* cq = f_.resources.cqs.find(cqn);
+    return cq != nullptr ? cq->entries() : 0;
+  };
+  QpDescription d{.qpn = qpn,
+                  .service = qp->st,
+                  .sending = qp->state == QpState::kRts,
+                  .send_cq = qp->cqn_snd,
+                  .send_cq_entries = entries(qp->cqn_snd),
+                  .recv_cq = qp->cqn_rcv,
+                  .recv_cq_entries = entries(qp->cqn_rcv),
+                  .sq_wqebbs = qp->no_sq ? 0 : 1u << qp->log_sq_size,
+                  .mtu = is_datagram(*qp) ? 0 : pmtu_of(*qp),
+                  .ack_timeout = get(qp->context, qpc::kAckTimeout),
+                  .retry_count = get(qp->context, qpc::kRetryCount),
+                  .rnr_retry = get(qp->context, qpc::kRnrRetry),
+                  .max_rd_atomic = 1u << get(qp->context, qpc::kLogSraMax),
+                  .remote_qpn = is_datagram(*qp) ? 0 : get(qp->context, qpc::kRemoteQpn)};
+  const uint32_t index = get(qp->context, qpc::kSrcAddrIndex);
+  if (index < f_.vport.roce_addresses.size()) {
+    d.address = f_.vport.roce_addresses[index].gid;
+    d.mac = f_.vport.roce_addresses[index].mac;
+  }
+  qp_hook_(d);
+}
+
 void RdmaEngine::stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
                                        uint8_t opcode, uint32_t bytes) {
   if (!stage_hook_ || !peer_lookup_) return;

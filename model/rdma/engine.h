@@ -7,6 +7,7 @@
 // atomics and answers with ACK/NAK. Errors end as IBA chapter 9 says: error CQEs, NAKs, the QP in
 // ERR, outstanding work flushed. Per-QP state lives in QueuePair::rc; this class holds the port,
 // the timer hook and counters.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,6 +39,22 @@ struct StageStamp {
   RdmaStage stage = RdmaStage::kDoorbell;
 };
 using StageHook = std::function<void(const StageStamp&)>;
+
+// A QP as it became ready to receive (INIT to RTR) and to send (RTR to RTS): what shaped its
+// timing without reaching the wire (its CQs and their sizes, its send queue, its retry settings),
+// for the trace's QP table.
+struct QpDescription {
+  uint32_t qpn = 0;
+  uint8_t service = 0;  // qp_st
+  bool sending = false;  // RTS (else RTR)
+  std::array<uint8_t, 16> address{};  // the source GID its address path names
+  std::array<uint8_t, 6> mac{};       // and the function's MAC there
+  uint32_t send_cq = 0, send_cq_entries = 0, recv_cq = 0, recv_cq_entries = 0;
+  uint32_t sq_wqebbs = 0, mtu = 0;  // mtu 0: a datagram QP
+  uint32_t ack_timeout = 0, retry_count = 0, rnr_retry = 0, max_rd_atomic = 0;
+  uint32_t remote_qpn = 0;  // 0 for datagram QPs
+};
+using QpHook = std::function<void(const QpDescription&)>;
 
 struct RdmaTiming {
   uint64_t per_packet_tx_ps = 20'000;   // pipeline per transmitted packet
@@ -97,6 +114,9 @@ class RdmaEngine {
   void set_port(EthernetPort* port) { port_ = port; }
   void set_timing(const RdmaTiming& timing) { timing_ = timing; }
   void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
+  // Called with each QP that enters RTR or RTS (qp_ready()).
+  void set_qp_hook(QpHook hook) { qp_hook_ = std::move(hook); }
+  void qp_ready(uint32_t qpn);
   // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the
   // remote delivery of a message on the requester's trace record.
   void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) { peer_lookup_ = std::move(lookup); }
@@ -247,6 +267,7 @@ class RdmaEngine {
   EthernetPort* port_ = nullptr;
   RdmaTiming timing_;
   StageHook stage_hook_;
+  QpHook qp_hook_;
   std::function<int32_t(const transport::Mac&)> peer_lookup_;
   std::function<void(const TimerDeadline&)> timer_hook_;
   TimerPolicy timer_policy_;

@@ -138,6 +138,58 @@ TEST_F(ClusterTest, BlueFlameDoorbellArmedCqAndItsEvent) {
   EXPECT_EQ(n0.doorbells.counters().malformed, 0u);
 }
 
+// A node's address can be the one a capture names (hcareplay gives the hosts theirs): an IPv6 GID
+// makes IPv6 frames, and the wire delivers by the new MAC.
+TEST_F(ClusterTest, ANodeTakesTheAddressItIsGiven) {
+  RdmaNode& a = c.node(0);
+  RdmaNode& b = c.node(1);
+  const transport::Gid v6a = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xc9, 0, 0xff, 0xfe, 0, 0, 0x01};
+  transport::Gid v6b = v6a;
+  v6b[15] = 0x02;
+  a.set_address(v6a, {0x02, 0xc9, 0, 0, 0, 0x01});
+  b.set_address(v6b, {0x02, 0xc9, 0, 0, 0, 0x02});
+  auto conn = RdmaCluster::connect(a, b);
+  Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);
+  a.post_send(*conn.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}},
+                        .remote_va = dst.va(0), .rkey = dst.key});
+  c.pump();
+  ASSERT_EQ(a.drain(*conn.a->scq).size(), 1u) << "the responder answered the new address";
+  EXPECT_EQ(received_macs[0].back(), (std::array<uint8_t, 6>{0x02, 0xc9, 0, 0, 0, 0x01}));
+  EXPECT_EQ(received_macs[1].back(), (std::array<uint8_t, 6>{0x02, 0xc9, 0, 0, 0, 0x02}));
+  EXPECT_EQ(c.wire.unclaimed, 0u);
+}
+
+// The QP table's source (model/rdma/engine.h QpDescription): each QP as it enters RTR and RTS, with
+// its CQs' sizes, its send queue, its peer and its address.
+TEST_F(ClusterTest, AQpIsDescribedWhenItBecomesReady) {
+  RdmaNode& a = c.node(0);
+  RdmaNode& b = c.node(1);
+  std::vector<QpDescription> seen;
+  a.f.qp_ready = [&](uint32_t qpn) { a.engine.qp_ready(qpn); };
+  a.engine.set_qp_hook([&](const QpDescription& d) { seen.push_back(d); });
+  Cq& send = a.make_cq(1);
+  Cq& recv = a.make_cq(5);
+  Qp& qa = a.create_qp(send, recv, 0, qp_st::kRc, nullptr, 0, {.log_sq_size = 7, .log_rq_size = 4});
+  Qp& qb = b.create_qp(b.make_cq(), b.make_cq());
+  RdmaCluster::bring_up(a, qa, b, qb, {.ack_timeout = 14});
+  ASSERT_EQ(seen.size(), 2u) << "RTR, then RTS";
+  EXPECT_FALSE(seen[0].sending);
+  EXPECT_TRUE(seen[1].sending);
+  const QpDescription& d = seen[1];
+  EXPECT_EQ(d.qpn, qa.qpn);
+  EXPECT_EQ(d.service, qp_st::kRc);
+  EXPECT_EQ(d.send_cq, send.cqn);
+  EXPECT_EQ(d.send_cq_entries, 2u);
+  EXPECT_EQ(d.recv_cq, recv.cqn);
+  EXPECT_EQ(d.recv_cq_entries, 32u);
+  EXPECT_EQ(d.sq_wqebbs, 128u);
+  EXPECT_EQ(d.remote_qpn, qb.qpn);
+  EXPECT_EQ(d.ack_timeout, 14u);
+  EXPECT_EQ(d.address, a.gid);
+  EXPECT_EQ(d.mac, a.mac);
+  a.engine.set_qp_hook({});
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 

@@ -1,6 +1,7 @@
 // hcaemu's latency trace joined to a capture of the same run (replay/trace_timing.h): a message
 // found by its requester QPN and last PSN takes its doorbell as its post time and keeps its FCT;
-// ids two functions share and datagram ids are left out; a malformed trace names its line.
+// ids two functions share are told apart by the QP table, else left out; the QP table gives each
+// QP end its CQs and send queue (and a UC requester its QPN); a malformed trace names its line.
 #include "replay/trace_timing.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"  // records name only what they set
@@ -40,7 +41,7 @@ TEST(TraceTiming, DoorbellBecomesThePostAndTheFctIsKept) {
   std::string error;
   const auto timing = read_trace_timing(csv, &error);
   ASSERT_TRUE(timing) << error;
-  EXPECT_EQ(timing->messages, 2u);
+  EXPECT_EQ(timing->messages, 4u) << "(function, id) pairs with a doorbell";
   EXPECT_EQ(timing->ambiguous, 1u);
 
   Reconstruction capture;
@@ -76,6 +77,95 @@ TEST(TraceTiming, DoorbellBecomesThePostAndTheFctIsKept) {
   const auto again = parse_workload(workload_json(w), &error);
   ASSERT_TRUE(again) << error;
   EXPECT_EQ(again->qps[0].ops[0].captured_fct_ns, 4000u);
+  std::filesystem::remove(csv);
+}
+
+traces::QpRecord record(uint64_t time_ps, uint16_t function, uint32_t qpn, const char* service, uint32_t ip,
+                        uint8_t mac_low) {
+  traces::QpRecord r{.time_ps = time_ps, .function = function, .qpn = qpn, .service = service};
+  r.address = transport::gid_from_ipv4(ip);
+  r.mac = {0x02, 0, 0, 0, 0, mac_low};
+  r.state = "rts";
+  return r;
+}
+
+TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
+  // Two functions with the same QPN and PSN (a PF and a VF): only the QP table tells them apart.
+  const uint64_t id = (uint64_t(0x11) << 24) | 7;
+  const std::string csv = write_file("trace_timing_table.csv",
+      "time_ps,function,qpn,message,opcode,bytes,stage\n"
+      "1000000,0,17," + std::to_string(id) + ",SEND,8,doorbell\n"
+      "1900000,0,17," + std::to_string(id) + ",SEND,8,cqe_write\n"
+      "1000000,1,17," + std::to_string(id) + ",SEND,8,doorbell\n"
+      "2500000,1,17," + std::to_string(id) + ",SEND,8,cqe_write\n"
+      // a UC requester (QPN 0x12 never on the wire), a datagram (QPN 0x13, PSN 3)
+      "3000000,1,18," + std::to_string((uint64_t(0x12) << 24) | 9) + ",RDMA_WRITE,8,doorbell\n"
+      "3700000,1,18," + std::to_string((uint64_t(0x12) << 24) | 9) + ",RDMA_WRITE,8,cqe_write\n"
+      "4000000,0,19," + std::to_string((uint64_t(0x13) << 24) | 3) + ",SEND,8,doorbell\n"
+      "4600000,0,19," + std::to_string((uint64_t(0x13) << 24) | 3) + ",SEND,8,cqe_write\n");
+  std::string error;
+  const auto timing = read_trace_timing(csv, &error);
+  ASSERT_TRUE(timing) << error;
+
+  Reconstruction capture;
+  capture.hosts.resize(4);
+  capture.hosts[0] = {.gid = transport::gid_from_ipv4(0x0a000001), .mac = {0x02, 0, 0, 0, 0, 1}, .name = "a"};
+  capture.hosts[1] = {.gid = transport::gid_from_ipv4(0x0a000002), .mac = {0x02, 0, 0, 0, 0, 2}, .name = "b"};
+  // Host a's function seen through another GID (an IPv6 one): its datagram QP names the first.
+  capture.hosts[2] = {.gid = {0xfe, 0x80, 15, 1}, .mac = {0x02, 0, 0, 0, 0, 1}, .name = "a6"};
+  capture.hosts[3] = {.gid = {0xfe, 0x80, 15, 2}, .mac = {0x02, 0, 0, 0, 0, 2}, .name = "b6"};
+  QueuePair rc, uc, ud;
+  rc.host = 1, rc.peer_host = 0, rc.qpn = 0x11, rc.peer_qpn = 0x11, rc.service = Service::kRc;
+  uc.host = 1, uc.peer_host = 0, uc.qpn = 0, uc.peer_qpn = 0x20, uc.service = Service::kUc;
+  ud.host = 2, ud.peer_host = 3, ud.qpn = 0x13, ud.peer_qpn = 0x30, ud.service = Service::kUd;
+  capture.queue_pairs = {rc, uc, ud};
+  capture.messages.push_back({.qp = 0, .kind = MessageKind::kSend, .bytes = 8, .first_psn = 7, .packets = 1,
+                              .last_psn = 7, .first_ns = 1100, .done_ns = 1800, .complete = true});
+  capture.messages.push_back({.qp = 1, .kind = MessageKind::kWrite, .bytes = 8, .first_psn = 9, .packets = 1,
+                              .last_psn = 9, .first_ns = 3100, .done_ns = 3100, .complete = true});
+  capture.messages.push_back({.qp = 2, .kind = MessageKind::kSend, .bytes = 8, .first_psn = 3, .packets = 1,
+                              .last_psn = 3, .first_ns = 4100, .done_ns = 4100, .complete = true});
+
+  EXPECT_EQ(apply_trace_timing(capture, *timing), 1u) << "without the table: only the datagram's id is one function's";
+
+  std::vector<traces::QpRecord> table;
+  table.push_back(record(500000, 0, 0x11, "rc", 0x0a000001, 1));  // host a's QP 0x11, function 0
+  table.push_back(record(500000, 1, 0x11, "rc", 0x0a000002, 2));  // host b's, function 1
+  table.back().send_cq = 4, table.back().send_cq_entries = 2, table.back().recv_cq = 4,
+  table.back().recv_cq_entries = 2, table.back().sq_wqebbs = 32;
+  table.push_back(record(400000, 1, 0x11, "rc", 0x0a000002, 2));  // an older QP of the same number
+  table.back().send_cq_entries = 256;
+  traces::QpRecord responder = record(600000, 0, 0x20, "uc", 0x0a000001, 1);
+  responder.remote_qpn = 0x12;
+  responder.state = "rtr";  // a responder that never sends stops at RTR
+  table.push_back(responder);
+  table.push_back(record(600000, 1, 0x12, "uc", 0x0a000002, 2));
+  traces::QpRecord datagram = record(700000, 0, 0x13, "ud", 0x0a000001, 1);  // its first GID: host a's
+  datagram.send_cq = 9, datagram.send_cq_entries = 64;
+  table.push_back(datagram);
+  EXPECT_EQ(apply_qp_table(capture, table), 5u) << "rc: both ends; uc: both; ud: the sender (no QP 0x30 in the table)";
+  EXPECT_EQ(capture.queue_pairs[0].function, uint16_t(1));
+  EXPECT_EQ(capture.queue_pairs[0].sq_wqebbs, 32u);
+  ASSERT_TRUE(capture.queue_pairs[0].send_cq);
+  EXPECT_EQ(capture.queue_pairs[0].send_cq->entries, 2u) << "the latest record before its first packet";
+  EXPECT_EQ(capture.queue_pairs[1].qpn, 0x12u) << "the UC requester named by its responder";
+  EXPECT_EQ(capture.queue_pairs[2].function, uint16_t(0)) << "the datagram QP found by its function's MAC";
+  for (Message& m : capture.messages) m.doorbell_ps = 0;
+  EXPECT_EQ(apply_trace_timing(capture, *timing), 3u);
+  EXPECT_EQ(capture.messages[0].cqe_ps, 2500000u) << "function 1's message, not function 0's";
+  EXPECT_EQ(capture.messages[1].cqe_ps, 3700000u);
+
+  // Lowered: shared CQs become host CQs the QP ends name.
+  const Workload w = lower(capture);
+  ASSERT_EQ(w.qps.size(), 3u);
+  ASSERT_TRUE(w.qps[0].cqs.send && w.qps[0].cqs.recv);
+  EXPECT_EQ(*w.qps[0].cqs.send, *w.qps[0].cqs.recv) << "one CQ for both, as captured";
+  EXPECT_EQ(w.hosts[1].cq(*w.qps[0].cqs.send)->entries, 2u);
+  EXPECT_EQ(w.qps[0].sq_wqebbs, 32u);
+  const auto again = parse_workload(workload_json(w), &error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(again->qps[0].cqs, w.qps[0].cqs);
+  EXPECT_EQ(again->hosts[1].cqs, w.hosts[1].cqs);
   std::filesystem::remove(csv);
 }
 

@@ -3,6 +3,8 @@
 // place in the file.
 #include "replay/workload.h"
 
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"  // records name only what they set
+
 #include <gtest/gtest.h>
 
 namespace hcaemu::replay {
@@ -10,9 +12,11 @@ namespace {
 
 constexpr const char* kValid = R"({
   "format": "hcareplay-workload/1",
-  "hosts": [{"name": "a", "ip": "10.0.0.1", "mac": "02:00:00:00:00:0a"}, {"name": "b", "ip": "fe80::2"}],
+  "hosts": [{"name": "a", "ip": "10.0.0.1", "mac": "02:00:00:00:00:0a", "cqs": [{"id": 3, "entries": 2}]},
+            {"name": "b", "ip": "10.0.0.2", "cqs": [{"id": 1, "entries": 64}]}, {"name": "c", "ip": "fe80::2"}],
   "qps": [
-    {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "ops": [
+    {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "sq_wqebbs": 32, "send_cq": 3, "recv_cq": 3,
+     "peer_recv_cq": 1, "ops": [
       {"op": "write", "bytes": 65536, "post_ns": 1000},
       {"op": "send_imm", "bytes": 64, "think_ns": 500, "imm": 7, "inline": true},
       {"op": "fetch_add", "bytes": 8, "after": ["1:0"], "signalled": false}]},
@@ -38,12 +42,16 @@ TEST(Workload, ParsesEveryField) {
   std::string error;
   const auto w = parse_workload(kValid, &error);
   ASSERT_TRUE(w) << error;
-  ASSERT_EQ(w->hosts.size(), 2u);
+  ASSERT_EQ(w->hosts.size(), 3u);
   EXPECT_EQ(w->hosts[0].gid, transport::gid_from_ipv4(0x0a000001));
-  EXPECT_FALSE(transport::is_ipv4_mapped(w->hosts[1].gid));
+  EXPECT_FALSE(transport::is_ipv4_mapped(w->hosts[2].gid));
   ASSERT_EQ(w->qps.size(), 2u);
   EXPECT_EQ(w->qps[0].mtu, 4096u);
   EXPECT_EQ(w->qps[1].mtu, 1024u) << "the default";
+  EXPECT_EQ(w->qps[0].sq_wqebbs, 32u);
+  EXPECT_FALSE(w->qps[1].sq_wqebbs);
+  EXPECT_EQ(w->qps[0].cqs, (QpCompletionQueues{.send = 3, .recv = 3, .peer_recv = 1}));
+  EXPECT_EQ(w->hosts[0].cqs, (std::vector<WorkloadCq>{{.id = 3, .entries = 2}}));
   const auto& ops = w->qps[0].ops;
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops[0].post_ns, 1000u);
@@ -70,7 +78,7 @@ TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
   EXPECT_EQ(error_of(with("\"bytes\": 100}", "\"bytes\": 100, \"bites\": 1}")), "qps[1].ops[0].bites: unknown key");
   EXPECT_EQ(error_of(with("\"bytes\": 65536", "\"bytes\": \"64k\"")), "qps[0].ops[0].bytes: must be an unsigned integer");
   EXPECT_EQ(error_of(with("\"bytes\": 65536", "\"bytes\": -1")), "qps[0].ops[0].bytes: must be an unsigned integer");
-  EXPECT_EQ(error_of(with("\"peer\": \"b\"", "\"peer\": \"c\"")), "qps[0].peer: no host is named \"c\"");
+  EXPECT_EQ(error_of(with("\"peer\": \"b\"", "\"peer\": \"d\"")), "qps[0].peer: no host is named \"d\"");
   EXPECT_EQ(error_of(with("\"after\": [\"1:0\"]", "\"after\": [\"5:0\"]")), "qps[0].ops[2].after[0]: qps[5].ops[0] does not exist");
   EXPECT_EQ(error_of(with("\"op\": \"write\", \"bytes\": 65536, \"post_ns\": 1000", "\"op\": \"write\", \"bytes\": 65536, \"after\": [\"0:2\"]")),
             "qps[0].ops[0]: waits for itself (a cycle in \"after\")");
@@ -83,6 +91,18 @@ TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
   EXPECT_EQ(error_of(with("hcareplay-workload/1", "hcareplay-workload/9")),
             "format: \"hcareplay-workload/9\" is not hcareplay-workload/1");
   EXPECT_EQ(error_of(with("\"service\": \"rc\"", "\"service\": \"rd\"")), "qps[0].service: \"rd\" is not a service (rc, uc, ud, xrc)");
+  EXPECT_EQ(error_of(with("\"send_cq\": 3", "\"send_cq\": 4")), "qps[0].send_cq: host a has no CQ 4");
+  EXPECT_EQ(error_of(with("\"peer_recv_cq\": 1", "\"peer_recv_cq\": 3")), "qps[0].peer_recv_cq: host b has no CQ 3");
+  EXPECT_EQ(error_of(with("\"entries\": 2", "\"entries\": 3")), "hosts[0].cqs[0].entries: must be a power of two from 2 to 65536");
+  EXPECT_EQ(error_of(with("{\"id\": 3, \"entries\": 2}", "{\"id\": 3, \"entries\": 2}, {\"id\": 3, \"entries\": 4}")),
+            "hosts[0].cqs[1].id: 3 names two CQs");
+  EXPECT_EQ(error_of(with("{\"id\": 3, \"entries\": 2}", "{\"id\": 3, \"size\": 2}")), "hosts[0].cqs[0].size: unknown key");
+  EXPECT_EQ(error_of(with("\"sq_wqebbs\": 32", "\"sq_wqebbs\": 48")), "qps[0].sq_wqebbs: must be a power of two from 1 to 8192");
+  EXPECT_EQ(error_of(with("\"ip\": \"fe80::2\"", "\"ip\": \"10.0.0.1\"")), "hosts[2].ip: \"10.0.0.1\" is also a's");
+  EXPECT_EQ(error_of(with("{\"host\": \"b\", \"peer\": \"a\"", "{\"host\": \"b\", \"peer\": \"c\"")),
+            "qps[1]: b has an IPv4 address and c an IPv6 one (a QP's ends use one family)");
+  EXPECT_EQ(error_of(with("\"mac\": \"02:00:00:00:00:0a\"", "\"mac\": \"03:00:00:00:00:0a\"")),
+            "hosts[0].mac: \"03:00:00:00:00:0a\" is a group address, not a host's");
 }
 
 TEST(Workload, ACaptureLowersToOperationsAtTheirTimes) {
