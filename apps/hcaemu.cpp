@@ -78,7 +78,8 @@ int parse_options(int argc, char** argv, Options& o) {
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("trace", po::value<std::string>(&o.trace_prefix),
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
-       "trace-event format) and PREFIX.csv; summarise with hcatrace summary PREFIX.csv");
+       "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
+       "with hcatrace summary PREFIX.csv");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
