@@ -16,6 +16,7 @@
 #include "qemu-bridge/server.h"
 #include "sriov/device_recorder.h"
 #include "sriov/device_report.h"
+#include "model/congestion/dcqcn.h"
 #include "sriov/hca_device.h"
 
 namespace po = boost::program_options;
@@ -47,6 +48,7 @@ struct Options {
   bool print_config = false;
   bool wall_clock_timers = true;
   std::string socket_mode = "600";
+  std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -74,6 +76,10 @@ int parse_options(int argc, char** argv, Options& o) {
        "retransmission and RNR timers also wait out a wall-clock floor (200 ms / 1 ms), so guests running "
        "at emulation speed get the time to act before the model retransmits; 0 = model time only, as in "
        "closed runs (deterministic, but live guests see spurious retransmissions)")
+      ("dcqcn", po::value<std::string>(&o.dcqcn)->implicit_value("connectx"),
+       "DCQCN congestion control in every function (ECN-capable RoCE data, CNPs for CE-marked packets, a "
+       "rate limiter per QP; mlx5_ib's hw_counters np_cnp_sent, rp_cnp_handled, ...): connectx (the "
+       "default: ConnectX firmware values) or paper (Zhu et al., SIGCOMM 2015); off without the option")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("trace", po::value<std::string>(&o.trace_prefix),
@@ -250,6 +256,15 @@ int sc_main(int argc, char** argv) {
   // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
   sriov::HcaDevice device("hca", *config);
   device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers});
+  std::optional<model::DcqcnParameters> dcqcn;
+  if (!options.dcqcn.empty()) {
+    if (!(dcqcn = model::dcqcn_profile(options.dcqcn))) {
+      std::cerr << "hcaemu: unknown --dcqcn profile \"" << options.dcqcn << "\" (connectx or paper)\n";
+      return 2;
+    }
+    device.set_congestion_control(&*dcqcn);
+    log().info("dcqcn: on in every function ({} profile)", options.dcqcn);
+  }
   std::optional<sriov::DeviceRecorder> recorder;
   bridge::KernelQueue control("control");
   FunctionServers servers(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));

@@ -58,6 +58,14 @@ struct FunctionContext {
   // --- queue counter sets (firmware/counters.cpp; the RDMA engine counts into them) ---
   QueueCounterSets q_counters{};
 
+  // DCQCN's counters as QUERY_CONG_STATISTICS reports them (mlx5_ib's hw_counters of the same
+  // names). Set by the owner of the data path; the firmware reports them less what a `clear` took.
+  struct CongestionStatistics {
+    uint64_t rp_cnp_ignored = 0, rp_cnp_handled = 0, np_ecn_marked_roce_packets = 0, np_cnp_sent = 0;
+  };
+  std::function<CongestionStatistics()> congestion_statistics{};
+  CongestionStatistics congestion_cleared{};
+
   // Set by the owner of the data path: called after a command moved QP `qpn` to ERR, so its work
   // is flushed (the command runs on the same thread as the data path).
   std::function<void(uint32_t qpn)> qp_moved_to_error{};

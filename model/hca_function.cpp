@@ -44,6 +44,9 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   SC_METHOD(timer_fired);
   sensitive << wall_timer_.fired() << model_timer_;
   dont_initialize();
+  SC_METHOD(paced_due);
+  sensitive << pace_;
+  dont_initialize();
 }
 
 void HcaFunction::apply_timing(const TimingPreset& preset) {
@@ -72,8 +75,9 @@ void HcaFunction::function_reset() {
   doorbells_.reset();
   pending_slots_ = 0;
   commands_queued_ = false;
-  counters_.work_dropped_by_reset += work_.size();
+  counters_.work_dropped_by_reset += work_.size() + paced_.size();
   work_.clear();
+  paced_.clear();
   // The objects go at once, unless the engine is inside an item: then it still holds references
   // into them, and the reset runs as soon as that item is done, before anything posted after it.
   if (engine_busy_)
@@ -100,18 +104,26 @@ void HcaFunction::resume_later(const SqResume& resume) {
     return;
   // Behind everything already queued: frames that arrived meanwhile (ACKs) go first, and a stream
   // on one QP cannot starve other QPs' doorbells, commands or timers (an SQ that always has WQEs
-  // would otherwise keep its next message at the head for ever).
-  // A rate-limited QP's (DCQCN) waits until its next message may go; full-system runs do not turn
-  // DCQCN on yet, so no item waits at the head of this queue today.
-  enqueue({.kind = WorkKind::kSqResume,
-           .not_before = sc_core::sc_time(double(resume.not_before_ps), sc_core::SC_PS),
-           .sq = resume});
+  // would otherwise keep its next message at the head for ever). A rate-limited QP's (DCQCN) waits
+  // aside until its next message may go, so nothing queues behind it.
+  const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());
+  if (resume.not_before_ps > now) {
+    if (const auto wake = paced_.hold(resume, now)) pace_.notify(sc_core::sc_time(double(*wake), sc_core::SC_PS));
+    return;
+  }
+  enqueue({.kind = WorkKind::kSqResume, .sq = resume});
+}
+
+void HcaFunction::paced_due() {
+  const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());
+  const auto next = paced_.release_due(now, [this](const SqResume& r) { enqueue({.kind = WorkKind::kSqResume, .sq = r}); });
+  if (next) pace_.notify(sc_core::sc_time(double(*next), sc_core::SC_PS));
 }
 
 bool HcaFunction::reread_queued(uint32_t qpn) {
   for (WorkItem& item : work_)
     if (item.kind == WorkKind::kSqResume && item.sq.qpn == qpn) return item.sq.reread = true;
-  return false;
+  return paced_.reread(qpn);
 }
 
 void HcaFunction::deliver_frame(const WorkItem& item) {

@@ -19,6 +19,7 @@
 #include "model/function_context.h"
 #include "model/firmware/init_segment.h"
 #include "model/rdma/engine.h"
+#include "model/rdma/paced_resumptions.h"
 #include "model/timing_preset.h"
 #include "model/wall_timer.h"
 #include "pcie/host_port.h"
@@ -86,6 +87,9 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   // Transport timers in model time only (the default: closed runs), or with a wall-clock floor
   // (full-system runs with live guests).
   void set_timer_policy(const TimerPolicy& policy) { rdma_.set_timer_policy(policy); }
+  // DCQCN in this function's RDMA engine (ECN-capable data, CNPs for marked packets, a rate limiter
+  // per QP); null: off. The parameters outlive the function.
+  void set_congestion_control(const DcqcnParameters* parameters) { rdma_.set_congestion_control(parameters); }
   // The embedded switch's owner says which unicast addresses belong to other functions.
   void set_unicast_owner_check(std::function<bool(const std::array<uint8_t, 6>&)> owned_elsewhere) {
     context_.unicast_owned_elsewhere = std::move(owned_elsewhere);
@@ -126,6 +130,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   void resume_later(const SqResume& resume) override;
   bool reread_queued(uint32_t qpn) override;
   uint64_t now_ticks() const;
+  void paced_due();  // SC_METHOD: held resumptions whose time has come join the queue
 
   uint64_t bar0_size_;
   HcaTiming timing_;
@@ -145,6 +150,8 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)
   std::deque<WorkItem> work_;
   sc_core::sc_event work_event_;
+  PacedResumptions paced_;       // rate-limited SQ resumptions, aside until due
+  sc_core::sc_event pace_;
   HcaFunctionCounters counters_;
 };
 

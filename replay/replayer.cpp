@@ -12,6 +12,7 @@
 #include "hostsim/rdma_host.h"
 #include "fabric/network.h"
 #include "model/queues/completion_queue.h"
+#include "model/rdma/paced_resumptions.h"
 #include "model/work_items.h"
 #include "replay/ideal.h"
 #include "pcie/model_time.h"
@@ -76,29 +77,16 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   // work are not held behind it; then it joins the queue.
   void resume_later(const model::SqResume& resume) override {
     if (resume.not_before_ps <= kernel_ps()) return push({Kind::kResume, {}, {}, resume});
-    paced_.push_back(resume);
-    pace_.notify(sc_time(double(resume.not_before_ps - kernel_ps()), SC_PS));
+    if (const auto wake = paced_.hold(resume, kernel_ps())) pace_.notify(sc_time(double(*wake), SC_PS));
   }
   void paced_due() {
-    const uint64_t now = kernel_ps();
-    std::optional<uint64_t> next;
-    for (auto it = paced_.begin(); it != paced_.end();) {
-      if (it->not_before_ps <= now) {
-        push({Kind::kResume, {}, {}, *it});
-        it = paced_.erase(it);
-      } else {
-        next = std::min(next.value_or(UINT64_MAX), it->not_before_ps);
-        ++it;
-      }
-    }
-    if (next) pace_.notify(sc_time(double(*next - now), SC_PS));
+    const auto next = paced_.release_due(kernel_ps(), [this](const model::SqResume& r) { push({Kind::kResume, {}, {}, r}); });
+    if (next) pace_.notify(sc_time(double(*next), SC_PS));
   }
   bool reread_queued(uint32_t qpn) override {
     for (Item& item : work_)
       if (item.kind == Kind::kResume && item.sq.qpn == qpn) return item.sq.reread = true;
-    for (model::SqResume& waiting : paced_)
-      if (waiting.qpn == qpn) return waiting.reread = true;
-    return false;
+    return paced_.reread(qpn);
   }
   void run() {
     model::run_work_items(
@@ -117,7 +105,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   RdmaNode& node_;
   std::function<void()> after_item_;
   std::deque<Item> work_;
-  std::deque<model::SqResume> paced_;
+  model::PacedResumptions paced_;
   sc_core::sc_event work_event_, timer_, pace_;
 };
 

@@ -160,14 +160,19 @@ void HcaDevice::vfs_disabled() {
 }
 
 void HcaDevice::apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers) {
-  for (FunctionPort* port : std::initializer_list<FunctionPort*>{pf_port_.get()}) {
-    port->hca().apply_timing(preset);
-    port->hca().set_timer_policy(timers);
-  }
-  for (auto& port : vf_ports_) {
-    port->hca().apply_timing(preset);
-    port->hca().set_timer_policy(timers);
-  }
+  for_each_function([&](model::HcaFunction& hca) {
+    hca.apply_timing(preset);
+    hca.set_timer_policy(timers);
+  });
+}
+
+void HcaDevice::set_congestion_control(const model::DcqcnParameters* parameters) {
+  for_each_function([&](model::HcaFunction& hca) { hca.set_congestion_control(parameters); });
+}
+
+void HcaDevice::for_each_function(const std::function<void(model::HcaFunction&)>& each) {
+  each(pf_port_->hca());
+  for (auto& port : vf_ports_) each(port->hca());
 }
 
 }  // namespace hcaemu::sriov

@@ -40,11 +40,14 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
 
   // Every function's pipeline timing and timer policy (elaboration).
   void apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers);
+  // DCQCN in every function's RDMA engine (null: off); the parameters outlive the device.
+  void set_congestion_control(const model::DcqcnParameters* parameters);
 
   // Called (kernel thread) after VFs appear (count) or disappear (0).
   void on_vfs_changed(std::function<void(uint16_t count)> fn) { vfs_changed_ = std::move(fn); }
 
  private:
+  void for_each_function(const std::function<void(model::HcaFunction&)>& each);
   void vfs_enabled(uint16_t num_vfs) override;
   void vfs_disabled() override;
   void vf_memory_space_changed(bool enabled) override {}

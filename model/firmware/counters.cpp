@@ -1,6 +1,8 @@
 // Queue counter sets (ALLOC/DEALLOC/QUERY_Q_COUNTER). mlx5e allocates two at probe, mlx5_ib one per
 // port and binds every QP to it at RST2INIT; the RDMA engine counts into the set of a QP
 // (objects/queue_counters.h), QUERY_Q_COUNTER reads them and with `clear` zeroes them.
+#include <algorithm>
+
 #include "common/endian.h"
 #include "model/firmware/firmware.h"
 
@@ -67,6 +69,30 @@ void query_vport_counter(CommandCall& call) {
     call.fail(CommandStatus::kBadParameter, syndrome(kQueryVportCounter, kOtherVport));
 }
 
+// QUERY_CONG_STATISTICS: DCQCN's counters, mlx5_ib's hw_counters rp_cnp_ignored, rp_cnp_handled,
+// np_ecn_marked_roce_packets and np_cnp_sent (read when cc_query_allowed); `clear` zeroes them.
+constexpr uint16_t kQueryCongStatistics = 0x826;
+constexpr Field kCongInClear{0x08, 31, 31};
+constexpr uint32_t kCongOutSize = 0x110;
+constexpr uint32_t kRpCnpIgnored = 0x18, kRpCnpHandled = 0x20, kTimeStamp = 0x48, kNpEcnMarked = 0x54,
+                   kNpCnpSent = 0x5c;  // 64-bit counters, high dword first
+
+void query_cong_statistics(CommandCall& call) {
+  if (!call.need_input(0x10) || !call.need_output(kCongOutSize)) return;
+  FunctionContext& f = call.function();
+  using Stats = FunctionContext::CongestionStatistics;
+  const Stats now = f.congestion_statistics ? f.congestion_statistics() : Stats{};
+  const Stats& base = f.congestion_cleared;
+  const auto since = [](uint64_t value, uint64_t cleared) { return value - std::min(value, cleared); };
+  auto out = call.out();
+  store_be64(&out[kRpCnpIgnored], since(now.rp_cnp_ignored, base.rp_cnp_ignored));
+  store_be64(&out[kRpCnpHandled], since(now.rp_cnp_handled, base.rp_cnp_handled));
+  store_be64(&out[kNpEcnMarked], since(now.np_ecn_marked_roce_packets, base.np_ecn_marked_roce_packets));
+  store_be64(&out[kNpCnpSent], since(now.np_cnp_sent, base.np_cnp_sent));
+  if (f.clock_ticks) store_be64(&out[kTimeStamp], f.clock_ticks());
+  if (get(call.in(), kCongInClear) != 0) f.congestion_cleared = now;
+}
+
 }  // namespace
 
 void register_counter_commands(CommandTable& table) {
@@ -74,6 +100,7 @@ void register_counter_commands(CommandTable& table) {
   table.add(kDeallocQCounter, "DEALLOC_Q_COUNTER", dealloc_q_counter);
   table.add(kQueryQCounter, "QUERY_Q_COUNTER", query_q_counter);
   table.add(kQueryVportCounter, "QUERY_VPORT_COUNTER", query_vport_counter);
+  table.add(kQueryCongStatistics, "QUERY_CONG_STATISTICS", query_cong_statistics);
 }
 
 }  // namespace hcaemu::model

@@ -49,6 +49,8 @@ void FunctionContext::reset_objects() {
   port.reset();             // registers and port state back to power-on
   vport = VportState{};     // vport context, address lists, RoCE addresses
   q_counters.clear();
+  // The engine's DCQCN counters run on across tenants: the next one starts from zero.
+  congestion_cleared = congestion_statistics ? congestion_statistics() : CongestionStatistics{};
 }
 
 namespace {

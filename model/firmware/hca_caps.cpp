@@ -130,7 +130,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kReleaseAllPages, 0},
     {gen::kLogMaxRaReqQp, 4},
     {gen::kLogMaxRaResQp, 4},
-    {gen::kCcQueryAllowed, 0},               // no congestion debugfs
+    {gen::kCcQueryAllowed, 1},               // QUERY_CONG_STATISTICS (hw_counters); debugfs needs cc_modify too
     {gen::kCacheLine128Byte, 0},
     {gen::kGidTableSize, 0},                 // IB only
     {gen::kVportCounters, 0},

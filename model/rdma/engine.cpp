@@ -27,6 +27,15 @@ void RdmaEngine::stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage
                  .bytes = uint32_t(message.length), .stage = stage});
 }
 
+RdmaEngine::RdmaEngine(FunctionContext& function) : f_(function) {
+  f_.congestion_statistics = [this] {
+    return FunctionContext::CongestionStatistics{.rp_cnp_ignored = counters_.rp_cnp_ignored,
+                                                 .rp_cnp_handled = counters_.rp_cnp_handled,
+                                                 .np_ecn_marked_roce_packets = counters_.np_ecn_marked_roce_packets,
+                                                 .np_cnp_sent = counters_.np_cnp_sent};
+  };
+}
+
 void RdmaEngine::qp_ready(uint32_t qpn) {
   const QueuePair* qp = f_.resources.qps.find(qpn);
   if (!qp_hook_ || qp == nullptr) return;

@@ -109,7 +109,8 @@ class RdmaEngine {
  public:
   static constexpr uint32_t kMaxWqeBytes = 64 * 64;  // ds is 6 bits: at most 63 x 16 bytes
 
-  explicit RdmaEngine(FunctionContext& function) : f_(function) {}
+  // Reports its DCQCN counters to the function's firmware (QUERY_CONG_STATISTICS).
+  explicit RdmaEngine(FunctionContext& function);
 
   void set_port(EthernetPort* port) { port_ = port; }
   void set_timing(const RdmaTiming& timing) { timing_ = timing; }

@@ -190,6 +190,57 @@ TEST_F(ClusterTest, AQpIsDescribedWhenItBecomesReady) {
   a.engine.set_qp_hook({});
 }
 
+// DCQCN's counters through the firmware, as mlx5_ib reads its hw_counters (QUERY_CONG_STATISTICS,
+// cc_query_allowed): a switch marks the WRITE's packets CE, the responder counts them and sends
+// CNPs, the requester handles them; `clear` starts the counters again from zero.
+TEST_F(ClusterTest, CongestionCountersReachTheFirmware) {
+  RdmaNode& a = c.node(0);
+  RdmaNode& b = c.node(1);
+  const DcqcnParameters dcqcn = *dcqcn_profile("connectx");
+  a.engine.set_congestion_control(&dcqcn);
+  b.engine.set_congestion_control(&dcqcn);
+  uint64_t marked = 0;
+  c.wire.filter = [&](WireFrame& f) {  // a switch past kmax: every ECN-capable IPv4 packet to b is marked
+    constexpr size_t kTos = 15, kChecksum = 24, kIpHeader = 14;
+    if (f.to != 1 || f.bytes.size() < 34 || f.bytes[12] != 0x08 || f.bytes[13] != 0x00 || (f.bytes[kTos] & 3) == 0) return true;
+    f.bytes[kTos] |= 3;
+    f.bytes[kChecksum] = f.bytes[kChecksum + 1] = 0;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < 20; i += 2) sum += uint32_t(f.bytes[kIpHeader + i]) << 8 | f.bytes[kIpHeader + i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    f.bytes[kChecksum] = uint8_t(~sum >> 8);
+    f.bytes[kChecksum + 1] = uint8_t(~sum);
+    ++marked;
+    return true;
+  };
+  auto conn = RdmaCluster::connect(a, b);
+  Mr src = a.reg_mr(65536), dst = b.reg_mr(65536);
+  a.post_send(*conn.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 65536, src.key}},
+                        .remote_va = dst.va(0), .rkey = dst.key});
+  c.pump();
+  ASSERT_EQ(a.drain(*conn.a->scq).size(), 1u);
+  ASSERT_GT(marked, 0u);
+
+  constexpr uint16_t kQueryCongStatistics = 0x826;
+  const auto query = [](RdmaNode& n, bool clear) {
+    auto in = HostFunction::input(0x10);
+    if (clear) in[8] = 0x80;
+    EXPECT_EQ(n.run(kQueryCongStatistics, in, 0x110), 0);
+    const auto at = [&](uint32_t offset) { return uint64_t(n.out32(offset)) << 32 | n.out32(offset + 4); };
+    return std::array<uint64_t, 4>{at(0x18), at(0x20), at(0x54), at(0x5c)};  // ignored, handled, marked, sent
+  };
+  const auto responder = query(b, false);
+  EXPECT_EQ(responder[2], marked) << "np_ecn_marked_roce_packets";
+  EXPECT_GE(responder[3], 1u) << "np_cnp_sent";
+  EXPECT_EQ(responder[3], b.engine.counters().np_cnp_sent);
+  const auto requester = query(a, true);
+  EXPECT_EQ(requester[1] + requester[0], responder[3]) << "every CNP handled or ignored at the requester";
+  EXPECT_GE(requester[1], 1u) << "rp_cnp_handled";
+  EXPECT_EQ(query(a, false), (std::array<uint64_t, 4>{})) << "cleared";
+  a.engine.set_congestion_control(nullptr);
+  b.engine.set_congestion_control(nullptr);
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 

@@ -11,6 +11,7 @@ start_hcaemu_rdma() {
   local args=()
   [ -n "${HCAEMU_PCAP:-}" ] && args+=(--pcap "$HCAEMU_PCAP")
   [ -n "${HCAEMU_TRACE:-}" ] && args+=(--trace "$HCAEMU_TRACE")
+  [ -n "${HCAEMU_DCQCN:-}" ] && args+=(--dcqcn="$HCAEMU_DCQCN")
   [ -n "${HCAEMU_TEST_LOG_LEVEL:-}" ] && args+=(--log-level "$HCAEMU_TEST_LOG_LEVEL")
   start_hcaemu 1 "${args[@]}"
   SERVER_VM=(--attach "$WORK/sockets/pf.sock")

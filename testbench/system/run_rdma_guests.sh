@@ -9,7 +9,7 @@
 # a malformed packet or an error, the trace JSON must parse, and hcatrace must summarise it;
 # hcareplay must rebuild every RoCE frame of the capture into a message (or an answer to one).
 # Usage: [RDMA_TESTS="pingpong cm verbs local perftest"] [RDMA_GID=linklocal|ipv4] [HCAEMU_PCAP=FILE]
-#        [HCAEMU_TRACE=PREFIX] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE [HCAREPLAY]]
+#        [HCAEMU_TRACE=PREFIX] [HCAEMU_DCQCN=connectx|paper] run_rdma_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCATRACE [HCAREPLAY]]
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
@@ -37,6 +37,12 @@ if command -v tshark >/dev/null; then
   echo "pcap: $roce RoCE frames, $expert expert errors"
   [ "$roce" -gt 0 ] || fail "no RoCE frame in the pcap"
   [ "$expert" -eq 0 ] || fail "tshark reports malformed or erroneous frames"
+  if [ -n "${HCAEMU_DCQCN:-}" ]; then  # DCQCN on: every RoCE frame ECN-capable, ECT(0)
+    not_ect=$(tshark -r "$HCAEMU_PCAP" --disable-protocol rpcordma \
+      -Y "infiniband && !(ip.dsfield.ecn == 2 || ipv6.tclass.ecn == 2)" 2>/dev/null | wc -l)
+    echo "pcap: DCQCN on, $not_ect RoCE frames not ECT(0)"
+    [ "$not_ect" -eq 0 ] || fail "RoCE frames without ECT(0) while DCQCN is on"
+  fi
 else
   fail "tshark is not installed (scripts/install-deps.sh installs it)"
 fi

@@ -255,8 +255,12 @@ if [ "$SETUP" = mlx5 ]; then
   # perftest or the verbs check behind us, the server has been the target of RDMA WRITEs.
   HW=$PORT_DIR/hw_counters
   echo "hw_counters: $(for c in rx_write_requests rx_read_requests rx_atomic_requests out_of_buffer out_of_sequence \
-    duplicate_request packet_seq_err rnr_nak_retry_err local_ack_timeout_err req_cqe_error resp_cqe_error; do
+    duplicate_request packet_seq_err rnr_nak_retry_err local_ack_timeout_err req_cqe_error resp_cqe_error \
+    np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled rp_cnp_ignored; do
       printf '%s=%s ' $c "$(cat $HW/$c 2>/dev/null)"; done)"
+  # DCQCN's counters (QUERY_CONG_STATISTICS, cc_query_allowed) are readable, DCQCN on or off.
+  check "hw_counters: DCQCN counters readable (np_cnp_sent=$(cat $HW/np_cnp_sent 2>/dev/null))" \
+    test -r "$HW/np_cnp_sent" -a -r "$HW/rp_cnp_handled"
   case " $RDMA_TESTS " in
     *" perftest "*|*" verbs "*)
       [ "$ROLE" = server ] && check "hw_counters: RDMA WRITEs were counted ($(cat $HW/rx_write_requests 2>/dev/null))" \
