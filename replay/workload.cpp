@@ -350,7 +350,8 @@ class CqIds {
  public:
   explicit CqIds(size_t hosts) : ids_(hosts) {}
   std::optional<uint32_t> operator()(Workload& w, size_t host, const std::optional<QueuePair::Cq>& captured) {
-    if (!captured || captured->entries < 2 || captured->entries > kMaxCqEntries) return std::nullopt;
+    if (!captured || captured->entries < 2 || captured->entries > kMaxCqEntries || !std::has_single_bit(captured->entries))
+      return std::nullopt;
     auto& ids = ids_[host];
     if (const auto it = ids.find(*captured); it != ids.end()) return it->second;
     uint64_t total = 0;

@@ -13,7 +13,7 @@ BUILD="${HCAEMU_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 SECONDS_EACH=60
 UPDATE=0
 TARGETS=()
-ALL=(fuzz_vfio_user_messages fuzz_command_queue fuzz_send_wqe fuzz_roce_packet fuzz_capture fuzz_workload fuzz_fabric)
+ALL=(fuzz_vfio_user_messages fuzz_command_queue fuzz_send_wqe fuzz_roce_packet fuzz_capture fuzz_workload fuzz_fabric fuzz_qp_table)
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_EACH=$2; shift 2 ;;
@@ -45,7 +45,7 @@ for target in "${TARGETS[@]}"; do
   # Inputs stay small (a few frames, a short workload) so that the seed corpus stays small too.
   case "$target" in
     fuzz_capture) max_len=(-max_len=16384) ;;
-    fuzz_workload | fuzz_fabric) max_len=(-max_len=8192) ;;
+    fuzz_workload | fuzz_fabric | fuzz_qp_table) max_len=(-max_len=8192) ;;
     *) max_len=() ;;
   esac
   if "$binary" -max_total_time="$SECONDS_EACH" -timeout=10 -print_final_stats=1 -artifact_prefix="$crashes/" \

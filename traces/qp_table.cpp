@@ -94,11 +94,18 @@ void QpTableWriter::close() {
 
 std::optional<std::vector<QpRecord>> read_qp_table(const std::string& path, std::string* error) {
   std::ifstream in(path);
+  if (!in) {
+    if (error) *error = path + ":0: cannot open";
+    return std::nullopt;
+  }
+  return read_qp_table(in, path, error);
+}
+
+std::optional<std::vector<QpRecord>> read_qp_table(std::istream& in, const std::string& path, std::string* error) {
   auto fail = [&](size_t line, const std::string& why) -> std::optional<std::vector<QpRecord>> {
     if (error) *error = path + ":" + std::to_string(line) + ": " + why;
     return std::nullopt;
   };
-  if (!in) return fail(0, "cannot open");
   std::string line;
   if (!std::getline(in, line) || line != kHeader) return fail(1, std::string("the header is not \"") + kHeader + "\"");
   std::vector<QpRecord> out;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <fstream>
+#include <istream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,8 @@ class QpTableWriter {
 
 // Null with "FILE:LINE: reason" on a malformed table.
 std::optional<std::vector<QpRecord>> read_qp_table(const std::string& path, std::string* error);
+// The same from a stream; `name` stands for the file in errors.
+std::optional<std::vector<QpRecord>> read_qp_table(std::istream& in, const std::string& name, std::string* error);
 // PREFIX.qps.csv for the trace PREFIX.csv (or PREFIX).
 std::string qp_table_path(const std::string& trace_csv);
 

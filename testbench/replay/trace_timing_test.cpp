@@ -169,6 +169,27 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   std::filesystem::remove(csv);
 }
 
+// Found by fuzz_qp_table: a table edited by hand can give a CQ size no CQ has (not a power of two);
+// the lowering leaves that QP end a CQ of its own rather than write a workload the parser refuses.
+TEST(TraceTiming, ACqSizeTheFormatDoesNotTakeIsLeftOut) {
+  Reconstruction capture;
+  capture.hosts = {{.gid = transport::gid_from_ipv4(0x0a000001), .mac = {0x02, 0, 0, 0, 0, 1}, .name = "a"},
+                   {.gid = transport::gid_from_ipv4(0x0a000002), .mac = {0x02, 0, 0, 0, 0, 2}, .name = "b"}};
+  QueuePair qp;
+  qp.host = 0, qp.peer_host = 1, qp.qpn = 0x11, qp.peer_qpn = 0x12;
+  capture.queue_pairs = {qp};
+  capture.messages.push_back({.qp = 0, .bytes = 8, .first_ns = 10, .complete = true});
+  traces::QpRecord r = record(1000, 0, 0x11, "rc", 0x0a000001, 1);
+  r.send_cq_entries = 1124, r.recv_cq_entries = 64, r.sq_wqebbs = 48;
+  EXPECT_EQ(apply_qp_table(capture, {r}), 1u);
+  const Workload w = lower(capture);
+  EXPECT_FALSE(w.qps[0].cqs.send);
+  EXPECT_TRUE(w.qps[0].cqs.recv);
+  EXPECT_FALSE(w.qps[0].sq_wqebbs) << "48 blocks: not a send queue's size either";
+  std::string error;
+  EXPECT_TRUE(parse_workload(workload_json(w), &error)) << error;
+}
+
 TEST(TraceTiming, AMalformedTraceNamesItsLine) {
   const std::string csv = write_file("trace_timing_bad.csv",
                                      "time_ps,function,qpn,message,opcode,bytes,stage\n1,0,16,5,RDMA_WRITE,8,landed\n");
