@@ -78,6 +78,7 @@ struct FunctionContext {
   std::function<bool(const std::array<uint8_t, 6>& mac)> unicast_owned_elsewhere{};
   uint64_t unicast_steals_refused = 0;
   LogLimiter cq_overrun_log{};  // a guest can overrun CQ after CQ
+  LogLimiter budget_log{};      // or ask past its memory budget again and again
 
   // The device clock CQE timestamps read: ticks of the internal timer (model-time nanoseconds,
   // init_seg::kInternalTimerKhz). Set by the owner of the data path; unset, CQEs carry 0.

@@ -87,6 +87,8 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   // Transport timers in model time only (the default: closed runs), or with a wall-clock floor
   // (full-system runs with live guests).
   void set_timer_policy(const TimerPolicy& policy) { rdma_.set_timer_policy(policy); }
+  // hcaemu's memory budget for the function's MKEY translation tables (entries; device config).
+  void set_translation_budget(uint64_t entries) { context_.resources.limits.max_translation_entries = entries; }
   // DCQCN in this function's RDMA engine (ECN-capable data, CNPs for marked packets, a rate limiter
   // per QP); null: off. The parameters outlive the function.
   void set_congestion_control(const DcqcnParameters* parameters) { rdma_.set_congestion_control(parameters); }

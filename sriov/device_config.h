@@ -15,6 +15,9 @@ namespace hcaemu::sriov {
 struct FunctionShape {
   uint64_t bar0_size = 0;     // HCA registers + UAR pages
   uint32_t msix_vectors = 0;  // MSI-X table size
+  // hcaemu's memory for the function's MKEY translation tables, in entries (8 bytes each): past it
+  // CREATE_MKEY fails with the exceeded-limit status, so no guest takes the memory of all.
+  uint64_t translation_entries = uint64_t(1) << 24;
 };
 
 // What the host admin sets per VF (the role of `ip link set PF vf N ...`).
@@ -31,8 +34,8 @@ struct DeviceConfig {
   uint16_t subsystem_id = 0x0016;
   uint8_t revision = 0;
   model::FirmwareVersion firmware{22, 35, 1012};
-  FunctionShape pf{32ull << 20, 64};
-  FunctionShape vf{2ull << 20, 16};
+  FunctionShape pf{32ull << 20, 64, uint64_t(1) << 24};  // 128 MiB of translation tables
+  FunctionShape vf{2ull << 20, 16, uint64_t(1) << 22};   // 32 MiB
   uint16_t total_vfs = 8;
   uint8_t link_generation = 4;  // 1..5
   uint8_t link_width = 16;      // 1, 2, 4, 8, 16, 32

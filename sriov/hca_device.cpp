@@ -104,6 +104,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
   pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size, model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0)},
                                             config_.firmware);
   pf_port_->attach_pf(*pf_pci_);
+  pf_port_->hca().set_translation_budget(config_.pf.translation_entries);
   attach_to_switch(*pf_port_);
   for (uint16_t i = 0; i < config_.total_vfs; ++i) {
     const std::string vf_name = "vf" + std::to_string(i);
@@ -112,6 +113,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
                                                                        config_.function_mac(uint16_t(i + 1))},
                                                config_.firmware);
     port->set_vf_shape(sriov_->config().vf_bars, config_.vf.msix_vectors);
+    port->hca().set_translation_budget(config_.vf.translation_entries);
     vf_ports_.push_back(std::move(port));
     attach_to_switch(*vf_ports_.back());
   }

@@ -2,6 +2,9 @@
 // CREATE/QUERY/DESTROY_MKEY (PA and MTT access modes; the MTT list is kept for the data path),
 // SRQ (ISSI 0), XRC SRQ and RMP (ISSI 1) with their DESTROY/QUERY/ARM/MODIFY. The SRQ kinds share
 // one number space, as the driver keeps them in one table.
+#include <algorithm>
+
+#include "common/log.h"
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
 #include "model/prm/mkc_fields.h"
@@ -99,6 +102,13 @@ void create_mkey(CommandCall& call) {
       call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
       return;
     }
+    if (declared > r.limits.max_translation_entries - std::min(r.translation_entries, r.limits.max_translation_entries)) {
+      if (call.function().budget_log.allow())
+        log().warn("function {}: CREATE_MKEY of {} translation entries past the budget ({} of {} in use)",
+                   call.function().identity.vhca_id, declared, r.translation_entries, r.limits.max_translation_entries);
+      call.fail(CommandStatus::kExceedLimit, syndrome(kCreateMkey, kCheckBudget));
+      return;
+    }
     const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
     mkey.mtt.reserve(declared);
     for (uint64_t i = 0; i < declared; ++i) {
@@ -111,7 +121,9 @@ void create_mkey(CommandCall& call) {
     }
   }
   std::copy(ctx.begin(), ctx.end(), mkey.context.begin());
+  const uint64_t entries = mkey.mtt.size();
   if (uint32_t index = insert(call, r.mkeys, r.limits.log_max_mkey, std::move(mkey))) {
+    r.translation_entries += entries;
     ++pd->refs;
     set(call.out(), kObjectNumber, index);
   }
@@ -132,6 +144,7 @@ void destroy_mkey(CommandCall& call) {
   Mkey* mkey = lookup(call, r.mkeys, index, kCheckLookup);
   if (mkey == nullptr) return;
   if (ProtectionDomain* pd = r.pds.find(mkey->pd)) --pd->refs;
+  r.translation_entries -= std::min<uint64_t>(r.translation_entries, mkey->mtt.size());
   r.mkeys.erase(index);
 }
 

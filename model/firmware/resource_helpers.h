@@ -29,6 +29,7 @@ enum Check : uint16_t {
   kCheckVector = 0x0e,
   kCheckState = 0x0f,
   kCheckPas = 0x10,          // + PageListError
+  kCheckBudget = 0x20,       // hcaemu's memory budget for the function (ResourceLimits)
 };
 
 // No DEVX: every object belongs to the function's kernel driver (uid 0).

@@ -36,6 +36,9 @@ struct ResourceLimits {
   uint32_t log_max_msg = 30;
   uint32_t roce_address_table_size = 256;
   uint32_t num_ports = 1;
+  // Not a cap: hcaemu's own memory for the MKEYs' translation tables (8 bytes an entry), all of a
+  // function's MKEYs together. Past it CREATE_MKEY fails with the PRM's exceeded-limit status.
+  uint64_t max_translation_entries = uint64_t(1) << 24;
 };
 
 inline constexpr uint32_t kUarPageSize = 4096;
@@ -145,7 +148,10 @@ struct Resources {
   ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
   ResourceCounters counters;
 
+  uint64_t translation_entries = 0;  // the MTT entries of all MKEYs (limits.max_translation_entries)
+
   void clear() {
+    translation_entries = 0;
     uars.clear();
     pds.clear();
     tds.clear();

@@ -113,6 +113,34 @@ TEST_F(ObjectsTest, MkeyRefusesBadInput) {
   EXPECT_EQ(other.run(0x200, mkey_input(0, 0, 4096, 0, pd + 1)), kBadResource) << "another function's PD";
 }
 
+// hcaemu's memory for translation tables is budgeted per function: past it CREATE_MKEY fails with
+// the exceeded-limit status (0x08) and nothing is kept; destroying a key gives its entries back,
+// a reset gives all back, and another function's budget is its own.
+TEST_F(ObjectsTest, MkeyTranslationEntriesHaveABudget) {
+  constexpr uint8_t kExceedLimit = 0x08;
+  t.f.resources.limits.max_translation_entries = 10;
+  ASSERT_EQ(t.run(0x200, mkey_input(1, 0x7000000, 4 * 4096, 4, pd)), kOk);
+  const uint32_t first = t.object();
+  ASSERT_EQ(t.run(0x200, mkey_input(1, 0x8000000, 4 * 4096, 4, pd)), kOk);
+  EXPECT_EQ(t.f.resources.translation_entries, 8u);
+  const size_t keys = t.f.resources.mkeys.size();
+  EXPECT_EQ(t.run(0x200, mkey_input(1, 0x9000000, 4 * 4096, 4, pd)), kExceedLimit) << "8 + 4 > 10";
+  EXPECT_EQ(t.f.resources.mkeys.size(), keys) << "nothing kept";
+  EXPECT_EQ(t.run(0x200, mkey_input(1, 0x9000000, 2 * 4096, 2, pd)), kOk) << "8 + 2 fits";
+  EXPECT_EQ(t.run(0x200, mkey_input(0, 0, 4096, 0, pd)), kOk) << "a PA key takes no entries";
+  auto destroy = TestFunction::input(0x10);
+  store_be32(&destroy[0x08], first);
+  ASSERT_EQ(t.run(0x202, destroy), kOk);
+  EXPECT_EQ(t.f.resources.translation_entries, 6u);
+  EXPECT_EQ(t.run(0x200, mkey_input(1, 0x9000000, 4 * 4096, 4, pd)), kOk) << "the destroyed key's entries are back";
+  TestFunction other;
+  const uint32_t other_pd = other.alloc(0x800);
+  auto big = mkey_input(1, 0x7000000, 64 * 4096, 64, other_pd);
+  EXPECT_EQ(other.run(0x200, big), kOk) << "another function has its own budget";
+  t.f.reset_objects();
+  EXPECT_EQ(t.f.resources.translation_entries, 0u);
+}
+
 // --- SRQ / XRC SRQ / RMP ---
 
 TEST_F(ObjectsTest, SrqKindsCreateQueryDestroy) {

@@ -47,6 +47,7 @@ TEST_F(DeviceConfigTest, FileOverridesOnlyWhatItNames) {
   EXPECT_EQ(c.total_vfs, 4);
   EXPECT_EQ(c.vf.msix_vectors, 8u);
   EXPECT_EQ(c.vf.bar0_size, 2ull << 20) << "untouched default";
+  EXPECT_EQ(c.vf.translation_entries, uint64_t(1) << 22) << "32 MiB of translation tables a VF";
   EXPECT_EQ(c.link_generation, 3);
   EXPECT_EQ(c.serial_number, 0x1234u);
 }
@@ -65,6 +66,7 @@ TEST_F(DeviceConfigTest, BadInputNamesTheKey) {
   EXPECT_NE(error_of(R"({"total_vfs":-1})").find("total_vfs"), std::string::npos);
   EXPECT_NE(error_of(R"({"pf":{"bar0_mib":3}})").find("bar0_mib"), std::string::npos);
   EXPECT_NE(error_of(R"({"pf":{"msix_vectors":0}})").find("msix_vectors"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vf":{"translation_entries":100}})").find("vf.translation_entries"), std::string::npos);
   EXPECT_NE(error_of(R"({"pcie":{"width":3}})").find("width"), std::string::npos);
   EXPECT_NE(error_of(R"({"firmware":"22.x"})").find("firmware"), std::string::npos);
   EXPECT_NE(error_of(R"({"preset":"connectx-9"})").find("preset"), std::string::npos);
