@@ -38,7 +38,11 @@ RdmaEngine::RdmaEngine(FunctionContext& function) : f_(function) {
 
 void RdmaEngine::qp_ready(uint32_t qpn) {
   const QueuePair* qp = f_.resources.qps.find(qpn);
-  if (!qp_hook_ || qp == nullptr) return;
+  if (qp == nullptr) return;
+  // A connection starts at line rate: a QPN used again (or a QP reconnected) keeps none of the
+  // rate limiter or CNP pacing of the QP before it.
+  if (qp->state == QpState::kRtr) congestion_.erase(qpn);
+  if (!qp_hook_) return;
   const auto entries = [&](uint32_t cqn) -> uint32_t {
     const CompletionQueue* cq = f_.resources.cqs.find(cqn);
     return cq != nullptr ? cq->entries() : 0;

@@ -115,7 +115,8 @@ class RdmaEngine {
   void set_port(EthernetPort* port) { port_ = port; }
   void set_timing(const RdmaTiming& timing) { timing_ = timing; }
   void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
-  // Called with each QP that enters RTR or RTS (qp_ready()).
+  // Called with each QP that enters RTR or RTS (qp_ready(), which also starts a QP entering RTR
+  // afresh in DCQCN: at line rate).
   void set_qp_hook(QpHook hook) { qp_hook_ = std::move(hook); }
   void qp_ready(uint32_t qpn);
   // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the

@@ -237,6 +237,27 @@ TEST_F(ClusterTest, CongestionCountersReachTheFirmware) {
   EXPECT_EQ(requester[1] + requester[0], responder[3]) << "every CNP handled or ignored at the requester";
   EXPECT_GE(requester[1], 1u) << "rp_cnp_handled";
   EXPECT_EQ(query(a, false), (std::array<uint64_t, 4>{})) << "cleared";
+
+  // The requester is rate-limited now: its next message is paced. Reconnected (RESET to RTS), the
+  // QP starts at line rate again, with nothing of the limiter before.
+  c.wire.filter = {};
+  size_t paced = 0;
+  a.engine.set_congestion_control(&dcqcn, [&](const CongestionEvent& e) { paced += !e.cnp; });
+  const auto write = [&] {
+    a.post_send(*conn.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 4096, src.key}},
+                          .remote_va = dst.va(0), .rkey = dst.key});
+    c.pump();
+    ASSERT_EQ(a.drain(*conn.a->scq).size(), 1u);
+  };
+  write();
+  EXPECT_EQ(paced, 1u) << "limited after the CNPs";
+  a.f.qp_ready = [&](uint32_t qpn) { a.engine.qp_ready(qpn); };
+  a.to_reset(*conn.a);
+  b.to_reset(*conn.b);
+  RdmaCluster::bring_up(a, *conn.a, b, *conn.b, {});
+  paced = 0;
+  write();
+  EXPECT_EQ(paced, 0u) << "a new connection at line rate";
   a.engine.set_congestion_control(nullptr);
   b.engine.set_congestion_control(nullptr);
 }
