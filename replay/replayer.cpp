@@ -275,10 +275,11 @@ class Driver : public sc_core::sc_module {
   // per SEND).
   void poll(size_t host) {
     if (host >= cqs_on_host_.size()) return;
+    RdmaNode& node = cluster_.node(int(host));
     for (Cq* cq : cqs_on_host_[host])
-      for (const Cqe& cqe : cluster_.node(int(host)).drain(*cq)) {
-        if (cqe.opcode != model::cqe::kRequester && cqe.opcode != model::cqe::kRequesterError) continue;
-        if (const auto it = by_qpn_.find({host, cqe.qpn}); it != by_qpn_.end()) complete(*it->second, cqe);
+      while (const auto cqe = node.poll(*cq)) {  // after every work item: no list of them built
+        if (cqe->opcode != model::cqe::kRequester && cqe->opcode != model::cqe::kRequesterError) continue;
+        if (const auto it = by_qpn_.find({host, cqe->qpn}); it != by_qpn_.end()) complete(*it->second, *cqe);
       }
     if (!started_ && probes_done_ == probe_ops_) start();
     progressed_.notify(sc_core::SC_ZERO_TIME);

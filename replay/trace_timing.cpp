@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "traces/trace_summary.h"
@@ -66,12 +67,16 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
   std::vector<uint64_t> first_ps(capture.queue_pairs.size(), UINT64_MAX);
   for (const Message& m : capture.messages) first_ps[m.qp] = std::min(first_ps[m.qp], m.first_ns * 1000);
   // The record a QP end had when its traffic began (QPNs are used again by later QPs). A datagram
-  // QP names its source address per WQE: its function's MAC finds it.
+  // QP names its source address per WQE: its function's MAC finds it. Records by QPN, once: a
+  // capture's QP ends each look at their own number's few.
+  std::multimap<uint32_t, const traces::QpRecord*> by_qpn;
+  for (const traces::QpRecord& r : table) by_qpn.emplace(r.qpn, &r);
   const auto find = [&](const Host& host, uint32_t qpn, uint64_t before_ps) -> const traces::QpRecord* {
     const traces::QpRecord* found = nullptr;
-    for (const traces::QpRecord& r : table) {
+    for (auto [it, end] = by_qpn.equal_range(qpn); it != end; ++it) {
+      const traces::QpRecord& r = *it->second;
       const bool here = r.address == host.gid || (r.service == "ud" && r.mac == host.mac);
-      if (r.qpn == qpn && here && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps)) found = &r;
+      if (here && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps)) found = &r;
     }
     return found;
   };
