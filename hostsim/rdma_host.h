@@ -144,6 +144,7 @@ struct Qp {
 // A QP's ring sizes (log2): the RQ in receive WQEs, the SQ in 64-byte WQEBBs.
 struct QueueSizes {
   uint32_t log_sq_size = 6, log_rq_size = 4;
+  uint32_t log_rq_stride = 3;  // 16 << it bytes per receive WQE: 128, a next segment's room and 7 SGEs
 };
 
 // A shared receive queue as libmlx5 lays it out: WQEs linked through their next segment, initially
@@ -423,6 +424,7 @@ struct RdmaNode : HostFunction {
     qp.service = service;
     qp.log_sq_size = sizes.log_sq_size;
     qp.log_rq_size = sizes.log_rq_size;
+    qp.log_rq_stride = sizes.log_rq_stride;
     qp.own_rq = srq == nullptr;
     qp.pd = pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;

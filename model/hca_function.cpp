@@ -24,7 +24,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   context_.bar0_size = bar0_size;
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
-    if (!eth_.doorbell(data) && !rdma_.doorbell(data)) ++unclaimed_sq_doorbells_;
+    if (!eth_.doorbell(data) && !rdma_.doorbell(data, doorbell_arrival_ps_)) ++unclaimed_sq_doorbells_;
   });
   rdma_.set_timer_hook([this](const TimerDeadline& deadline) {
     if (deadline.wall) wall_timer_.arm(*deadline.wall);
@@ -173,7 +173,11 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
   ++counters_.bar_writes;
   if (!in_init_segment) {
     ++counters_.uar_writes;
-    enqueue({.kind = WorkKind::kDoorbell, .offset = offset, .data = std::vector<uint8_t>(data, data + length)});
+    // Stamped with its arrival: the doorbell rang then, however long other work keeps it queued.
+    enqueue({.kind = WorkKind::kDoorbell,
+             .offset = offset,
+             .data = std::vector<uint8_t>(data, data + length),
+             .not_before = pcie::model_time()});
     return;
   }
   if (length > init_seg::kSize - offset) {
@@ -209,6 +213,7 @@ void HcaFunction::run_item(WorkItem& item) {
       run_commands();
       break;
     case WorkKind::kDoorbell:
+      doorbell_arrival_ps_ = pcie::to_ps(item.not_before);
       doorbells_.write(context_, item.offset, item.data);
       break;
     case WorkKind::kFrame:

@@ -116,7 +116,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
     WorkKind kind;
     uint64_t offset = 0;                 // doorbell: BAR0 offset
     std::vector<uint8_t> data{};         // doorbell bytes or the frame
-    sc_core::sc_time not_before{};       // frames: arrival on this function's port
+    sc_core::sc_time not_before{};       // frames: arrival on this function's port; doorbells: their write
     bool loopback = false;               // frames: sent by this function to itself
     SqResume sq{};                       // kSqResume: where the SQ stands
   };
@@ -134,6 +134,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   uint64_t now_ticks() const;
   void paced_due();  // SC_METHOD: held resumptions whose time has come join the queue
 
+  uint64_t doorbell_arrival_ps_ = 0;  // of the doorbell item being decoded
   uint64_t bar0_size_;
   HcaTiming timing_;
   InitSegment init_segment_;

@@ -1,11 +1,14 @@
 #pragma once
 // The loop a device thread runs over its work items (HcaFunction's, the replay host's): items are
-// taken in order, each once its `not_before` (a frame's arrival) has come, and each runs as one
-// decoupled span of model time (pcie/model_time.h) waited out at its end. The head stays queued
-// while it is waited for, and nothing that owns memory lives on this stack across a wait: a
-// simulation stopped there (sc_stop) never unwinds it, and a reset may clear the queue meanwhile.
+// taken in order, each once its `not_before` (a frame's arrival, a doorbell's write) has come; an
+// item not due yet does not hold back those behind it that are (a frame still on the wire must not
+// keep a doorbell that has rung waiting). Each runs as one decoupled span of model time
+// (pcie/model_time.h) waited out at its end. Items stay queued while they are waited for, and
+// nothing that owns memory lives on this stack across a wait: a simulation stopped there (sc_stop)
+// never unwinds it, and a reset may clear the queue meanwhile.
 #include <systemc>
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -19,15 +22,18 @@ template <typename Item, typename Run, typename Settled>
 [[noreturn]] void run_work_items(std::deque<Item>& work, const sc_core::sc_event& more, Run&& run, Settled&& settled) {
   for (;;) {
     while (work.empty()) sc_core::wait(more);
-    const Item& head = work.front();
-    if (head.not_before > sc_core::sc_time_stamp()) {
-      sc_core::wait(head.not_before - sc_core::sc_time_stamp());
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    auto due = work.begin();
+    sc_core::sc_time earliest = due->not_before;
+    while (due != work.end() && due->not_before > now) earliest = std::min(earliest, (due++)->not_before);
+    if (due == work.end()) {
+      sc_core::wait(earliest - now, more);  // or sooner, when an item that is due comes in
       continue;
     }
     pcie::DecoupledScope scope;
     {
-      Item item = std::move(work.front());
-      work.pop_front();
+      Item item = std::move(*due);
+      work.erase(due);
       run(item);
     }
     scope.settle();  // the item's one wait: the model time it spent

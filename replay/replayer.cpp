@@ -57,7 +57,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   }
   ~ReplayHost() override { node_.engine.set_sq_scheduler(nullptr); }
 
-  void doorbell(std::vector<uint8_t> bytes) { push({Kind::kDoorbell, std::move(bytes)}); }
+  void doorbell(std::vector<uint8_t> bytes) { push({Kind::kDoorbell, std::move(bytes), pcie::model_time()}); }
   void frame(std::vector<uint8_t> bytes, sc_time arrival) { push({Kind::kFrame, std::move(bytes), arrival}); }
 
  private:
@@ -93,7 +93,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
         work_, work_event_,
         [this](Item& item) {
           switch (item.kind) {
-            case Kind::kDoorbell: node_.engine.doorbell(item.data); break;
+            case Kind::kDoorbell: node_.engine.doorbell(item.data, pcie::to_ps(item.not_before)); break;
             case Kind::kFrame: node_.engine.receive(item.data, pcie::to_ps(item.not_before)); break;
             case Kind::kTimer: node_.engine.on_timer(); break;
             case Kind::kResume: node_.engine.resume_sq(item.sq); break;
@@ -412,12 +412,20 @@ class Driver : public sc_core::sc_module {
       peer.post_recv(*r.peer, {{dst.va(0), uint32_t(std::max<uint64_t>(op.bytes, 1)), dst.key}});
     }
     const uint16_t index = node.post_send(*r.qp, wr, false);
-    hosts_[r.spec->host]->doorbell(node.publish(*r.qp));
     res_index_[r.first_result + r.next] = index;
     result(r, r.next).post_ps = kernel_ps();
     last_progress_ps_ = kernel_ps();  // the stall clock starts at a post too (after an idle gap, say)
     r.in_flight.push_back(r.next);
     ++r.next;
+  }
+
+  void ring(QpRun& r) { hosts_[r.spec->host]->doorbell(cluster_.node(int(r.spec->host)).publish(*r.qp)); }
+  // The operation just posted and the next one have the same captured post time (asis, scale).
+  bool shares_doorbell_with_next(const QpRun& r) const {
+    if (o_.timing != TimingMode::kAsis && o_.timing != TimingMode::kScale) return false;
+    if (r.next == 0 || r.next >= r.spec->ops.size()) return false;
+    const auto& now = r.spec->ops[r.next - 1].post_ns;
+    return now && r.spec->ops[r.next].post_ns == now;
   }
 
   void run() {
@@ -429,6 +437,10 @@ class Driver : public sc_core::sc_module {
       std::optional<uint64_t> wake;
       bool waiting_for_completion = false;
       for (QpRun& r : runs_) {
+        // One doorbell per operation, as a driver posting them one by one rings, but captured
+        // operations that one doorbell brought (one ibv_post_send of a list: they share its time)
+        // go in one.
+        bool unrung = false;
         while (r.next < r.spec->ops.size()) {
           const auto at = post_time(r);
           if (!at) {
@@ -440,7 +452,10 @@ class Driver : public sc_core::sc_module {
             break;
           }
           post(r);
+          unrung = true;
+          if (!shares_doorbell_with_next(r)) ring(r), unrung = false;
         }
+        if (unrung) ring(r);
         if (!r.in_flight.empty()) waiting_for_completion = true;
       }
       if (o_.progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(1)) {
@@ -573,18 +588,18 @@ QpShape shape_of(const WorkloadQp& qp, const ReplayOptions& o) {
   const uint64_t blocks = qp.sq_wqebbs ? *qp.sq_wqebbs : shape.room * largest;
   shape.requester.log_sq_size = std::max(6u, uint32_t(std::bit_width(std::bit_ceil(blocks)) - 1));
   shape.responder.log_rq_size = std::max(4u, uint32_t(std::bit_width(std::bit_ceil(uint64_t(shape.room))) - 1));
+  if (qp.peer_rq_stride) shape.responder.log_rq_stride = uint32_t(std::countr_zero(*qp.peer_rq_stride)) - 4;
   return shape;
 }
 
 uint64_t host_memory_bytes(const std::vector<const WorkloadQp*>& qps, const std::vector<WorkloadHost>& hosts,
                            const ReplayOptions& o) {
   constexpr uint64_t kPerQpEnd = 128 << 10, kFixed = 2 * kMaxReplayMessage + (3 << 20), kPerCqEntry = 64;
-  constexpr uint64_t kRqWqe = 128;
   std::vector<uint64_t> bytes(hosts.size(), 0);
   for (const WorkloadQp* qp : qps) {
     const QpShape shape = shape_of(*qp, o);
     bytes[qp->host] += kPerQpEnd + (uint64_t(64) << shape.requester.log_sq_size);
-    bytes[qp->peer] += kPerQpEnd + (kRqWqe << shape.responder.log_rq_size);
+    bytes[qp->peer] += kPerQpEnd + ((uint64_t(16) << shape.responder.log_rq_stride) << shape.responder.log_rq_size);
   }
   for (size_t i = 0; i < hosts.size(); ++i)
     for (const WorkloadCq& cq : hosts[i].cqs) bytes[i] += cq.entries * kPerCqEntry + 4096;  // ring and record

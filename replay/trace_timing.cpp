@@ -91,6 +91,7 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
       if (const traces::QpRecord* r = find(capture.hosts[qp.peer_host], qp.peer_qpn, first_ps[q])) {
         qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
         qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        qp.peer_rq_stride = r->rq_stride;
         if (qp.qpn == 0) qp.qpn = r->remote_qpn;  // a UC requester: only its responder names it
         ++found;
       }

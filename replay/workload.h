@@ -20,6 +20,7 @@ inline constexpr const char* kWorkloadFormat = "hcareplay-workload/1";
 inline constexpr uint32_t kMaxCqEntries = 1u << 16;
 inline constexpr uint32_t kMaxHostCqEntries = 1u << 20;
 inline constexpr uint32_t kMaxSqWqebbs = 1u << 13;  // 512 KiB of simulated host memory
+inline constexpr uint32_t kMinRqStride = 16, kMaxRqStride = 2048;  // the qpc's log_rq_stride, 0 to 7
 
 struct OpRef {
   size_t qp = 0, op = 0;  // "QP:OP" in the file
@@ -59,6 +60,9 @@ struct WorkloadQp {
   // The send queue's size in 64-byte blocks, as captured: how many operations may be in flight
   // (none: the replay's --max-outstanding).
   std::optional<uint32_t> sq_wqebbs;
+  // The responder's receive WQE in bytes, as captured: the device reads it whole for every
+  // message that takes a receive (none: the replay's 128).
+  std::optional<uint32_t> peer_rq_stride;
   QpCompletionQueues cqs;
   std::vector<WorkloadOp> ops;
 };

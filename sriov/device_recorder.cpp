@@ -69,6 +69,7 @@ void DeviceRecorder::attach_trace(HcaDevice& device) {
                          .recv_cq = d.recv_cq,
                          .recv_cq_entries = d.recv_cq_entries,
                          .sq_wqebbs = d.sq_wqebbs,
+                         .rq_stride = d.rq_stride,
                          .mtu = d.mtu,
                          .ack_timeout = d.ack_timeout,
                          .retry_count = d.retry_count,

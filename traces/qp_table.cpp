@@ -13,9 +13,9 @@ namespace hcaemu::traces {
 namespace {
 
 constexpr const char* kHeader =
-    "time_ps,function,qpn,service,address,send_cq,send_cq_entries,recv_cq,recv_cq_entries,sq_wqebbs,mtu,ack_timeout,"
-    "retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state";
-constexpr size_t kColumns = 18;
+    "time_ps,function,qpn,service,address,send_cq,send_cq_entries,recv_cq,recv_cq_entries,sq_wqebbs,rq_stride,mtu,"
+    "ack_timeout,retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state";
+constexpr size_t kColumns = 19;
 constexpr size_t kMaxRecords = 1u << 20;  // a table is read whole: bounded
 
 bool ipv4_mapped(const std::array<uint8_t, 16>& gid) {
@@ -80,9 +80,9 @@ std::unique_ptr<QpTableWriter> QpTableWriter::open(const std::string& path, std:
 
 void QpTableWriter::record(const QpRecord& r) {
   if (!file_.is_open()) return;
-  file_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:02x},{}\n", r.time_ps, r.function, r.qpn,
-                       r.service, address_text(r.address), r.send_cq, r.send_cq_entries, r.recv_cq, r.recv_cq_entries,
-                       r.sq_wqebbs, r.mtu, r.ack_timeout, r.retry_count, r.rnr_retry, r.max_rd_atomic, r.remote_qpn,
+  file_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:02x},{}\n", r.time_ps, r.function,
+                       r.qpn, r.service, address_text(r.address), r.send_cq, r.send_cq_entries, r.recv_cq,
+                       r.recv_cq_entries, r.sq_wqebbs, r.rq_stride, r.mtu, r.ack_timeout, r.retry_count, r.rnr_retry, r.max_rd_atomic, r.remote_qpn,
                        fmt::join(r.mac, ":"), r.state);
   file_.flush();  // a run that is killed keeps every QP it reported
   ++records_;
@@ -119,13 +119,13 @@ std::optional<std::vector<QpRecord>> read_qp_table(std::istream& in, const std::
     const bool ok = number(c[0], r.time_ps) && number(c[1], r.function) && number(c[2], r.qpn) &&
                     parse_address(c[4], r.address) && number(c[5], r.send_cq) && number(c[6], r.send_cq_entries) &&
                     number(c[7], r.recv_cq) && number(c[8], r.recv_cq_entries) && number(c[9], r.sq_wqebbs) &&
-                    number(c[10], r.mtu) && number(c[11], r.ack_timeout) && number(c[12], r.retry_count) &&
-                    number(c[13], r.rnr_retry) && number(c[14], r.max_rd_atomic) && number(c[15], r.remote_qpn) &&
-                    parse_mac(c[16], r.mac);
+                    number(c[10], r.rq_stride) && number(c[11], r.mtu) && number(c[12], r.ack_timeout) &&
+                    number(c[13], r.retry_count) && number(c[14], r.rnr_retry) && number(c[15], r.max_rd_atomic) &&
+                    number(c[16], r.remote_qpn) && parse_mac(c[17], r.mac);
     if (!ok) return fail(n, "a value is not a number or an address");
     if (r.qpn > 0xffffff || r.remote_qpn > 0xffffff || r.send_cq > 0xffffff || r.recv_cq > 0xffffff)
       return fail(n, "a QP or CQ number beyond 24 bits");
-    r.state = c[17];
+    r.state = c[18];
     if (r.state != "rtr" && r.state != "rts") return fail(n, "\"" + r.state + "\" is not a state (rtr, rts)");
     constexpr std::array<std::string_view, 7> kServices = {"rc", "uc", "ud", "xrc", "qp1", "umr", "other"};
     if (std::find(kServices.begin(), kServices.end(), r.service) == kServices.end())

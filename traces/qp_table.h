@@ -5,10 +5,11 @@
 // completes into and how large it is, the send queue's size, the retry settings.
 //
 //   time_ps,function,qpn,service,address,send_cq,send_cq_entries,recv_cq,recv_cq_entries,
-//   sq_wqebbs,mtu,ack_timeout,retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state
+//   sq_wqebbs,rq_stride,mtu,ack_timeout,retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state
 //
 // address is the QP's source GID as text (dotted IPv4 for an IPv4-mapped one); service is rc, uc,
-// ud, xrc, qp1, umr or other; mtu in bytes (0 for datagram QPs); max_rd_atomic counts READs/atomics in flight;
+// ud, xrc, qp1, umr or other; rq_stride is the bytes of one receive WQE, which the device reads
+// whole for each message received (0: the QP takes its receives from an SRQ); mtu in bytes (0 for datagram QPs); max_rd_atomic counts READs/atomics in flight;
 // remote_qpn is the connected peer's QPN (0 for datagram QPs): a UC requester's QPN is never on
 // the wire, but its responder knows it. mac is the function's MAC at that address (a datagram
 // QP's packets name their source address per WQE: its own is the table's first); state is rtr or
@@ -31,7 +32,7 @@ struct QpRecord {
   std::string service;
   std::array<uint8_t, 16> address{};
   uint32_t send_cq = 0, send_cq_entries = 0, recv_cq = 0, recv_cq_entries = 0;
-  uint32_t sq_wqebbs = 0, mtu = 0;
+  uint32_t sq_wqebbs = 0, rq_stride = 0, mtu = 0;
   uint32_t ack_timeout = 0, retry_count = 0, rnr_retry = 0, max_rd_atomic = 0;
   uint32_t remote_qpn = 0;
   std::array<uint8_t, 6> mac{};

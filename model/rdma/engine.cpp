@@ -55,6 +55,7 @@ void RdmaEngine::qp_ready(uint32_t qpn) {
                   .recv_cq = qp->cqn_rcv,
                   .recv_cq_entries = entries(qp->cqn_rcv),
                   .sq_wqebbs = qp->no_sq ? 0 : 1u << qp->log_sq_size,
+                  .rq_stride = qp->rq_type == rq_type::kRegular ? 16u << qp->log_rq_stride : 0,
                   .mtu = is_datagram(*qp) ? 0 : pmtu_of(*qp),
                   .ack_timeout = get(qp->context, qpc::kAckTimeout),
                   .retry_count = get(qp->context, qpc::kRetryCount),

@@ -50,7 +50,9 @@ struct QpDescription {
   std::array<uint8_t, 16> address{};  // the source GID its address path names
   std::array<uint8_t, 6> mac{};       // and the function's MAC there
   uint32_t send_cq = 0, send_cq_entries = 0, recv_cq = 0, recv_cq_entries = 0;
-  uint32_t sq_wqebbs = 0, mtu = 0;  // mtu 0: a datagram QP
+  uint32_t sq_wqebbs = 0;
+  uint32_t rq_stride = 0;  // bytes of one receive WQE (0: no receive queue of its own)
+  uint32_t mtu = 0;        // 0: a datagram QP
   uint32_t ack_timeout = 0, retry_count = 0, rnr_retry = 0, max_rd_atomic = 0;
   uint32_t remote_qpn = 0;  // 0 for datagram QPs
 };
@@ -155,8 +157,9 @@ class RdmaEngine {
   }
   void resume_sq(const SqResume& resume);
 
-  // UAR SQ doorbell bytes (DoorbellUnit::SqHook data). False when the QPN names no QP here.
-  bool doorbell(std::span<const uint8_t> data);
+  // UAR SQ doorbell bytes (DoorbellUnit::SqHook data), written at rung_ps (model time; 0 = now):
+  // the WQEs the doorbell announces count as rung then. False when the QPN names no QP here.
+  bool doorbell(std::span<const uint8_t> data, uint64_t rung_ps = 0);
   // A frame from the switch that arrived at arrival_ps (model time; 0 = now). False when it is not
   // RoCEv2 for this function (the Ethernet path takes it).
   bool receive(std::span<const uint8_t> frame, uint64_t arrival_ps = 0);
@@ -170,7 +173,8 @@ class RdmaEngine {
 
  private:
   // Requester.
-  void process_sq(uint32_t qpn, QueuePair& qp);
+  // rung_ps: the arrival of the doorbell that brought it here (0: none, now).
+  void process_sq(uint32_t qpn, QueuePair& qp, uint64_t rung_ps = 0);
   // One WQE of the SQ loop: fetched, checked, admitted and sent (kPosted), flushed behind an
   // error (kFlushed), or the loop ends (kStop: an error, a fence, a fault).
   enum class SqStep : uint8_t { kPosted, kFlushed, kStop };

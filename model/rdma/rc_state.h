@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/queues/send_wqe.h"
+#include "model/queues/sq_doorbells.h"
 #include "model/rdma/transport_timer.h"
 #include "transport/rc/completer.h"
 #include "transport/rc/requester.h"
@@ -28,6 +29,7 @@ struct SendMessage : transport::rc::OutstandingMessage {
 // device's timer.
 struct RcRequester : transport::rc::RequesterState {
   std::deque<SendMessage> outstanding;
+  SqDoorbells doorbells;  // rung and not yet served: how far the SQ goes, and when each WQE was rung
   bool timer_armed = false;
   TimerDeadline deadline{};  // ACK timeout or RNR wait (timer_armed)
 };

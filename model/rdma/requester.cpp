@@ -255,13 +255,14 @@ transport::rc::RequesterQp RdmaEngine::requester_qp(const QueuePair& qp) {
 // ---------------------------------------------------------------------------------------------
 // Requester
 
-bool RdmaEngine::doorbell(std::span<const uint8_t> data) {
+bool RdmaEngine::doorbell(std::span<const uint8_t> data, uint64_t rung_ps) {
   if (data.size() < 8) return false;
   const uint32_t qpn = load_be32(data.data() + 4) >> 8;
   QueuePair* qp = f_.resources.qps.find(qpn);
   if (qp == nullptr) return false;
   ++counters_.sq_doorbells;
-  process_sq(qpn, *qp);
+  if (const auto producer = SqDoorbells::announced_producer(data)) qp->rc.req.doorbells.rang(*producer, rung_ps != 0 ? rung_ps : now_ps());
+  process_sq(qpn, *qp, rung_ps);
   return true;
 }
 
@@ -282,7 +283,7 @@ bool RdmaEngine::fetch_wqe(pcie::HostMemory& memory, QueuePair& qp, uint32_t blo
   return read(uint64_t(block + 1) * wqe_format::kBasicBlock, std::span<uint8_t>(out).subspan(wqe_format::kBasicBlock));
 }
 
-void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
+void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp, uint64_t rung_ps) {
   if (qp.st == qp_st::kRegUmr) return process_umr_sq(qpn, qp);
   if (!reliable_connected(qp.st) && qp.st != qp_st::kUc && !is_datagram(qp)) {
     if (counters_.unsupported_service++ == 0)
@@ -294,11 +295,19 @@ void RdmaEngine::process_sq(uint32_t qpn, QueuePair& qp) {
   // A resumption already queued for this SQ picks the new WQEs up where it stands.
   if (sq_scheduler_ != nullptr && sq_scheduler_->reread_queued(qpn)) return;
   SqResume cursor{.qpn = qpn};
-  if (!read_doorbell_record(f_.memory, qp.dbr_addr + kSqDbrOffset, cursor.producer)) {
+  // The doorbell unit reads the record from the doorbell's arrival on: one that waited behind
+  // other work (a burst of them, one per WQE) has it by the time it is taken.
+  const uint64_t now = now_ps();
+  if (f_.memory == nullptr) return void(++counters_.dma_faults);
+  pcie::PipelinedReads record(*f_.memory, rung_ps != 0 ? std::min(rung_ps, now) : now);
+  if (!read_doorbell_record(&record, qp.dbr_addr + kSqDbrOffset, cursor.producer)) {
     ++counters_.dma_faults;
     return;
   }
-  cursor.doorbell_ps = now_ps();
+  wait_until(record.ready_ps());
+  if (!send_queue_stopped(qp)) cursor.producer = qp.rc.req.doorbells.producer(qp.sq_consumer, cursor.producer);
+  // The WQE fetches may start once the record was in (and the fetch engine free: next_wqe).
+  cursor.doorbell_ps = record.ready_ps();
   run_sq(qpn, qp, cursor);
 }
 
@@ -313,6 +322,8 @@ void RdmaEngine::resume_sq(const SqResume& resume) {
       ++counters_.dma_faults;
       return;
     }
+    // An SQ in error flushes all that is posted, rung or not.
+    if (!send_queue_stopped(*qp)) cursor.producer = qp->rc.req.doorbells.producer(qp->sq_consumer, cursor.producer);
   }
   run_sq(resume.qpn, *qp, cursor);
 }
@@ -360,8 +371,11 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   }
   // The WQE is prefetched: its read leaves at the doorbell, or once the message before it has
   // started on the wire; the engine waits only if it has not arrived yet.
+  // Its doorbell: when the driver rang for it (the trace's doorbell stage, so a replay rings at the
+  // same moment), and the fetch not before that ring nor before the doorbell record was read.
+  const uint64_t rung_ps = qp.rc.req.doorbells.time_of(qp.sq_consumer);
   uint8_t ds = 0;
-  pcie::PipelinedReads prefetch(*f_.memory, std::max(doorbell_ps, prefetch_floor_ps_));
+  pcie::PipelinedReads prefetch(*f_.memory, std::max({doorbell_ps, rung_ps, prefetch_floor_ps_}));
   const bool fetched = fetch_wqe(prefetch, qp, qp.sq_consumer, bytes, ds);
   const uint64_t parsed_ps = prefetch.ready_ps() + timing_.wqe_parse_ps;
   wait_until(parsed_ps);
@@ -391,7 +405,8 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   }
   RequesterPort port(*this, qpn, qp, 0);
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port)) return SqStep::kStop;  // fenced: waits for responses
-  return post_message(qpn, qp, std::move(wqe), doorbell_ps, parsed_ps) ? SqStep::kPosted : SqStep::kStop;
+  return post_message(qpn, qp, std::move(wqe), rung_ps != 0 ? rung_ps : doorbell_ps, parsed_ps) ? SqStep::kPosted
+                                                                                              : SqStep::kStop;
 }
 
 bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps) {

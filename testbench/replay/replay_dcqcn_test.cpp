@@ -1,7 +1,10 @@
 // An 8-to-1 incast of 64 KiB WRITEs with DCQCN (the paper's parameters, ECN thresholds scaled to
 // 100 Gb/s): the receiver answers marked packets with CNPs, the senders' rates come down from the
 // line rate, the eight share the receiver's link roughly evenly and the switch queue stays below
-// Kmax most of the time. The figures in docs/replay.md come from the same run at a larger size.
+// Kmax most of the time. The figures in docs/replay.md come from the same run (300 WRITEs each).
+// How evenly they share depends on the first burst: the flows whose packets led the queue are cut
+// less and stay ahead for milliseconds (additive increase is slow, CNPs come about once a QP per
+// millisecond), so the shares are held to a fairness index, not to a band around the mean.
 #include <gtest/gtest.h>
 
 #include <systemc>
@@ -16,7 +19,7 @@ namespace hcaemu::replay {
 namespace {
 
 TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
-  const std::string json = incast_workload_json(8, 200, 65536);
+  const std::string json = incast_workload_json(8, 300, 65536);
   std::string error;
   const auto w = parse_workload(json, &error);
   ASSERT_TRUE(w) << error;
@@ -39,14 +42,22 @@ TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
     for (const auto& [bin, b] : r->congestion[qp].timeline) lowest = std::min(lowest, b.rate_gbps);
     EXPECT_LT(lowest, 50.0) << "qp " << qp;
   }
-  // Their shares of the receiver's link over the middle of the run: within 25% of the mean.
+  // Their shares of the receiver's link over the middle of the run: Jain's fairness index at least
+  // 0.95 (measured 0.975-0.98 with seeds 0 to 4) and none starved (each at least 70% of the mean;
+  // measured 78-92%).
   std::vector<uint64_t> bytes(8, 0);
   const uint64_t from = r->end_ps / 4, to = 3 * r->end_ps / 4;
   for (const OpResult& op : r->ops)
     if (op.done_ps >= from && op.done_ps < to) bytes[op.qp] += op.bytes;
   const double mean = double(std::accumulate(bytes.begin(), bytes.end(), uint64_t(0))) / 8.0;
   ASSERT_GT(mean, 0);
-  for (size_t qp = 0; qp < 8; ++qp) EXPECT_NEAR(double(bytes[qp]) / mean, 1.0, 0.25) << "qp " << qp;
+  double squares = 0;
+  for (size_t qp = 0; qp < 8; ++qp) {
+    const double share = double(bytes[qp]) / mean;
+    squares += share * share;
+    EXPECT_GT(share, 0.7) << "qp " << qp;
+  }
+  EXPECT_GT(64.0 / (8.0 * squares), 0.95) << "Jain's index of the shares";
   // The queue toward the receiver: below Kmax in most bins.
   const fabric::LinkStats* port = nullptr;
   for (const fabric::LinkStats& l : r->links)

@@ -138,6 +138,7 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   traces::QpRecord responder = record(600000, 0, 0x20, "uc", 0x0a000001, 1);
   responder.remote_qpn = 0x12;
   responder.state = "rtr";  // a responder that never sends stops at RTR
+  responder.rq_stride = 16;
   table.push_back(responder);
   table.push_back(record(600000, 1, 0x12, "uc", 0x0a000002, 2));
   traces::QpRecord datagram = record(700000, 0, 0x13, "ud", 0x0a000001, 1);  // its first GID: host a's
@@ -149,6 +150,7 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   ASSERT_TRUE(capture.queue_pairs[0].send_cq);
   EXPECT_EQ(capture.queue_pairs[0].send_cq->entries, 2u) << "the latest record before its first packet";
   EXPECT_EQ(capture.queue_pairs[1].qpn, 0x12u) << "the UC requester named by its responder";
+  EXPECT_EQ(capture.queue_pairs[1].peer_rq_stride, 16u) << "the responder's receive WQEs";
   EXPECT_EQ(capture.queue_pairs[2].function, uint16_t(0)) << "the datagram QP found by its function's MAC";
   for (Message& m : capture.messages) m.doorbell_ps = 0;
   EXPECT_EQ(apply_trace_timing(capture, *timing), 3u);
@@ -162,9 +164,11 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   EXPECT_EQ(*w.qps[0].cqs.send, *w.qps[0].cqs.recv) << "one CQ for both, as captured";
   EXPECT_EQ(w.hosts[1].cq(*w.qps[0].cqs.send)->entries, 2u);
   EXPECT_EQ(w.qps[0].sq_wqebbs, 32u);
+  EXPECT_EQ(w.qps[1].peer_rq_stride, 16u);
   const auto again = parse_workload(workload_json(w), &error);
   ASSERT_TRUE(again) << error;
   EXPECT_EQ(again->qps[0].cqs, w.qps[0].cqs);
+  EXPECT_EQ(again->qps[1].peer_rq_stride, 16u);
   EXPECT_EQ(again->hosts[1].cqs, w.hosts[1].cqs);
   std::filesystem::remove(csv);
 }

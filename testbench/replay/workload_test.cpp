@@ -15,7 +15,7 @@ constexpr const char* kValid = R"({
   "hosts": [{"name": "a", "ip": "10.0.0.1", "mac": "02:00:00:00:00:0a", "cqs": [{"id": 3, "entries": 2}]},
             {"name": "b", "ip": "10.0.0.2", "cqs": [{"id": 1, "entries": 64}]}, {"name": "c", "ip": "fe80::2"}],
   "qps": [
-    {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "sq_wqebbs": 32, "send_cq": 3, "recv_cq": 3,
+    {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "sq_wqebbs": 32, "peer_rq_stride": 64, "send_cq": 3, "recv_cq": 3,
      "peer_recv_cq": 1, "ops": [
       {"op": "write", "bytes": 65536, "post_ns": 1000},
       {"op": "send_imm", "bytes": 64, "think_ns": 500, "imm": 7, "inline": true},
@@ -50,6 +50,8 @@ TEST(Workload, ParsesEveryField) {
   EXPECT_EQ(w->qps[1].mtu, 1024u) << "the default";
   EXPECT_EQ(w->qps[0].sq_wqebbs, 32u);
   EXPECT_FALSE(w->qps[1].sq_wqebbs);
+  EXPECT_EQ(w->qps[0].peer_rq_stride, 64u);
+  EXPECT_FALSE(w->qps[1].peer_rq_stride);
   EXPECT_EQ(w->qps[0].cqs, (QpCompletionQueues{.send = 3, .recv = 3, .peer_recv = 1}));
   EXPECT_EQ(w->hosts[0].cqs, (std::vector<WorkloadCq>{{.id = 3, .entries = 2}}));
   const auto& ops = w->qps[0].ops;
@@ -98,6 +100,10 @@ TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
             "hosts[0].cqs[1].id: 3 names two CQs");
   EXPECT_EQ(error_of(with("{\"id\": 3, \"entries\": 2}", "{\"id\": 3, \"size\": 2}")), "hosts[0].cqs[0].size: unknown key");
   EXPECT_EQ(error_of(with("\"sq_wqebbs\": 32", "\"sq_wqebbs\": 48")), "qps[0].sq_wqebbs: must be a power of two from 1 to 8192");
+  EXPECT_EQ(error_of(with("\"peer_rq_stride\": 64", "\"peer_rq_stride\": 4096")), "qps[0].peer_rq_stride: must be at most 2048");
+  for (const char* stride : {"48", "8"})
+    EXPECT_EQ(error_of(with("\"peer_rq_stride\": 64", std::string("\"peer_rq_stride\": ") + stride)),
+              "qps[0].peer_rq_stride: must be a power of two from 16 to 2048") << stride;
   EXPECT_EQ(error_of(with("\"ip\": \"fe80::2\"", "\"ip\": \"10.0.0.1\"")), "hosts[2].ip: \"10.0.0.1\" is also a's");
   EXPECT_EQ(error_of(with("{\"host\": \"b\", \"peer\": \"a\"", "{\"host\": \"b\", \"peer\": \"c\"")),
             "qps[1]: b has an IPv4 address and c an IPv6 one (a QP's ends use one family)");

@@ -18,7 +18,7 @@ TEST(QpTable, WhatIsWrittenReadsBack) {
   auto writer = QpTableWriter::open(path, &error);
   ASSERT_TRUE(writer) << error;
   QpRecord rc{.time_ps = 12345, .function = 1, .qpn = 0x11, .service = "rc", .send_cq = 4, .send_cq_entries = 2,
-              .recv_cq = 5, .recv_cq_entries = 64, .sq_wqebbs = 32, .mtu = 1024, .ack_timeout = 14,
+              .recv_cq = 5, .recv_cq_entries = 64, .sq_wqebbs = 32, .rq_stride = 64, .mtu = 1024, .ack_timeout = 14,
               .retry_count = 7, .rnr_retry = 7, .max_rd_atomic = 16, .remote_qpn = 0x12,
               .mac = {0x02, 0xc9, 0, 0, 0, 1}, .state = "rts"};
   ASSERT_TRUE(parse_address("fe80::c9:ff:fe00:1", rc.address));
@@ -42,18 +42,18 @@ TEST(QpTable, WhatIsWrittenReadsBack) {
 
 TEST(QpTable, AMalformedTableNamesItsLine) {
   const std::string header =
-      "time_ps,function,qpn,service,address,send_cq,send_cq_entries,recv_cq,recv_cq_entries,sq_wqebbs,mtu,"
-      "ack_timeout,retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state\n";
-  const std::string good = "1,0,17,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n";
+      "time_ps,function,qpn,service,address,send_cq,send_cq_entries,recv_cq,recv_cq_entries,sq_wqebbs,rq_stride,"
+      "mtu,ack_timeout,retry_count,rnr_retry,max_rd_atomic,remote_qpn,mac,state\n";
+  const std::string good = "1,0,17,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n";
   const std::pair<std::string, std::string> cases[] = {
       {"time_ps,qpn\n", ":1"},
-      {header + good + "1,0,17,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01\n", ":3: 17 columns"},
-      {header + "1,0,17,rc,not-an-ip,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", ":2:"},
-      {header + "1,0,17,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02-00-00-00-00-01,rts\n", ":2:"},
-      {header + "1,0,16777216,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", "24 bits"},
-      {header + "1,0,17,tcp,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", "\"tcp\" is not a service"},
-      {header + "1,0,17,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,init\n", "\"init\" is not a state"},
-      {header + "-1,0,17,rc,10.0.0.1,4,2,4,2,32,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", ":2:"},
+      {header + good + "1,0,17,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01\n", ":3: 18 columns"},
+      {header + "1,0,17,rc,not-an-ip,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", ":2:"},
+      {header + "1,0,17,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02-00-00-00-00-01,rts\n", ":2:"},
+      {header + "1,0,16777216,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", "24 bits"},
+      {header + "1,0,17,tcp,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", "\"tcp\" is not a service"},
+      {header + "1,0,17,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,init\n", "\"init\" is not a state"},
+      {header + "-1,0,17,rc,10.0.0.1,4,2,4,2,32,64,1024,14,7,7,1,18,02:00:00:00:00:01,rts\n", ":2:"},
   };
   const std::string path = temp("qp_table_bad.qps.csv");
   for (const auto& [text, expected] : cases) {
