@@ -96,7 +96,8 @@ Options:
                         ecn.kmin_bytes, ecn.kmax_bytes, ecn.pmax, pfc.enabled, pfc.xoff_bytes,
                         pfc.xon_bytes, pfc.pause_quanta, pfc.priorities, link.gbps,
                         link.propagation_ns, ecmp; recorded in DIR/settings.csv
-  --seed N              RED's random draws (default 1)
+  --seed N              RED's random draws and the order of frames that reach a switch at the
+                        same time (default 1)
   --hcaemu-trace FILE   with a capture hcaemu wrote (--pcap): its latency trace of the same run
                         (--trace PREFIX: PREFIX.csv). Each message is then posted at its doorbell
                         and its FCT (doorbell to CQE) kept; run reports the replay's FCT against it

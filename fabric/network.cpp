@@ -23,7 +23,7 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 
 Network::Network(const Topology& topology, std::vector<Mac> host_macs, uint64_t seed, uint64_t bin_ps, Hooks hooks)
     : topology_(topology), host_macs_(std::move(host_macs)), bin_ps_(std::max<uint64_t>(bin_ps, 1)),
-      hooks_(std::move(hooks)), rng_(seed) {
+      hooks_(std::move(hooks)), rng_(seed), tiebreak_(mix(seed ^ 0x7469656272656b)) {
   build(topology_);
 }
 
@@ -81,7 +81,17 @@ double Network::draw() {
 }
 
 void Network::schedule(uint64_t at, EventKind kind, uint32_t a, uint32_t b, uint32_t frame) {
-  events_.push_back({at, next_order_++, kind, a, b, frame});
+  // Frames that reach a node at the same picosecond (from different links: one link serialises its
+  // own) take their turns in a seeded random order, behind the node's other events of that time. In
+  // order of the sending hosts' numbers, synchronised senders would always find the same queue
+  // ahead of them: host 0's packets the shortest, the last host's the longest, so the last is
+  // ECN-marked more often, every time.
+  uint64_t order = next_order_++ & 0xffffffffu;
+  if (kind == EventKind::kArrive) {
+    tiebreak_ = mix(tiebreak_);
+    order |= (uint64_t(1) << 63) | ((tiebreak_ >> 33) << 32);
+  }
+  events_.push_back({at, order, kind, a, b, frame});
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
 }
 

@@ -134,6 +134,7 @@ class Network {
   uint64_t bin_ps_;
   Hooks hooks_;
   uint64_t rng_;
+  uint64_t tiebreak_;  // the order of frames that arrive at one node at the same time
   uint64_t now_ = 0, next_order_ = 0, origin_ = 0;
   std::vector<Node> nodes_;
   std::vector<Transmitter> tx_;

@@ -37,7 +37,7 @@ struct ReplayOptions {
   // The network; none: every host on one switch at the preset's link rate, each link half the
   // preset's propagation delay (so host to host is the preset's, plus the switch's store and forward).
   std::optional<fabric::Topology> topology;
-  uint64_t seed = 1;                 // RED's draws
+  uint64_t seed = 1;                 // RED's draws, the order of simultaneous arrivals
   model::DcqcnParameters dcqcn;      // congestion control in every host's NIC (off by default)
   bool ideal = true;                 // measure each kind of operation alone first (ideal FCT, slowdown)
   uint32_t max_outstanding = 16;     // operations in flight per QP (its send queue's room)
