@@ -52,6 +52,8 @@ constexpr uint32_t kDbrAddr = 0x38;
 }  // namespace cqc
 constexpr Field kModifyCqSelect{0x0c, 31, 0};
 constexpr uint32_t kModifyPeriod = 1u << 0, kModifyCount = 1u << 1;
+constexpr uint32_t kResizeLogSize = 1u << 0, kResizePageOffset = 1u << 1, kResizePageSize = 1u << 2;
+enum CqeSize : uint32_t { kCqe64 = 0, kCqe128 = 1 };  // cqc.cqe_sz (2, 128 padded, is not offered)
 enum ModifyCqOpMod : uint16_t { kModifyCqModerate = 0, kModifyCqResize = 1 };
 
 // --- UAR ---
@@ -198,10 +200,11 @@ void create_cq(CommandCall& call) {
   cq.uar_page = get(ctx, cqc::kUarPage);
   cq.eqn = get(ctx, cqc::kCEqn);
   cq.dbr_addr = get64(ctx, cqc::kDbrAddr);
-  if (get(ctx, cqc::kCqeSize) != 0) {  // only 64-byte CQEs (cqe_128_always = 0)
+  if (get(ctx, cqc::kCqeSize) > kCqe128) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckParameter));
     return;
   }
+  cq.log_stride = get(ctx, cqc::kCqeSize) == kCqe128 ? 7 : 6;
   if (!check_log_size(call, cq.log_size, r.limits.log_max_cq_sz) || !check_uar(call, cq.uar_page) ||
       !check_dbr(call, cq.dbr_addr))
     return;
@@ -213,7 +216,7 @@ void create_cq(CommandCall& call) {
     return;
   }
   auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(get(ctx, cqc::kPageOffset), log_page_size),
-                        uint64_t(cqe::kSize) << cq.log_size);
+                        cq.ring_bytes());
   if (!ring) return;
   cq.ring = std::move(*ring);
   std::copy(ctx.begin(), ctx.end(), cq.context.begin());
@@ -245,13 +248,54 @@ void query_cq(CommandCall& call) {
   if (cq->in_error) set(ctx, Field{0x00, 31, 28}, 0x9);  // status: CQ overflow
 }
 
-// MODIFY_CQ: moderation is accepted (the model completes at once); resize is refused - it needs
-// a RESIZE CQE in the old ring and a buffer switch the model does not implement (report
-// cq_resize = 0 in the caps).
+// MODIFY_CQ with the resize op_mod (ibv_resize_cq): the new size, CQE size and buffer (its PAS
+// after the cqc), as CREATE_CQ takes them; completion_queue.h's resize_cq switches the rings.
+void resize_cq_command(CommandCall& call, CompletionQueue& cq) {
+  const auto ctx = sub(call.in(), kCqc, kCqcSize);
+  const uint32_t select = get(call.in(), kModifyCqSelect);
+  const uint32_t log_size = get(ctx, cqc::kLogCqSize), cqe_size = get(ctx, cqc::kCqeSize);
+  FunctionContext& f = call.function();
+  if ((select & kResizeLogSize) == 0 || cqe_size > kCqe128) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckParameter));
+    return;
+  }
+  if (!check_log_size(call, log_size, f.resources.limits.log_max_cq_sz)) return;
+  const uint32_t log_stride = cqe_size == kCqe128 ? 7 : 6;
+  const uint32_t log_page_size =
+      PageList::kMinLogPageSize + ((select & kResizePageSize) != 0 ? get(ctx, cqc::kLogPageSize) : 0);
+  if (log_page_size > PageList::kMaxLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckPas + uint16_t(PageListError::kPageSize)));
+    return;
+  }
+  const uint32_t offset = (select & kResizePageOffset) != 0 ? get(ctx, cqc::kPageOffset) : 0;
+  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(offset, log_page_size),
+                        uint64_t(1) << (log_size + log_stride));
+  if (!ring) return;
+  switch (resize_cq(f, cq, std::move(*ring), log_size, log_stride)) {
+    case CqResizeResult::kDone:
+      set(cq.context, cqc::kLogCqSize, log_size);
+      set(cq.context, cqc::kCqeSize, cqe_size);
+      set(cq.context, cqc::kLogPageSize, log_page_size - PageList::kMinLogPageSize);
+      set(cq.context, cqc::kPageOffset, offset);
+      return;
+    case CqResizeResult::kNoRoom:  // the old ring is full: no room for the RESIZE CQE
+      call.fail(CommandStatus::kBadResourceState, syndrome(kModifyCq, kCheckState));
+      return;
+    case CqResizeResult::kTooSmall:  // fewer slots than CQEs the driver has still to poll
+      call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckParameter));
+      return;
+    case CqResizeResult::kDmaFault:
+      call.fail(CommandStatus::kInternalError, syndrome(kModifyCq, kCheckState));
+      return;
+  }
+}
+
+// MODIFY_CQ: moderation is accepted (the model completes at once), resize switches the rings.
 void modify_cq(CommandCall& call) {
   if (!start(call, kCqc + kCqcSize)) return;
   CompletionQueue* cq = lookup(call, call.function().resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
   if (cq == nullptr) return;
+  if (call.op_mod() == kModifyCqResize) return resize_cq_command(call, *cq);
   if (call.op_mod() != kModifyCqModerate) {
     call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckParameter));
     return;

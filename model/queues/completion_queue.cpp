@@ -34,6 +34,23 @@ bool solicited_pending(const CompletionQueue& cq, uint32_t ci) {
   return solicited != 0 && solicited <= pending;
 }
 
+// Takes the producer's slot (before any DMA: a writer that waits on it must not share the slot) and
+// writes `entry` (its opcode in op_own[7:4]) there with the slot's owner bit, op_own last so the
+// driver never sees a CQE before its contents.
+bool store_cqe(FunctionContext& f, CompletionQueue& cq, std::array<uint8_t, cqe::kSize>& entry) {
+  const uint32_t slot = cq.producer;
+  cq.producer = (cq.producer + 1) & kCounterMask;
+  const uint8_t owner = uint8_t((slot >> cq.log_size) & 1);
+  entry[cqe::kOpOwn] = uint8_t((entry[cqe::kOpOwn] & 0xf0) | owner);
+  const uint64_t at = cq.cqe_offset(slot);
+  if (f.memory == nullptr || !cq.ring.write(*f.memory, at, std::span<const uint8_t>(entry.data(), cqe::kOpOwn)) ||
+      !cq.ring.write(*f.memory, at + cqe::kOpOwn, std::span<const uint8_t>(&entry[cqe::kOpOwn], 1))) {
+    ++cq.dma_faults;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // Runs inside one work item of the function (model/hca_function.h): nothing else changes the
@@ -71,16 +88,7 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   const bool error = opcode == cqe::kRequesterError || opcode == cqe::kResponderError;
   if (f.clock_ticks && !error)
     store_be64(&entry[cqe::kTimestamp], f.clock_ticks());
-  const uint32_t slot = cq->producer;
-  cq->producer = (cq->producer + 1) & kCounterMask;
-  const uint8_t owner = uint8_t((slot >> cq->log_size) & 1);
-  entry[cqe::kOpOwn] = uint8_t((entry[cqe::kOpOwn] & 0xf0) | owner);
-  const uint64_t at = uint64_t(slot & (cq->entries() - 1)) * cqe::kSize;
-  if (f.memory == nullptr || !cq->ring.write(*f.memory, at, std::span<const uint8_t>(entry.data(), cqe::kOpOwn)) ||
-      !cq->ring.write(*f.memory, at + cqe::kOpOwn, std::span<const uint8_t>(&entry[cqe::kOpOwn], 1))) {
-    ++cq->dma_faults;
-    return CqeResult::kDmaFault;
-  }
+  if (!store_cqe(f, *cq, entry)) return CqeResult::kDmaFault;
   ++cq->cqes;
   if (solicited || error) {
     cq->has_solicited = true;
@@ -89,6 +97,21 @@ CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool 
   }
   if (cq->arm == CqArm::kNext || (cq->arm == CqArm::kSolicited && solicited)) notify(f, cqn, *cq);
   return CqeResult::kWritten;
+}
+
+CqResizeResult resize_cq(FunctionContext& f, CompletionQueue& cq, PageList&& ring, uint32_t log_size,
+                         uint32_t log_stride) {
+  cq.known_ci = consumer_index(f, cq);
+  const uint32_t unpolled = (cq.producer - cq.known_ci) & kCounterMask;
+  if (unpolled > (1u << log_size)) return CqResizeResult::kTooSmall;
+  if (unpolled >= cq.entries()) return CqResizeResult::kNoRoom;
+  std::array<uint8_t, cqe::kSize> entry{};
+  entry[cqe::kOpOwn] = uint8_t(cqe::kResize << 4);
+  if (!store_cqe(f, cq, entry)) return CqResizeResult::kDmaFault;
+  cq.ring = std::move(ring);
+  cq.log_size = log_size;
+  cq.log_stride = log_stride;
+  return CqResizeResult::kDone;
 }
 
 bool cq_arm_doorbell(FunctionContext& f, uint32_t cqn, uint32_t ci, uint32_t cmd, uint32_t arm_sn) {

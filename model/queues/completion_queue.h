@@ -55,6 +55,9 @@ enum class CqArm : uint8_t { kNone, kNext, kSolicited };
 
 struct CompletionQueue {
   uint32_t log_size = 0;
+  // 64-byte CQEs (cqc.cqe_sz 0) or 128-byte slots (1): the CQE in a slot's last 64 bytes, where
+  // libmlx5 and mlx5_ib read it; the first half stays the driver's (no data is scattered there).
+  uint32_t log_stride = 6;
   uint32_t uar_page = 0;
   uint32_t eqn = 0;           // cqc.c_eqn
   uint64_t dbr_addr = 0;      // doorbell record: dword0 = CI (driver), dword1 = arm word
@@ -78,6 +81,11 @@ struct CompletionQueue {
   uint64_t dma_faults = 0;
 
   uint32_t entries() const { return 1u << log_size; }
+  uint64_t ring_bytes() const { return uint64_t(1) << (log_size + log_stride); }
+  // Where the CQE of counter value `slot` starts in the ring.
+  uint64_t cqe_offset(uint32_t slot) const {
+    return (uint64_t(slot & (entries() - 1)) << log_stride) + ((uint64_t(1) << log_stride) - 64);
+  }
 };
 
 // Fills a zeroed 64-byte CQE; the writer then sets the owner bit (keeping the opcode the fill put
@@ -89,6 +97,14 @@ enum class CqeResult { kWritten, kNoSuchCq, kOverrun, kInError, kDmaFault };
 // Appends one CQE to CQ `cqn` of the function. `solicited` marks a CQE that satisfies a
 // solicited-only arm (solicited events and error CQEs).
 CqeResult write_cqe(FunctionContext& f, uint32_t cqn, const CqeFill& fill, bool solicited = false);
+
+// MODIFY_CQ's resize: a RESIZE CQE (opcode 5) goes into the old ring where the next CQE would, and
+// the CQEs after it into `ring` (1 << log_size slots of 1 << log_stride bytes) at the counter
+// values that follow; the driver copies the unpolled CQEs up to the RESIZE one across. Refused
+// (nothing changed) when the old ring has no room for it or the new one none for what is unpolled.
+enum class CqResizeResult { kDone, kNoRoom, kTooSmall, kDmaFault };
+CqResizeResult resize_cq(FunctionContext& f, CompletionQueue& cq, PageList&& ring, uint32_t log_size,
+                         uint32_t log_stride);
 
 // The +0x20 doorbell: cmd 0 arms for the next CQE, 1 for the next solicited one. An arm whose CI
 // is behind the producer fires at once. False when `cqn` names no CQ of the function or the

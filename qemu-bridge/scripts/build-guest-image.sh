@@ -16,6 +16,9 @@
 #   HCAEMU_CACHE           cache dir (default ~/.cache/hcaemu)
 #   HCAEMU_GUEST_KERNEL    pin the kernel ABI, e.g. 6.1.0-57-amd64 (default: newest in apt)
 #   HCAEMU_GUEST_REBUILD=1 rebuild even if the stamp matches (e.g. to pick up a new kernel)
+#   HCAEMU_GUEST_VARIANT   "pyverbs": the same image plus Python 3.11, python3-pyverbs and
+#                          rdma-core's own test suite (run_tests.py and its modules, unzipped)
+#                          in /usr/share/rdma-core-tests; built into $CACHE/guest-pyverbs/
 #
 # Uses the system's apt (Debian 12 lists) for `apt-cache` and `apt-get download`; needs
 # dpkg-deb, cpio and the decompressor of the kernel payload (xz on Debian 12) on the host.
@@ -25,7 +28,12 @@ log() { printf 'build-guest-image: [%ss] %s\n' "$SECONDS" "$*" >&2; }
 die() { printf 'build-guest-image: ERROR: %s\n' "$*" >&2; exit 1; }
 
 CACHE=${HCAEMU_CACHE:-$HOME/.cache/hcaemu}
-GDIR=$CACHE/guest
+VARIANT=${HCAEMU_GUEST_VARIANT:-}
+case $VARIANT in
+    "") GDIR=$CACHE/guest ;;
+    pyverbs) GDIR=$CACHE/guest-pyverbs ;;
+    *) die "HCAEMU_GUEST_VARIANT=$VARIANT: the variants are pyverbs (or none)" ;;
+esac
 STAMP=$GDIR/.stamp
 SELF_HASH=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
 
@@ -38,7 +46,7 @@ print_paths() {
 stamp_ok() {
     [ "${HCAEMU_GUEST_REBUILD:-0}" != 1 ] && [ -f "$STAMP" ] && [ -f "$GDIR/vmlinux" ] \
         && [ -f "$GDIR/initramfs.cpio" ] && [ -f "$GDIR/kernel-version" ] \
-        && [ "$(head -n1 "$STAMP")" = "$SELF_HASH ${HCAEMU_GUEST_KERNEL:-newest}" ]
+        && [ "$(head -n1 "$STAMP")" = "$SELF_HASH ${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT}" ]
 }
 
 if stamp_ok; then
@@ -87,6 +95,15 @@ GUEST_PKGS=(
     libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 libssl3
     pciutils libpci3 pci.ids libudev1 libkmod2 liblzma5
 )
+# rdma-core's test suite (issue 16): Python and pyverbs, and what the interpreter's own
+# extension modules link against.
+if [ "$VARIANT" = pyverbs ]; then
+    GUEST_PKGS+=(
+        python3-pyverbs python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libpython3.11
+        libexpat1 libffi8 libbz2-1.0 libsqlite3-0 libncursesw6 libtinfo6 libreadline8 libuuid1
+        libcrypt1 libgdbm6 libgdbm-compat4 libnsl2 media-types
+    )
+fi
 # Host-side tools only (depmod), run through the guest's loader.
 TOOL_PKGS=(kmod)
 
@@ -178,6 +195,14 @@ for d in bin sbin lib lib64; do
 done
 cp -a "$RAW/usr/." "$ROOT/usr/"
 [ -d "$RAW/etc" ] && cp -a "$RAW/etc/." "$ROOT/etc/"
+# The suite ships as documentation (some modules gzipped): keep it, unzipped, out of the way of
+# the documentation removed below.
+if [ "$VARIANT" = pyverbs ]; then
+    [ -f "$ROOT/usr/share/doc/rdma-core/tests/run_tests.py" ] || die "python3-pyverbs has no tests/run_tests.py"
+    mv "$ROOT/usr/share/doc/rdma-core/tests" "$ROOT/usr/share/rdma-core-tests"
+    gunzip -f "$ROOT"/usr/share/rdma-core-tests/*.gz
+    ln -sf python3.11 "$ROOT/usr/bin/python3"
+fi
 # Documentation, manuals, locales and lintian data are dead weight in an initramfs.
 rm -rf "$ROOT"/usr/share/{doc,man,info,locale,lintian,bug,bash-completion,zsh}
 # tc's ATM qdisc plugin needs libatm (ATM is irrelevant here).
@@ -373,7 +398,7 @@ log "writing initramfs.cpio"
 mv -f "$WORK/vmlinux" "$GDIR/vmlinux"
 mv -f "$WORK/initramfs.cpio" "$GDIR/initramfs.cpio"
 printf '%s %s\n' "$KVER" "$KPKGVER" >"$GDIR/kernel-version"
-printf '%s %s\n' "$SELF_HASH" "${HCAEMU_GUEST_KERNEL:-newest}" >"$STAMP"
+printf '%s %s\n' "$SELF_HASH" "${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT}" >"$STAMP"
 log "vmlinux $(du -h "$GDIR/vmlinux" | cut -f1), initramfs.cpio $(du -h "$GDIR/initramfs.cpio" | cut -f1)"
 # Keep the downloaded .debs out of the way of disk usage; the work tree is kept for inspection.
 rm -rf "$DEBS" "$KRAW"

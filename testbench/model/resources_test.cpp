@@ -343,7 +343,7 @@ TEST_F(CqTest, CreateCqRefusesBadInputAndReferencesAreKept) {
     mutate(in);
     return t.run(0x400, in);
   };
-  EXPECT_EQ(bad([](auto& in) { in[0x11] = 0x20; }), kBadParameter) << "128-byte CQEs";
+  EXPECT_EQ(bad([](auto& in) { in[0x11] = 0x40; }), kBadParameter) << "padded 128-byte CQEs (cqe_sz 2)";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x24], 200); }), kBadResource) << "unknown EQ";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x24], 4096); }), kBadIndex) << "EQ numbers are 8 bits";
   EXPECT_EQ(bad([](auto& in) { in[0x48 + 7] |= 4; }), kBadParameter) << "misaligned doorbell record";
@@ -361,7 +361,7 @@ TEST_F(CqTest, CreateCqRefusesBadInputAndReferencesAreKept) {
   EXPECT_EQ(t.run(0x403, modify), kBadResource);
 }
 
-TEST_F(CqTest, ModifyCqModerationAcceptedResizeRefused) {
+TEST_F(CqTest, ModifyCqModerationAccepted) {
   auto in = TestFunction::input(0x110);
   store_be32(&in[8], cqn);
   store_be32(&in[0x0c], 3);
@@ -369,7 +369,60 @@ TEST_F(CqTest, ModifyCqModerationAcceptedResizeRefused) {
   EXPECT_EQ(t.run(0x403, in), kOk);
   ASSERT_EQ(t.run(0x402, with_number(cqn), 0x110), kOk);
   EXPECT_EQ(t.out32(0x10 + 0x10), (16u << 16) | 32);
-  EXPECT_EQ(t.run(0x403, in, 16, 1), kBadParameter) << "resize not implemented";
+  EXPECT_EQ(t.run(0x403, in, 16, 2), kBadParameter) << "no such op_mod";
+}
+
+// 128-byte CQEs (cqc.cqe_sz 1, as ibv_create_cq_ex with mlx5dv's cqe_size 128 asks): each CQE in
+// the last 64 bytes of its 128-byte slot, where libmlx5 reads it.
+TEST_F(CqTest, OneHundredTwentyEightByteCqesSitInTheSecondHalfOfTheirSlot) {
+  const uint64_t big_ring = t.page(), big_dbr = t.page();
+  auto in = t.cq_input(kCqLog, uar, comp_eqn, big_dbr, {big_ring});
+  in[0x11] = 0x20;  // cqe_sz 1
+  ASSERT_EQ(t.run(0x400, in), kOk);
+  const uint32_t big = t.object();
+  for (uint32_t i = 0; i < 2; ++i)
+    ASSERT_EQ(write_cqe(t.f, big, [&](std::span<uint8_t> c) {
+                store_be32(&c[cqe::kSopDropQpn], 0x100 + i);
+                c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
+              }),
+              CqeResult::kWritten);
+  EXPECT_EQ(load_be32(&t.read(big_ring + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x100u);
+  EXPECT_EQ(load_be32(&t.read(big_ring + 128 + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x101u);
+  EXPECT_EQ(t.read(big_ring, 64), std::vector<uint8_t>(64, 0)) << "the first half untouched";
+  ASSERT_EQ(t.run(0x402, with_number(big), 0x110), kOk);
+  EXPECT_EQ((t.out32(0x10) >> 21) & 7, 1u) << "QUERY_CQ shows cqe_sz 1";
+}
+
+// ibv_resize_cq: MODIFY_CQ op_mod 1 with the new size and buffer. A RESIZE CQE (opcode 5) takes the
+// next slot of the old ring, the CQEs after it go to the new ring at the counter values that
+// follow; refused while the old ring has no room for it or the new one too few slots.
+TEST_F(CqTest, ResizeLeavesAResizeCqeInTheOldRingAndGoesOnInTheNewOne) {
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_EQ(cqe(), CqeResult::kWritten);  // unpolled (CI 0)
+  const uint64_t new_ring = t.page();
+  auto resize = [&](uint32_t log_size) {
+    auto in = t.cq_input(log_size, uar, comp_eqn, dbr, {new_ring});
+    store_be32(&in[8], cqn);
+    store_be32(&in[0x0c], 1u << 0);  // resize_field_select: log_cq_size
+    return t.run(0x403, in, 16, 1);
+  };
+  EXPECT_EQ(resize(1), kBadParameter) << "2 slots for 3 unpolled CQEs";
+  ASSERT_EQ(resize(4), kOk);
+  auto r = t.read(ring + 3 * 64, 64);
+  EXPECT_EQ(r[cqe::kOpOwn], uint8_t(cqe::kResize << 4)) << "RESIZE CQE at counter 3, owner 0";
+  ASSERT_EQ(cqe(), CqeResult::kWritten);
+  auto next = t.read(new_ring + 4 * 64, 64);
+  EXPECT_EQ(next[cqe::kOpOwn], uint8_t(cqe::kRespSend << 4)) << "counter 4 in the 16-slot ring";
+  EXPECT_EQ(t.read(ring + 4 * 64, 64)[cqe::kOpOwn], 0) << "nothing more in the old ring";
+  ASSERT_EQ(t.run(0x402, with_number(cqn), 0x110), kOk);
+  EXPECT_EQ((t.out32(0x10 + 0x0c) >> 24) & 0x1f, 4u) << "QUERY_CQ shows the new size";
+  // A full old ring has no room for the RESIZE CQE.
+  const uint64_t ring3 = t.page(), dbr3 = t.page();
+  const uint32_t cq3 = t.create_cq(kCqLog, uar, comp_eqn, dbr3, {ring3});
+  for (uint32_t i = 0; i < 8; ++i) write_cqe(t.f, cq3, nullptr);
+  auto in = t.cq_input(4, uar, comp_eqn, dbr3, {t.page()});
+  store_be32(&in[8], cq3);
+  store_be32(&in[0x0c], 1u << 0);
+  EXPECT_EQ(t.run(0x403, in, 16, 1), kBadResourceState);
 }
 
 TEST_F(CqTest, ResetClearsEverything) {
