@@ -112,7 +112,7 @@ struct Cqe {
   uint32_t byte_cnt = 0;
   uint32_t imm = 0;                    // imm_inval_pkey as a BE32
   uint16_t wqe_counter = 0;
-  uint32_t srqn = 0;                   // srqn_uidx [23:0] (receives through an SRQ)
+  uint32_t user_index = 0;             // srqn_uidx [23:0]: the QP's (or XRC SRQ's) user index (cqe_version 1)
   uint32_t flags_rqpn = 0;             // datagrams: [29:28] GRH, [25:24] RoCE L3 header type, [23:0] source QP
 };
 
@@ -127,6 +127,7 @@ struct Mr {
 
 struct Qp {
   uint32_t qpn = 0, pd = 0;
+  uint32_t user_index = 0;  // qpc.user_index, as libmlx5 gives each QP one (its CQEs carry it)
   uint8_t service = qp_st::kRc;
   Cq* scq = nullptr;
   Cq* rcq = nullptr;
@@ -151,6 +152,7 @@ struct QueueSizes {
 // slot i -> i + 1; the device takes them from the head and follows the links.
 struct Srq {
   uint32_t srqn = 0, log_size = 4, log_stride = 3;  // 16 x 128-byte WQEs: next segment + 7 SGEs
+  uint32_t user_index = 0;  // XRC SRQs: xrc_srqc.user_index (the CQEs of what lands in it carry it)
   uint64_t buffer = 0, dbr = 0;
   uint32_t posted = 0;  // WQEs posted (the doorbell record counter)
   uint32_t stride() const { return 16u << log_stride; }
@@ -338,7 +340,7 @@ struct RdmaNode : HostFunction {
     c.imm = load_be32(&e[0x24]);
     c.wqe_counter = load_be16(&e[0x3c]);
     c.flags_rqpn = load_be32(&e[0x18]);
-    c.srqn = load_be32(&e[0x20]) & 0xffffff;
+    c.user_index = load_be32(&e[0x20]) & 0xffffff;
     ++cq.ci;
     put32(cq.dbr, cq.ci & 0xffffff);
     return c;
@@ -421,6 +423,7 @@ struct RdmaNode : HostFunction {
   Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr,
                 uint32_t xrcd = 0, QueueSizes sizes = {}) {
     Qp& qp = qps.emplace_back();
+    qp.user_index = 0x100 + uint32_t(qps.size());
     qp.service = service;
     qp.log_sq_size = sizes.log_sq_size;
     qp.log_rq_size = sizes.log_rq_size;
@@ -442,6 +445,7 @@ struct RdmaNode : HostFunction {
     set(qpc, Field{0x08, 22, 19}, qp.log_rq_size);
     set(qpc, Field{0x08, 18, 16}, qp.log_rq_stride);
     set(qpc, Field{0x08, 14, 11}, qp.log_sq_size);
+    set(qpc, Field{0x10, 23, 0}, qp.user_index);
     set(qpc, Field{0x0c, 23, 0}, uar);
     set(qpc, Field{0x7c, 23, 0}, scq.cqn);
     set(qpc, Field{0x9c, 23, 0}, rcq.cqn);
@@ -697,6 +701,10 @@ struct RdmaNode : HostFunction {
     if (cq != nullptr) store_be32(&in[0x18], cq->cqn);
     store_be32(&in[0x28], pd_number != 0 ? pd_number : pd);
     store_be64(&in[0x38], srq.dbr);
+    if (xrcd != 0) {
+      srq.user_index = 0x800 + uint32_t(srqs.size());
+      store_be32(&in[0x10 + 0x10], srq.user_index);  // xrc_srqc.user_index
+    }
     put_pas(in, 0x110, {srq.buffer});
     check((run(xrcd != 0 ? 0x705 : 0x700, in)) == (0), "run(xrcd != 0 ? 0x705 : 0x700, in) == 0");
     srq.srqn = object();

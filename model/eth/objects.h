@@ -50,6 +50,10 @@ struct WorkQueueRing {
   uint64_t bytes() const { return uint64_t(entries()) << log_stride; }
 };
 
+// sqc/rqc.user_index: what the queue's CQEs name it by (cqe_version 1; a raw packet QP's SQ and RQ
+// carry libmlx5's uidx of the QP, mlx5e leaves it 0).
+inline constexpr Field kWqUserIndex{0x04, 23, 0};
+
 struct EthSendQueue {
   std::array<uint8_t, 0xf0> context{};  // sqc as created/modified (QUERY_SQ), state kept current
   WqState state = WqState::kReset;

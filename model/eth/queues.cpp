@@ -267,6 +267,7 @@ void EthQueues::write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index,
   const CqeResult result = write_cqe(
       f_, sq.cqn,
       [&](std::span<uint8_t> c) {
+        store_be32(&c[cqe::kSrqnUserIndex], get(sq.context, kWqUserIndex));
         store_be32(&c[cqe::kSopDropQpn], (uint32_t(opcode) << 24) | (sqn & 0xffffff));
         store_be16(&c[cqe::kWqeCounter], wqe_index);
         if (error) c[cqe::kErrSyndrome] = syndrome;
@@ -519,6 +520,7 @@ bool EthQueues::scatter(Arrival& a) {
 bool EthQueues::fail_receive(Arrival& a, uint8_t syndrome) {
   EthReceiveQueue* rq = a.rq;
   write_cqe(f_, rq->cqn, [&](std::span<uint8_t> c) {
+    store_be32(&c[cqe::kSrqnUserIndex], get(rq->context, kWqUserIndex));
     store_be32(&c[cqe::kSopDropQpn], a.rqn & 0xffffff);
     store_be16(&c[cqe::kWqeCounter], a.index);
     c[cqe::kErrSyndrome] = syndrome;
@@ -556,6 +558,7 @@ bool EthQueues::complete_receive(Arrival& a) {
     c[cqe_eth::kL4L3HdrType] = types;
     if (a.stripped) store_be16(&c[cqe_eth::kVlanInfo], parsed.vlan_tci);
     store_be32(&c[cqe::kByteCount], uint32_t(bytes.size()));
+    store_be32(&c[cqe::kSrqnUserIndex], get(a.rq->context, kWqUserIndex));
     store_be32(&c[cqe::kSopDropQpn], a.rqn & 0xffffff);
     store_be16(&c[cqe::kWqeCounter], a.index);
     c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);

@@ -149,7 +149,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kPortType, 1},                     // Ethernet
     {gen::kNumPorts, kNumPorts},
     {gen::kLogMaxMsg, 30},
-    {gen::kCqeVersion, 0},
+    {gen::kCqeVersion, 1},                   // CQEs name their QP by its user index
     {gen::kStridingRq, 0},                   // mlx5e uses the legacy cyclic RQ
     {gen::kUmrModifyEntitySizeDisabled, 1},  // user MRs by CREATE_MKEY + MTT, no mkey cache
     {gen::kCmdifChecksum, 0},

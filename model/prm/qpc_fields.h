@@ -21,6 +21,7 @@ inline constexpr Field kNoSq{0x08, 15, 15};
 inline constexpr Field kLogSqSize{0x08, 14, 11};
 inline constexpr Field kCounterSetId{0x0c, 31, 24};  // queue counter set (objects/queue_counters.h)
 inline constexpr Field kUarPage{0x0c, 23, 0};
+inline constexpr Field kUserIndex{0x10, 23, 0};     // cqe_version 1: what the QP's CQEs name it by
 inline constexpr Field kLogPageSize{0x14, 28, 24};
 inline constexpr Field kRemoteQpn{0x14, 23, 0};
 inline constexpr Field kPkeyIndex{0x18, 15, 0};      // ads.pkey_index

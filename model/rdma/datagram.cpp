@@ -142,7 +142,7 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
   uint64_t total = 0;
   if (translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
     ++counters_.local_protection_errors;
-    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalProtection, true, target.srqn);
+    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalProtection, true, target.user_index);
     enter_error(qpn, qp);  // a bad receive WQE is the local side's fault: the QP stops (IBA 10.7.3.1)
     return;
   }
@@ -151,13 +151,13 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
     // Too long for the buffer: this WQE completes in error; the QP stays up, as another sender's
     // datagram must not take it down (IBA class D, as Soft-RoCE does).
     ++counters_.datagrams_too_long;
-    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalLength, true, target.srqn);
+    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalLength, true, target.user_index);
     return;
   }
   if (f_.memory == nullptr || !write_chunks(*f_.memory, chunks, 0, grh) ||
       (!packet.payload.empty() && !write_chunks(*f_.memory, chunks, kGrhBytes, packet.payload))) {
     ++counters_.dma_faults;
-    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalProtection, true, target.srqn);
+    error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalProtection, true, target.user_index);
     enter_error(qpn, qp);
     return;
   }
@@ -171,7 +171,7 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
                    kCqeGrhPresent | (ipv6 ? kCqeRoceIpv6 : kCqeRoceIpv4) | (packet.deth.src_qp & 0xffffff));
         if (with_imm) store_be32(&cqe[cqe::kImmediate], packet.immediate);
         store_be32(&cqe[cqe::kByteCount], uint32_t(bytes));
-        if (target.srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], target.srqn & 0xffffff);
+        store_be32(&cqe[cqe::kSrqnUserIndex], target.user_index & 0xffffff);
         store_be32(&cqe[cqe::kSopDropQpn], qpn & 0xffffff);
         store_be16(&cqe[cqe::kWqeCounter], index);
         cqe[cqe::kOpOwn] = uint8_t((with_imm ? cqe::kRespSendImm : cqe::kRespSend) << 4);

@@ -152,7 +152,7 @@ RdmaTiming RdmaTiming::from_preset(const TimingPreset& preset) {
 }
 
 void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syn,
-                           bool responder, uint32_t srqn) {
+                           bool responder, uint32_t user_index) {
   ++counters_.error_cqes;
   count_error_cqe(qpn, syn, responder);
   write_cqe(
@@ -161,8 +161,8 @@ void RdmaEngine::error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t 
         cqe[cqe::kErrSyndrome] = syn;
         cqe[cqe::kVendorErrSyndrome] = syn == syndrome::kWrFlushed ? 0xf9 : 0x00;
         store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(opcode) << 24) | (qpn & 0xffffff));
-        // libmlx5 frees a receive WQE in the SRQ this names, or else in the QP's own RQ.
-        if (srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], srqn & 0xffffff);
+        // libmlx5 finds the QP (or XRC SRQ) whose WQE this was by its user index.
+        store_be32(&cqe[cqe::kSrqnUserIndex], user_index & 0xffffff);
         store_be16(&cqe[cqe::kWqeCounter], wqe_index);
         cqe[cqe::kOpOwn] = uint8_t((responder ? cqe::kResponderError : cqe::kRequesterError) << 4);
       },
@@ -203,9 +203,10 @@ void RdmaEngine::count_error_cqe(uint32_t qpn, uint8_t syn, bool responder) {
 RdmaEngine::ReceiveTarget RdmaEngine::receive_target(const QueuePair& qp) {
   if (qp.st == qp_st::kXrc) {
     const SharedReceiveQueue* srq = f_.resources.srqs.find(qp.rc.resp.xrc_srqn);
-    return {srq != nullptr ? srq->cqn : qp.cqn_rcv, qp.rc.resp.xrc_srqn};
+    if (srq == nullptr) return {qp.cqn_rcv, qp.rc.resp.xrc_srqn, user_index_of(qp)};
+    return {srq->cqn, qp.rc.resp.xrc_srqn, xrc_srq_user_index(*srq, qp.rc.resp.xrc_srqn)};
   }
-  return {qp.cqn_rcv, qp.rq_type == rq_type::kSrq ? qp.srqn : 0};
+  return {qp.cqn_rcv, qp.rq_type == rq_type::kSrq ? qp.srqn : 0, user_index_of(qp)};
 }
 
 uint32_t RdmaEngine::responder_pd(const QueuePair& qp) {
@@ -237,10 +238,10 @@ void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe
                               [&](const SendMessage& m) { return m.wqe.wqe_index == index; });
   for (auto it = req.outstanding.begin(); it != failing; ++it) {
     ++counters_.flushed_wqes;
-    error_cqe(qp.cqn_snd, qpn, it->wqe.opcode, it->wqe.wqe_index, syndrome::kWrFlushed, false);
+    error_cqe(qp.cqn_snd, qpn, it->wqe.opcode, it->wqe.wqe_index, syndrome::kWrFlushed, false, user_index_of(qp));
   }
   req.outstanding.erase(req.outstanding.begin(), failing == req.outstanding.end() ? failing : std::next(failing));
-  error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false);
+  error_cqe(qp.cqn_snd, qpn, opcode, index, syn, false, user_index_of(qp));
   if (reliable_connected(qp.st))
     enter_error(qpn, qp);
   else
@@ -253,7 +254,7 @@ void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool 
   if (syn == syndrome::kRemoteAccess) count(qp, q_counter::kRespRemoteAccessErrors);
   if (consumed_wqe && resp.have_wqe) {
     const ReceiveTarget target = receive_target(qp);
-    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syn, true, target.srqn);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syn, true, target.user_index);
   }
   resp.have_wqe = false;
   resp.incoming = RcResponder::Incoming::kNone;
@@ -289,7 +290,7 @@ void RdmaEngine::qp_moved_to_error(uint32_t qpn) {
   if (resp.have_wqe) {
     ++counters_.flushed_wqes;
     const ReceiveTarget target = receive_target(*qp);
-    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true, target.srqn);
+    error_cqe(target.cqn, qpn, 0, resp.wqe_index, syndrome::kWrFlushed, true, target.user_index);
   }
   resp.have_wqe = false;
   resp.incoming = RcResponder::Incoming::kNone;
@@ -303,7 +304,7 @@ void RdmaEngine::flush_send_queue(uint32_t qpn, QueuePair& qp) {
   // Everything still outstanding or posted completes with "flushed" (one CQE per WQE).
   for (const SendMessage& message : req.outstanding) {
     ++counters_.flushed_wqes;
-    error_cqe(qp.cqn_snd, qpn, message.wqe.opcode, message.wqe.wqe_index, syndrome::kWrFlushed, false);
+    error_cqe(qp.cqn_snd, qpn, message.wqe.opcode, message.wqe.wqe_index, syndrome::kWrFlushed, false, user_index_of(qp));
   }
   req.outstanding.clear();
   process_sq(qpn, qp);  // WQEs posted but not fetched yet
@@ -317,7 +318,7 @@ void RdmaEngine::flush(uint32_t qpn, QueuePair& qp) {
       while (((producer - qp.rq_consumer) & kCounterMask16) != 0 &&
              ((producer - qp.rq_consumer) & kCounterMask16) <= (1u << qp.log_rq_size)) {
         ++counters_.flushed_wqes;
-        error_cqe(qp.cqn_rcv, qpn, 0, uint16_t(qp.rq_consumer), syndrome::kWrFlushed, true);
+        error_cqe(qp.cqn_rcv, qpn, 0, uint16_t(qp.rq_consumer), syndrome::kWrFlushed, true, user_index_of(qp));
         qp.rq_consumer = (qp.rq_consumer + 1) & kCounterMask16;
       }
     }

@@ -228,15 +228,18 @@ class RdmaEngine {
   void flush(uint32_t qpn, QueuePair& qp);             // of a QP in ERR: outstanding and posted WQEs
   void flush_send_queue(uint32_t qpn, QueuePair& qp);
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);
+  // user_index: what the CQE names its QP (or XRC SRQ) by (user_index_of, ReceiveTarget::user_index).
   void error_cqe(uint32_t cqn, uint32_t qpn, uint8_t opcode, uint16_t wqe_index, uint8_t syndrome, bool responder,
-                 uint32_t srqn = 0);
+                 uint32_t user_index);
   // Queue counters (objects/queue_counters.h): one more in the set the QP is bound to, if any.
   void count(const QueuePair& qp, uint32_t offset);
   void count_error_cqe(uint32_t qpn, uint8_t syndrome, bool responder);
   // Where a QP's receive completions go and the SRQ they name (0: none). An XRC target QP takes
   // both from the XRC SRQ its current request named.
+  // Where a receive completes: the CQ, the SRQ its WQE came from (0: the QP's own RQ) and the user
+  // index its CQE carries (cqe_version 1: the QP's, or an XRC SRQ's for what came through one).
   struct ReceiveTarget {
-    uint32_t cqn = 0, srqn = 0;
+    uint32_t cqn = 0, srqn = 0, user_index = 0;
   };
   ReceiveTarget receive_target(const QueuePair& qp);
   // XRC: the XRC SRQ a request's XRCETH names, when it is one of this QP's XRC domain.

@@ -54,10 +54,22 @@ inline bool is_atomic(uint8_t opcode) { return opcode == wqe_op::kAtomicCs || op
 inline uint64_t now_ps() { return pcie::model_time_ps(); }
 
 // The fields every requester CQE carries: send opcode and QPN, WQE counter, owner/opcode byte.
-inline void fill_requester_cqe(std::span<uint8_t> cqe, uint32_t qpn, uint8_t wqe_opcode, uint16_t wqe_index) {
+inline void fill_requester_cqe(std::span<uint8_t> cqe, uint32_t qpn, uint8_t wqe_opcode, uint16_t wqe_index,
+                               uint32_t user_index) {
+  store_be32(&cqe[cqe::kSrqnUserIndex], user_index & 0xffffff);
   store_be32(&cqe[cqe::kSopDropQpn], (uint32_t(wqe_opcode) << 24) | (qpn & 0xffffff));
   store_be16(&cqe[cqe::kWqeCounter], wqe_index);
   cqe[cqe::kOpOwn] = uint8_t(cqe::kRequester << 4);
+}
+// cqe_version 1 (the caps say so): a CQE names its QP by the user index the driver gave it at
+// CREATE_QP (libmlx5's uidx; the kernel's own QPs carry 0xffffff and are found by QPN).
+inline uint32_t user_index_of(const QueuePair& qp) { return get(qp.context, qpc::kUserIndex); }
+// A receive through an XRC SRQ names the SRQ: its xrc_srqc.user_index, or its number when
+// user_index_equal_xrc_srqn is set.
+inline uint32_t xrc_srq_user_index(const SharedReceiveQueue& srq, uint32_t srqn) {
+  constexpr Field kUserIndexEqualSrqn{0x10, 31, 31}, kSrqUserIndex{0x10, 23, 0};
+  if (srq.context.size() < 0x14) return srqn;
+  return get(srq.context, kUserIndexEqualSrqn) != 0 ? srqn : get(srq.context, kSrqUserIndex);
 }
 // Spends model time until time_ps (nothing when it has passed).
 inline void wait_until(uint64_t time_ps) {

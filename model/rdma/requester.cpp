@@ -391,7 +391,7 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   if (send_queue_stopped(qp)) {  // WQEs posted after the error are flushed one by one
     qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
     ++counters_.flushed_wqes;
-    error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
+    error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false, user_index_of(qp));
     return SqStep::kFlushed;
   }
   if (parsed != WqeError::kNone || wqe.wqebbs() > available) {
@@ -470,7 +470,7 @@ void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& m
   const uint64_t events_before = cq != nullptr ? cq->completion_events : 0;
   write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) {
     if (is_read(wqe.opcode) || is_atomic(wqe.opcode)) store_be32(&cqe[cqe::kByteCount], uint32_t(message.length));
-    fill_requester_cqe(cqe, qpn, wqe.opcode, wqe.wqe_index);
+    fill_requester_cqe(cqe, qpn, wqe.opcode, wqe.wqe_index, user_index_of(qp));
   });
   stamp(qpn, message, RdmaStage::kCqeWrite);
   if (cq != nullptr && cq->completion_events != events_before)  // an armed CQ raised its completion event

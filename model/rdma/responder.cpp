@@ -257,7 +257,7 @@ void RdmaEngine::ResponderPort::complete_receive(const transport::rc::ReceiveCom
       [&](std::span<uint8_t> cqe) {
         if (carries_word) store_be32(&cqe[cqe::kImmediate], done.immediate);
         store_be32(&cqe[cqe::kByteCount], done.bytes);
-        if (target.srqn != 0) store_be32(&cqe[cqe::kSrqnUserIndex], target.srqn & 0xffffff);
+        store_be32(&cqe[cqe::kSrqnUserIndex], target.user_index & 0xffffff);
         store_be32(&cqe[cqe::kSopDropQpn], qpn_ & 0xffffff);
         store_be16(&cqe[cqe::kWqeCounter], index);
         cqe[cqe::kOpOwn] = uint8_t(cqe_opcode << 4);

@@ -51,7 +51,7 @@ void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
     qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
     if (send_queue_stopped(qp)) {
       ++counters_.flushed_wqes;
-      error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false);
+      error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false, user_index_of(qp));
       continue;
     }
     ++counters_.umr_wqes;
@@ -66,7 +66,7 @@ void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
     SendWqe ctrl;
     if (!parse_ctrl_segment(bytes, ctrl) || !ctrl.signalled) continue;
     ++counters_.requester_cqes;
-    write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) { fill_requester_cqe(cqe, qpn, umr::kOpcode, wqe.wqe_index); });
+    write_cqe(f_, qp.cqn_snd, [&](std::span<uint8_t> cqe) { fill_requester_cqe(cqe, qpn, umr::kOpcode, wqe.wqe_index, user_index_of(qp)); });
   }
 }
 

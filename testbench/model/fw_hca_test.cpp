@@ -176,7 +176,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x34, 9, 8), 1u) << "port_type Ethernet";
     EXPECT_EQ(f.cap(0x34, 7, 0), 1u) << "num_ports";
     EXPECT_EQ(f.cap(0x38, 28, 24), 30u) << "log_max_msg";
-    EXPECT_EQ(f.cap(0x3c, 3, 0), 0u) << "cqe_version";
+    EXPECT_EQ(f.cap(0x3c, 3, 0), 1u) << "cqe_version: CQEs carry the user index";
     EXPECT_EQ(f.cap(0x40, 30, 30), 0u) << "striding_rq";
     EXPECT_EQ(f.cap(0x40, 24, 24), 1u) << "umr_modify_entity_size_disabled";
     EXPECT_EQ(f.cap(0x40, 15, 14), 0u) << "cmdif_checksum";

@@ -225,12 +225,15 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   ASSERT_EQ(recv.size(), 2u);
   expect_responder(recv[0], kCqeRespSend, w0, c2.b->qpn, 3000);
   expect_responder(recv[1], kCqeRespSend, w1, c1.b->qpn, 2000);
-  EXPECT_EQ(recv[0].srqn, srq.srqn);
-  EXPECT_EQ(recv[1].srqn, srq.srqn);
+  EXPECT_EQ(recv[0].user_index, c2.b->user_index) << "cqe_version 1: the QP's user index, not the SRQN";
+  EXPECT_EQ(recv[1].user_index, c1.b->user_index);
   EXPECT_EQ(b.get(dst, 0, 3000), a.get(src, 0, 3000));
   EXPECT_EQ(b.get(dst, 4096, 100), a.get(src, 100, 100)) << "first SGE of w1";
   EXPECT_EQ(b.get(dst, 8192, 1900), a.get(src, 200, 1900)) << "second SGE of w1";
-  EXPECT_EQ(a.drain(sa).size(), 2u);
+  const auto sent = a.drain(sa);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].user_index, c2.a->user_index) << "requester CQEs name their QP by user index too";
+  EXPECT_EQ(sent[1].user_index, c1.a->user_index);
   // The SRQ is empty now: RNR, then a WQE is posted and the retry lands in it.
   a.post_send(*c1.a, {.sges = {{src.va(0), 64, src.key}}});
   p.pump();
@@ -242,8 +245,8 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   ASSERT_EQ(recv.size(), 1u);
   expect_responder(recv[0], kCqeRespSend, w2, c1.b->qpn, 64);
   EXPECT_EQ(b.f.resources.srqs.find(srq.srqn)->consumed, 3u);
-  // An SRQ WQE with a bad lkey: the error CQE names the SRQ, as libmlx5 frees the WQE in the SRQ
-  // a receive CQE names (a QP with an SRQ has no RQ of its own to take it from).
+  // An SRQ WQE with a bad lkey: the error CQE names the QP by its user index; libmlx5 frees the WQE
+  // in that QP's SRQ (it has no RQ of its own to take it from).
   const uint16_t w3 = b.post_srq_recv(srq, {{dst.va(0), 64, dst.key ^ 0x100}});
   a.post_send(*c2.a, {.sges = {{src.va(0), 64, src.key}}});
   p.pump();
@@ -252,7 +255,7 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   EXPECT_EQ(recv[0].opcode, kCqeRespErr);
   EXPECT_EQ(recv[0].syndrome, kSynLocalProtection);
   EXPECT_EQ(recv[0].wqe_counter, w3);
-  EXPECT_EQ(recv[0].srqn, srq.srqn);
+  EXPECT_EQ(recv[0].user_index, c2.b->user_index);
 }
 
 TEST_F(RdmaTest, ZeroLengthSend) {

@@ -83,13 +83,13 @@ TEST_F(XrcTest, SendsLandInTheXrcSrqTheyName) {
   ASSERT_EQ(got1.size(), 1u);
   EXPECT_EQ(got1[0].opcode, kCqeRespSend);
   EXPECT_EQ(got1[0].wqe_counter, w1);
-  EXPECT_EQ(got1[0].srqn, s1.srqn);
+  EXPECT_EQ(got1[0].user_index, s1.user_index) << "a receive through an XRC SRQ names the SRQ";
   EXPECT_EQ(got1[0].qpn, tgt.qpn);
   EXPECT_EQ(got1[0].byte_cnt, 3000u);
   ASSERT_EQ(got2.size(), 1u);
   EXPECT_EQ(got2[0].opcode, kCqeRespSendImm);
   EXPECT_EQ(got2[0].wqe_counter, w2);
-  EXPECT_EQ(got2[0].srqn, s2.srqn);
+  EXPECT_EQ(got2[0].user_index, s2.user_index);
   EXPECT_EQ(got2[0].imm, 0x0badcafeu);
   EXPECT_TRUE(b.drain(b_qp_cq).empty()) << "the target QP's own CQ gets nothing";
   EXPECT_EQ(b.get(dst, 0, 3000), expected(0, 3000));
@@ -146,7 +146,7 @@ TEST_F(XrcTest, AReceiveErrorCompletesInTheSrqsCqNamingTheSrq) {
   EXPECT_EQ(got[0].opcode, kCqeRespErr);
   EXPECT_EQ(got[0].syndrome, kSynLocalProtection);
   EXPECT_EQ(got[0].wqe_counter, w);
-  EXPECT_EQ(got[0].srqn, s2.srqn);
+  EXPECT_EQ(got[0].user_index, s2.user_index);
   EXPECT_EQ(got[0].qpn, tgt.qpn);
   EXPECT_TRUE(b.drain(cq1).empty());
   EXPECT_TRUE(b.drain(b_qp_cq).empty());
