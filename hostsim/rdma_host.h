@@ -260,7 +260,7 @@ struct RdmaNode : HostFunction {
     eq_ring = page();
     for (uint32_t i = 0; i < (1u << kLogEqSize); ++i) *memory.at(eq_ring + 64 * i + 0x3f) = 1;  // owner: not yet written
     eqn = create_eq(kLogEqSize, uar, 0, 0, {eq_ring});
-    doorbells.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
+    doorbells.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data, uint64_t) {
       engine.doorbell(data);
     });
     enable_roce();

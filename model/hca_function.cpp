@@ -23,8 +23,9 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
       }) {
   context_.bar0_size = bar0_size;
   bar0.register_b_transport(this, &HcaFunction::b_transport);
-  doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data) {
-    if (!eth_.doorbell(data) && !rdma_.doorbell(data, doorbell_arrival_ps_)) ++unclaimed_sq_doorbells_;
+  doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data,
+                                uint64_t written_ps) {
+    if (!eth_.doorbell(data) && !rdma_.doorbell(data, written_ps)) ++unclaimed_sq_doorbells_;
   });
   rdma_.set_timer_hook([this](const TimerDeadline& deadline) {
     if (deadline.wall) wall_timer_.arm(*deadline.wall);
@@ -213,8 +214,7 @@ void HcaFunction::run_item(WorkItem& item) {
       run_commands();
       break;
     case WorkKind::kDoorbell:
-      doorbell_arrival_ps_ = pcie::to_ps(item.not_before);
-      doorbells_.write(context_, item.offset, item.data);
+      doorbells_.write(context_, item.offset, item.data, pcie::to_ps(item.not_before));
       break;
     case WorkKind::kFrame:
       deliver_frame(item);

@@ -134,7 +134,6 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   uint64_t now_ticks() const;
   void paced_due();  // SC_METHOD: held resumptions whose time has come join the queue
 
-  uint64_t doorbell_arrival_ps_ = 0;  // of the doorbell item being decoded
   uint64_t bar0_size_;
   HcaTiming timing_;
   InitSegment init_segment_;

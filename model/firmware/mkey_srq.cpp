@@ -167,13 +167,8 @@ void create_srq_common(CommandCall& call, const SrqRequest& req) {
   XrcDomain* xrcd = nullptr;
   if ((req.xrcd != 0 || req.kind == SrqKind::kXrcSrq) && (xrcd = lookup(call, r.xrcds, req.xrcd, kCheckXrcd)) == nullptr)
     return;
-  const uint32_t log_page_size = PageList::kMinLogPageSize + req.log_page_size;
-  if (log_page_size > PageList::kMaxLogPageSize) {
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckPas + uint16_t(PageListError::kPageSize)));
-    return;
-  }
-  auto buffer = page_list(call, kPas, log_page_size, quantized_offset(req.page_offset, log_page_size),
-                          (uint64_t(1) << req.log_size) << (4 + req.log_stride));
+  auto buffer = queue_buffer(call, kPas, req.log_page_size, req.page_offset,
+                             (uint64_t(1) << req.log_size) << (4 + req.log_stride));
   if (!buffer) return;
   SharedReceiveQueue srq;
   srq.kind = req.kind;

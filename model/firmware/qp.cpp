@@ -208,12 +208,7 @@ void create_qp(CommandCall& call) {
   qp.sq_offset = qp.rq_bytes();
   const uint64_t size = qp.rq_bytes() + qp.sq_bytes();
   if (size != 0) {
-    const uint32_t log_page_size = PageList::kMinLogPageSize + get(ctx, qpc::kLogPageSize);
-    if (log_page_size > PageList::kMaxLogPageSize) {
-      call.fail(CommandStatus::kBadParameter, syndrome(kCreateQp, kCheckPas + uint16_t(PageListError::kPageSize)));
-      return;
-    }
-    auto buffer = page_list(call, kPas, log_page_size, quantized_offset(get(ctx, qpc::kPageOffset), log_page_size), size);
+    auto buffer = queue_buffer(call, kPas, get(ctx, qpc::kLogPageSize), get(ctx, qpc::kPageOffset), size);
     if (!buffer) return;
     qp.buffer = std::move(*buffer);
   }

@@ -89,6 +89,19 @@ inline uint64_t quantized_offset(uint32_t page_offset, uint32_t log_page_size) {
   return uint64_t(page_offset) << (log_page_size - 6);
 }
 
+// A queue's buffer as its context describes it (EQ, CQ, SRQ, QP): log_page_size relative to
+// PageList's smallest page, page_offset in page_size / 64 units, the PAS from `pas_offset`. A page
+// size past the largest fails the command with the PAS syndrome for it.
+inline std::optional<PageList> queue_buffer(CommandCall& call, uint32_t pas_offset, uint32_t context_log_page_size,
+                                            uint32_t page_offset, uint64_t size) {
+  const uint32_t log_page_size = PageList::kMinLogPageSize + context_log_page_size;
+  if (log_page_size > PageList::kMaxLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckPas + uint16_t(PageListError::kPageSize)));
+    return std::nullopt;
+  }
+  return page_list(call, pas_offset, log_page_size, quantized_offset(page_offset, log_page_size), size);
+}
+
 inline bool check_dbr(CommandCall& call, uint64_t dbr_addr) {
   if ((dbr_addr & 0x7) == 0) return true;
   call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckDbr));

@@ -54,6 +54,7 @@ constexpr Field kModifyCqSelect{0x0c, 31, 0};
 constexpr uint32_t kModifyPeriod = 1u << 0, kModifyCount = 1u << 1;
 constexpr uint32_t kResizeLogSize = 1u << 0, kResizePageOffset = 1u << 1, kResizePageSize = 1u << 2;
 enum CqeSize : uint32_t { kCqe64 = 0, kCqe128 = 1 };  // cqc.cqe_sz (2, 128 padded, is not offered)
+constexpr uint32_t log_cqe_stride(uint32_t cqe_size) { return cqe_size == kCqe128 ? 7 : 6; }
 enum ModifyCqOpMod : uint16_t { kModifyCqModerate = 0, kModifyCqResize = 1 };
 
 // --- UAR ---
@@ -141,13 +142,8 @@ void create_eq(CommandCall& call) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateEq, kCheckVector));
     return;
   }
-  const uint32_t log_page_size = PageList::kMinLogPageSize + get(ctx, eqc::kLogPageSize);
-  if (log_page_size > PageList::kMaxLogPageSize) {
-    call.fail(CommandStatus::kBadParameter, syndrome(kCreateEq, kCheckPas + uint16_t(PageListError::kPageSize)));
-    return;
-  }
-  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(get(ctx, eqc::kPageOffset), log_page_size),
-                        uint64_t(eqe::kSize) << eq.log_size);
+  auto ring = queue_buffer(call, kQueuePas, get(ctx, eqc::kLogPageSize), get(ctx, eqc::kPageOffset),
+                           uint64_t(eqe::kSize) << eq.log_size);
   if (!ring) return;
   eq.ring = std::move(*ring);
   for (uint32_t i = 0; i < eq.event_mask.size(); ++i) eq.event_mask[i] = get64(call.in(), kEventBitmask + 8 * i);
@@ -204,19 +200,13 @@ void create_cq(CommandCall& call) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckParameter));
     return;
   }
-  cq.log_stride = get(ctx, cqc::kCqeSize) == kCqe128 ? 7 : 6;
+  cq.log_stride = log_cqe_stride(get(ctx, cqc::kCqeSize));
   if (!check_log_size(call, cq.log_size, r.limits.log_max_cq_sz) || !check_uar(call, cq.uar_page) ||
       !check_dbr(call, cq.dbr_addr))
     return;
   EventQueue* eq = lookup(call, r.eqs, cq.eqn, kCheckEq);
   if (eq == nullptr) return;
-  const uint32_t log_page_size = PageList::kMinLogPageSize + get(ctx, cqc::kLogPageSize);
-  if (log_page_size > PageList::kMaxLogPageSize) {
-    call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckPas + uint16_t(PageListError::kPageSize)));
-    return;
-  }
-  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(get(ctx, cqc::kPageOffset), log_page_size),
-                        cq.ring_bytes());
+  auto ring = queue_buffer(call, kQueuePas, get(ctx, cqc::kLogPageSize), get(ctx, cqc::kPageOffset), cq.ring_bytes());
   if (!ring) return;
   cq.ring = std::move(*ring);
   std::copy(ctx.begin(), ctx.end(), cq.context.begin());
@@ -260,22 +250,16 @@ void resize_cq_command(CommandCall& call, CompletionQueue& cq) {
     return;
   }
   if (!check_log_size(call, log_size, f.resources.limits.log_max_cq_sz)) return;
-  const uint32_t log_stride = cqe_size == kCqe128 ? 7 : 6;
-  const uint32_t log_page_size =
-      PageList::kMinLogPageSize + ((select & kResizePageSize) != 0 ? get(ctx, cqc::kLogPageSize) : 0);
-  if (log_page_size > PageList::kMaxLogPageSize) {
-    call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckPas + uint16_t(PageListError::kPageSize)));
-    return;
-  }
+  const uint32_t log_stride = log_cqe_stride(cqe_size);
+  const uint32_t cqc_log_page_size = (select & kResizePageSize) != 0 ? get(ctx, cqc::kLogPageSize) : 0;
   const uint32_t offset = (select & kResizePageOffset) != 0 ? get(ctx, cqc::kPageOffset) : 0;
-  auto ring = page_list(call, kQueuePas, log_page_size, quantized_offset(offset, log_page_size),
-                        uint64_t(1) << (log_size + log_stride));
+  auto ring = queue_buffer(call, kQueuePas, cqc_log_page_size, offset, uint64_t(1) << (log_size + log_stride));
   if (!ring) return;
   switch (resize_cq(f, cq, std::move(*ring), log_size, log_stride)) {
     case CqResizeResult::kDone:
       set(cq.context, cqc::kLogCqSize, log_size);
       set(cq.context, cqc::kCqeSize, cqe_size);
-      set(cq.context, cqc::kLogPageSize, log_page_size - PageList::kMinLogPageSize);
+      set(cq.context, cqc::kLogPageSize, cqc_log_page_size);
       set(cq.context, cqc::kPageOffset, offset);
       return;
     case CqResizeResult::kNoRoom:  // the old ring is full: no room for the RESIZE CQE

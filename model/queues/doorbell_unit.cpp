@@ -24,7 +24,7 @@ void DoorbellUnit::cq_doorbell(FunctionContext& f, uint32_t high, uint32_t low) 
   ++counters_.cq_doorbells;
 }
 
-void DoorbellUnit::write(FunctionContext& f, uint64_t bar_offset, std::span<const uint8_t> data) {
+void DoorbellUnit::write(FunctionContext& f, uint64_t bar_offset, std::span<const uint8_t> data, uint64_t written_ps) {
   ++counters_.writes;
   const uint64_t index = bar_offset / kUarPageSize;
   const uint32_t offset = uint32_t(bar_offset % kUarPageSize);
@@ -35,7 +35,7 @@ void DoorbellUnit::write(FunctionContext& f, uint64_t bar_offset, std::span<cons
   const uint32_t uar_index = uint32_t(index);
   if (offset >= uar::kBlueFlame) {
     ++counters_.sq_doorbells;
-    if (sq_hook_) sq_hook_(f, uar_index, offset, data);
+    if (sq_hook_) sq_hook_(f, uar_index, offset, data, written_ps);
     return;
   }
   switch (offset) {

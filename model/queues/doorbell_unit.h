@@ -39,13 +39,14 @@ struct DoorbellCounters {
 
 class DoorbellUnit {
  public:
-  // SQ/BlueFlame doorbell: UAR index, offset inside the page (>= 0x800) and the bytes written
-  // (8 for a plain doorbell: ctrl segment dword0/dword1, QPN/SQN = dword1 >> 8).
+  // SQ/BlueFlame doorbell: UAR index, offset inside the page (>= 0x800), the bytes written (8 for
+  // a plain doorbell: ctrl segment dword0/dword1, QPN/SQN = dword1 >> 8) and when they were.
   using SqHook = std::function<void(FunctionContext&, uint32_t uar_index, uint32_t page_offset,
-                                    std::span<const uint8_t> data)>;
+                                    std::span<const uint8_t> data, uint64_t written_ps)>;
 
-  // `bar_offset` is the BAR0 offset of the write (past the init segment).
-  void write(FunctionContext& f, uint64_t bar_offset, std::span<const uint8_t> data);
+  // `bar_offset` is the BAR0 offset of the write (past the init segment), `written_ps` its model
+  // time (0: now), which the SQ hook gets.
+  void write(FunctionContext& f, uint64_t bar_offset, std::span<const uint8_t> data, uint64_t written_ps = 0);
 
   void set_sq_hook(SqHook hook) { sq_hook_ = std::move(hook); }
   void reset() { cq_high_.clear(); }

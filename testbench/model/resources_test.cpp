@@ -326,7 +326,7 @@ TEST_F(CqTest, SplitDoorbellAndBadDoorbells) {
   EXPECT_EQ(unit.counters().malformed, 3u);
   EXPECT_EQ(unit.counters().cq_doorbells, 1u);
   uint32_t hooked = 0;
-  unit.set_sq_hook([&](FunctionContext&, uint32_t u, uint32_t off, std::span<const uint8_t> d) {
+  unit.set_sq_hook([&](FunctionContext&, uint32_t u, uint32_t off, std::span<const uint8_t> d, uint64_t) {
     EXPECT_EQ(u, uar);
     EXPECT_EQ(off, 0x800u);
     EXPECT_EQ(d.size(), 8u);
