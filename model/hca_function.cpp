@@ -87,16 +87,16 @@ void HcaFunction::function_reset() {
     firmware_.reset();
 }
 
-void HcaFunction::receive(std::span<const uint8_t> frame, bool loopback) {
+void HcaFunction::receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
   if (!active_) {
     ++counters_.rx_frames_dropped_inactive;
     return;
   }
-  if (loopback) ++counters_.rx_loopback_frames;
+  if (looped_from) ++counters_.rx_loopback_frames;
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
            .not_before = pcie::model_time() + timing_.wire_propagation,
-           .loopback = loopback});
+           .looped_from = looped_from});
 }
 
 void HcaFunction::resume_later(const SqResume& resume) {
@@ -129,12 +129,14 @@ bool HcaFunction::reread_queued(uint32_t qpn) {
 
 void HcaFunction::deliver_frame(const WorkItem& item) {
   if (!active_ || rdma_.receive(item.data, pcie::to_ps(item.not_before))) return;
-  // mlx5e sets self_lb_block on its TIRs (unicast and multicast): its own Ethernet frames never
-  // come back to it.
-  if (item.loopback)
-    ++counters_.rx_loopback_eth_blocked;
-  else
-    eth_.receive(item.data);
+  // The vport's local-loopback switches govern the function's own Ethernet frames (RoCE between
+  // its own QPs always loops back: the RDMA engine took those above).
+  if (item.looped_from) {
+    const bool group = !item.data.empty() && (item.data[0] & 0x01) != 0;
+    const VportState& v = context_.vport;
+    if (group ? v.disable_mc_local_lb : v.disable_uc_local_lb) return void(++counters_.rx_loopback_blocked);
+  }
+  eth_.receive(item.data, item.looped_from);
 }
 
 void HcaFunction::timer_fired() {

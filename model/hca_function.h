@@ -41,7 +41,7 @@ struct HcaFunctionCounters {
   uint64_t commands_while_detached = 0;
   uint64_t rx_frames_dropped_inactive = 0;
   uint64_t rx_loopback_frames = 0;
-  uint64_t rx_loopback_eth_blocked = 0;  // own non-RoCE frames: mlx5e blocks self-loopback on its TIRs
+  uint64_t rx_loopback_blocked = 0;      // own non-RoCE frames the vport's disable_*_local_lb stopped
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
 };
 
@@ -97,8 +97,9 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
     context_.unicast_owned_elsewhere = std::move(owned_elsewhere);
   }
   const RdmaCounters& rdma_counters() const { return rdma_.counters(); }
-  // `loopback`: the function's own frame, turned around inside the NIC (RoCE between its own QPs).
-  void receive(std::span<const uint8_t> frame, bool loopback = false);
+  // `looped_from`: the function's own frame, turned around inside the NIC (RoCE between its own QPs,
+  // raw packet QPs of two processes), sent by an SQ of that transport domain (0: none, RDMA).
+  void receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
   const EthCounters& eth_counters() const { return eth_.counters(); }
   uint64_t unclaimed_sq_doorbells() const { return unclaimed_sq_doorbells_; }
   uint16_t vhca_id() const { return context_.identity.vhca_id; }
@@ -117,7 +118,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
     uint64_t offset = 0;                 // doorbell: BAR0 offset
     std::vector<uint8_t> data{};         // doorbell bytes or the frame
     sc_core::sc_time not_before{};       // frames: arrival on this function's port; doorbells: their write
-    bool loopback = false;               // frames: sent by this function to itself
+    std::optional<uint32_t> looped_from{}; // frames: sent by this function to itself (sender's domain)
     SqResume sq{};                       // kSqResume: where the SQ stands
   };
 

@@ -120,7 +120,7 @@ class Wire : public sc_core::sc_module {
   Wire(sc_core::sc_module_name name, std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster,
        const fabric::Topology& topology, const ReplayOptions& o)
       : sc_module(name), hosts_(hosts), cluster_(cluster),
-        ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame) { forward(from, frame); }),
+        ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame, uint32_t) { forward(from, frame); }),
         network_(topology, macs(cluster), o.seed, std::max<uint64_t>(o.bin_ps, 1),
                  {.deliver = [this](uint32_t host, std::vector<uint8_t>& frame,
                                     uint64_t at) { hosts_[host]->frame(std::move(frame), sc_time(double(at), SC_PS)); },

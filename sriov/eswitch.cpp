@@ -20,7 +20,7 @@ uint16_t Eswitch::add_vport(const Mac& permanent_mac, Deliver deliver) {
   return uint16_t(vports_.size() - 1);
 }
 
-bool Eswitch::set_loopback(uint16_t vport, Deliver loopback) {
+bool Eswitch::set_loopback(uint16_t vport, Loopback loopback) {
   if (vport >= vports_.size()) return false;
   vports_[vport].loopback = std::move(loopback);
   return true;
@@ -55,7 +55,7 @@ void Eswitch::deliver(Vport& to, std::span<const uint8_t> frame) {
   if (to.deliver) to.deliver(frame);
 }
 
-void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
+void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t sender_td) {
   if (from >= vports_.size()) return void(++counters_.drop_bad_vport);
   Vport& sender = vports_[from];
   if (tap_) tap_(frame);
@@ -75,6 +75,10 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
     ++counters_.flooded;
     for (size_t i = 0; i < vports_.size(); ++i)
       if (i != from) deliver(vports_[i], frame);
+    if (sender.loopback) {
+      ++counters_.looped_back;
+      sender.loopback(frame, sender_td);
+    }
     return;
   }
   for (size_t i = 0; i < vports_.size(); ++i) {
@@ -82,7 +86,7 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame) {
     if (i == from) {
       if (!sender.loopback) return void(++counters_.drop_to_self);
       ++counters_.looped_back;
-      return sender.loopback(frame);
+      return sender.loopback(frame, sender_td);
     }
     ++counters_.forwarded;
     return deliver(vports_[i], frame);

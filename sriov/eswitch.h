@@ -33,19 +33,23 @@ struct EswitchCounters {
 class Eswitch {
  public:
   using Deliver = std::function<void(std::span<const uint8_t> frame)>;
+  // A vport's own frame coming back to it, with the transport domain the sender named (0: none).
+  using Loopback = std::function<void(std::span<const uint8_t> frame, uint32_t sender_td)>;
 
   // Adds a vport (PF first, then VF n = vport n + 1 by convention); returns its number.
   uint16_t add_vport(const Mac& permanent_mac, Deliver deliver);
-  // Where the vport's own unicast frames come back (its function's local loopback).
-  bool set_loopback(uint16_t vport, Deliver loopback);
+  // Where the vport's own frames come back (its function's local loopback): unicast to one of its
+  // addresses, and every broadcast and multicast it sends (the function filters by its loopback
+  // switches). Without it, own unicast is dropped and group frames reach only the other vports.
+  bool set_loopback(uint16_t vport, Loopback loopback);
   bool set_admin_up(uint16_t vport, bool up);
   bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
   // Source MAC spoof check (a VF's `spoofchk`, on for VFs by default): a frame whose source is not
   // the vport's permanent MAC is dropped and counted, so a VF cannot pose as another function.
   bool set_spoof_check(uint16_t vport, bool on);
 
-  // A frame sent by `vport` (its SQ engine's EthernetPort::transmit).
-  void transmit(uint16_t vport, std::span<const uint8_t> frame);
+  // A frame sent by `vport` (its SQ engine's EthernetPort::transmit), through a TIS of `sender_td`.
+  void transmit(uint16_t vport, std::span<const uint8_t> frame, uint32_t sender_td = 0);
   // Sees every frame a vport sends, before forwarding (the pcap tap).
   void set_tap(Deliver tap) { tap_ = std::move(tap); }
 
@@ -60,7 +64,7 @@ class Eswitch {
     bool up = true;
     bool spoof_check = false;
     Deliver deliver;
-    Deliver loopback;
+    Loopback loopback;
     VportCounters counters;
     bool owns(const Mac& mac) const;
   };

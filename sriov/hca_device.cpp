@@ -49,6 +49,9 @@ class HcaDevice::SwitchUplink : public transport::EthernetPort {
  public:
   SwitchUplink(HcaDevice& device, uint16_t vport) : device_(device), vport_(vport) {}
   void transmit(std::span<const uint8_t> frame) override { device_.ingress_->submit(vport_, frame, pcie::model_time()); }
+  void transmit_from_domain(std::span<const uint8_t> frame, uint32_t td) override {
+    device_.ingress_->submit(vport_, frame, pcie::model_time(), td);
+  }
 
  private:
   HcaDevice& device_;
@@ -60,7 +63,9 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
   const uint16_t vport = eswitch_.add_vport(identity.mac, [&port](std::span<const uint8_t> frame) {
     port.hca().receive(frame);
   });
-  eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame) { port.hca().receive(frame, true); });
+  eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame, uint32_t sender_td) {
+    port.hca().receive(frame, sender_td);
+  });
   if (identity.is_vf) eswitch_.set_spoof_check(vport, config_.vf_settings(uint16_t(identity.vhca_id - 1)).spoofchk);
   port.hca().set_unicast_owner_check([this, &port](const std::array<uint8_t, 6>& mac) { return owned_by_other(port, mac); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
@@ -91,9 +96,9 @@ void HcaDevice::sync_vports() {
 HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     : sc_module(name), config_(config), pf_function_config_(pf_function_config(config)) {
   config_.validate();
-  ingress_ = std::make_unique<SwitchIngress>("switch_ingress", [this](uint16_t vport, std::vector<uint8_t>& frame) {
+  ingress_ = std::make_unique<SwitchIngress>("switch_ingress", [this](uint16_t vport, std::vector<uint8_t>& frame, uint32_t sender_td) {
     sync_vports();
-    eswitch_.transmit(vport, frame);
+    eswitch_.transmit(vport, frame, sender_td);
   });
   pf_pci_ = std::make_unique<pcie::PciFunction>(pf_function_config_);
   if (config_.total_vfs > 0) {

@@ -17,12 +17,13 @@ namespace hcaemu::sriov {
 class SwitchIngress : public sc_core::sc_module {
  public:
   // The frame is the ingress's buffer: the receiver may take it (swap it out) instead of copying.
-  using Forward = std::function<void(uint16_t vport, std::vector<uint8_t>& frame)>;
+  using Forward = std::function<void(uint16_t vport, std::vector<uint8_t>& frame, uint32_t sender_td)>;
   SC_HAS_PROCESS(SwitchIngress);
   SwitchIngress(sc_core::sc_module_name name, Forward forward);
 
-  // A frame sent by `vport` at model time `at` (not before the kernel's time).
-  void submit(uint16_t vport, std::span<const uint8_t> frame, const sc_core::sc_time& at);
+  // A frame sent by `vport` at model time `at` (not before the kernel's time), through a TIS of
+  // transport domain `sender_td` (0: none).
+  void submit(uint16_t vport, std::span<const uint8_t> frame, const sc_core::sc_time& at, uint32_t sender_td = 0);
   size_t waiting() const { return queue_.size(); }
 
  private:
@@ -30,6 +31,7 @@ class SwitchIngress : public sc_core::sc_module {
     sc_core::sc_time at;
     uint64_t order;
     uint16_t vport;
+    uint32_t sender_td;
     std::vector<uint8_t> frame;
     bool operator>(const Pending& other) const { return at != other.at ? at > other.at : order > other.order; }
   };

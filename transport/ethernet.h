@@ -21,6 +21,9 @@ class EthernetPort {
   // The same, handing the buffer over: a port that keeps frames may take it and leave another
   // (of any content) in its place, sparing a copy. By default the frame is copied.
   virtual void transmit_buffer(std::vector<uint8_t>& frame) { transmit(frame); }
+  // A frame of an Ethernet SQ, sent through a TIS of transport domain `td` (never 0): when it comes
+  // back to its own function (local loopback), the receiving TIRs judge it by that domain.
+  virtual void transmit_from_domain(std::span<const uint8_t> frame, uint32_t /*td*/) { transmit(frame); }
 };
 
 }  // namespace hcaemu::transport
@@ -44,6 +47,8 @@ struct Parsed {
   uint32_t l4_length = 0;       // from the IP header, bounded by the frame
   uint8_t l4_protocol = 0;
   bool fragment = false;
+  bool truncated = false;       // the IP header claims more bytes than the frame holds (lengths
+                                // above are cut to the frame; steering still matches the headers)
 };
 
 Parsed parse(std::span<const uint8_t> frame);

@@ -72,7 +72,7 @@ uint32_t icrc_of_ip_packet(std::span<const uint8_t> ip) {
 
 uint32_t compute_icrc(std::span<const uint8_t> frame) {
   const ethernet::Parsed p = ethernet::parse(frame);
-  if (p.ip_version == 0) return 0;
+  if (p.ip_version == 0 || p.truncated) return 0;  // the ICRC is where the IP length says
   return icrc_of_ip_packet(frame.subspan(p.l3_offset, p.l3_length));
 }
 

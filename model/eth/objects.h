@@ -95,6 +95,9 @@ struct RqTable {
 
 enum class TirDispatch : uint8_t { kDirect = 0, kIndirect = 1 };
 
+// tirc.self_lb_block: bit 0 unicast, bit 1 multicast (judged on local loopback, eth/queues.cpp).
+inline constexpr Field kTirSelfLbBlock{0x24, 25, 24};
+
 struct TransportInterfaceReceive {
   std::array<uint8_t, 0xf0> context{};  // tirc (QUERY_TIR)
   TirDispatch dispatch = TirDispatch::kDirect;

@@ -159,7 +159,7 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
       if (port_ == nullptr) {
         ++counters_.tx_no_port;
       } else {
-        port_->transmit(frame);
+        port_->transmit_from_domain(frame, transport_domain(sq));
       }
       return Fault::kNone;
     }
@@ -183,7 +183,7 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
         if (port_ == nullptr)
           ++counters_.tx_no_port;
         else
-          port_->transmit(segment);
+          port_->transmit_from_domain(segment, transport_domain(sq));
       }
       ++counters_.tx_tso_wqes;
       return Fault::kNone;
@@ -333,9 +333,26 @@ void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
 
 // ---------------------------------------------------------------- RX
 
-void EthQueues::receive(std::span<const uint8_t> frame) {
-  const auto rqn = steer(frame);
+void EthQueues::receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
+  const auto rqn = steer(frame, looped_from);
   if (rqn) deliver(*rqn, frame);
+}
+
+uint32_t EthQueues::transport_domain(const EthSendQueue& sq) const {
+  const TransportInterfaceSend* tis = f_.eth.tises.find(sq.tisn);
+  return tis != nullptr ? tis->td : 0;
+}
+
+bool EthQueues::self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> frame,
+                                      std::optional<uint32_t> looped_from) const {
+  const TransportInterfaceReceive* tir = f_.eth.tirs.find(tirn);
+  if (!looped_from || tir == nullptr || tir->td != *looped_from) return true;
+  // tirc.self_lb_block: bit 0 unicast, bit 1 multicast. mlx5e clears both on its TIRs (it must not
+  // see its own frames) and sets them for its loopback self-test; mlx5_ib sets them for raw packet
+  // QPs created with ALLOW_SELF_LB: a set bit lets the domain's own frames in.
+  const uint32_t bits = get(tir->context, kTirSelfLbBlock);
+  const bool group = !frame.empty() && (frame[0] & 0x01) != 0;
+  return (bits & (group ? 0x2u : 0x1u)) != 0;
 }
 
 namespace {
@@ -376,7 +393,7 @@ std::optional<uint32_t> EthQueues::rq_of_tir(uint32_t tirn, std::span<const uint
   return rqt->rqns[flow_hash(frame, frame::parse(frame)) % rqt->rqns.size()];
 }
 
-std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
+std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
   const frame::Parsed parsed = frame::parse(frame);
   const auto key = frame::outer_match_key(frame, parsed);
   // The root NIC RX table, or the lowest-level one when none was set.
@@ -411,6 +428,10 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame) {
       for (const FlowDestination& d : entry.destinations) {
         log().trace("steer:   destination type {} id {:#x}", d.type, d.id);
         if (d.type == flow_dest::kTir) {
+          if (!self_loopback_allowed(d.id, frame, looped_from)) {
+            ++counters_.rx_self_loopback_blocked;
+            return std::nullopt;
+          }
           if (auto rqn = rq_of_tir(d.id, frame)) return rqn;
         } else if (d.type == flow_dest::kFlowTable && next == 0) {
           next = d.id;
@@ -545,7 +566,7 @@ bool EthQueues::complete_receive(Arrival& a) {
     if (frame::ipv4_header_ok(bytes, parsed)) flags |= cqe_eth::kL3Ok;
   } else if (parsed.ip_version == 6) {
     types |= cqe_eth::kL3Ipv6 << 2;
-    flags |= cqe_eth::kL3Ok;  // IPv6 has no header checksum
+    if (!parsed.truncated) flags |= cqe_eth::kL3Ok;  // IPv6 has no header checksum; its length must hold
   }
   if (parsed.l4_offset != 0) {
     types |= (parsed.l4_protocol == frame::kProtoTcp ? cqe_eth::kL4Tcp : cqe_eth::kL4Udp) << 4;

@@ -65,6 +65,7 @@ struct EthCounters {
   uint64_t rx_no_rq = 0, rx_rq_not_ready = 0, rx_unsupported_rq = 0, rx_no_wqe = 0, rx_too_big = 0;
   uint64_t rx_bad_lkey = 0, rx_dma_faults = 0, rx_dbr_faults = 0, rx_error_cqes = 0, rx_cqe_failures = 0;
   uint64_t rx_runt = 0;               // shorter than an Ethernet header
+  uint64_t rx_self_loopback_blocked = 0;  // own frames a TIR of the sending domain refused
 };
 
 class EthQueues {
@@ -82,10 +83,12 @@ class EthQueues {
   // Processes SQ `sqn` up to the producer counter in its doorbell record.
   void process_sq(uint32_t sqn);
 
-  // A frame for this function from the wire/eswitch: flow steering picks the RQ.
-  void receive(std::span<const uint8_t> frame);
+  // A frame for this function from the wire/eswitch: flow steering picks the RQ. `looped_from`: the
+  // frame is this function's own, sent by an SQ of that transport domain (0: none) and turned back
+  // inside the NIC; a TIR of the same domain takes it only where its self-loopback bits allow.
+  void receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
   // Steering alone: the RQ the NIC RX tables send `frame` to, nullopt when dropped or missed.
-  std::optional<uint32_t> steer(std::span<const uint8_t> frame);
+  std::optional<uint32_t> steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
   // Delivery to one RQ (no steering). False when the frame was dropped.
   bool deliver(uint32_t rqn, std::span<const uint8_t> frame);
 
@@ -117,6 +120,8 @@ class EthQueues {
   void write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, bool error, uint8_t syndrome,
                     bool solicited);
   std::optional<uint32_t> rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame);
+  bool self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) const;
+  uint32_t transport_domain(const EthSendQueue& sq) const;  // its TIS's, 0 without one
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;

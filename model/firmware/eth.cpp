@@ -469,7 +469,7 @@ void modify_tir(CommandCall& call) {
     set(tir->context, Field{0x24, 31, 28}, get(tirc, Field{0x24, 31, 28}));
     copy_bytes(0x28, 0x58);
   }
-  if (mask & kTirModifySelfLb) set(tir->context, Field{0x24, 25, 24}, get(tirc, Field{0x24, 25, 24}));
+  if (mask & kTirModifySelfLb) set(tir->context, kTirSelfLbBlock, get(tirc, kTirSelfLbBlock));
 }
 
 void destroy_tir(CommandCall& call) {

@@ -229,6 +229,8 @@ void modify_vport_state(CommandCall& call) {
 // Offsets inside nic_vport_context (at out+0x10 in QUERY, in+0x100 in MODIFY).
 namespace nvc {
 constexpr Field kMinWqeInlineMode{0x00, 26, 24};  // min_wqe_inline_mode
+constexpr Field kDisableMcLocalLb{0x00, 2, 2};    // disable_mc_local_lb
+constexpr Field kDisableUcLocalLb{0x00, 1, 1};    // disable_uc_local_lb
 constexpr Field kRoceEn{0x00, 0, 0};              // roce_en
 constexpr Field kArmChangeEvent{0x04, 31, 31};    // arm_change_event
 constexpr Field kEventOn{0x04, 4, 0};             // event_on_{mtu,promisc_change,vlan_change,mc,uc}
@@ -272,12 +274,13 @@ enum FieldSelect : uint32_t {
   kSelAffiliation = 1u << 13,
 };
 constexpr uint32_t kSelSupported = kSelRoceEn | kSelAddressesList | kSelPermanentAddress | kSelPromisc |
-                                   kSelChangeEvent | kSelMtu | kSelMinInline;
+                                   kSelChangeEvent | kSelMtu | kSelMinInline | kSelDisableMcLocalLb |
+                                   kSelDisableUcLocalLb;
 constexpr uint32_t kMaxInlineMode = 3;  // MLX5_INLINE_MODE_TCP_UDP
 
 enum NicVportCheck : uint16_t {
   kBadListType = 0x10,
-  kUnsupportedField = 0x11,  // guids, local-loopback, affiliation: manager-only or cap off
+  kUnsupportedField = 0x11,  // guids, affiliation: manager-only or cap off
   kPermanentAddressFromVf = 0x12,
   kBadPermanentAddress = 0x13,
   kBadMtu = 0x14,
@@ -324,6 +327,8 @@ void fill_nic_vport_context(const FunctionContext& f, uint32_t list_type, std::s
   const VportState& v = f.vport;
   set(ctx, nvc::kMinWqeInlineMode, v.min_wqe_inline_mode);
   set(ctx, nvc::kRoceEn, v.roce_en);
+  set(ctx, nvc::kDisableMcLocalLb, v.disable_mc_local_lb);
+  set(ctx, nvc::kDisableUcLocalLb, v.disable_uc_local_lb);
   set(ctx, nvc::kArmChangeEvent, v.arm_change_event);
   set(ctx, nvc::kEventOn, v.event_on);
   set(ctx, nvc::kMtu, v.mtu);
@@ -480,6 +485,8 @@ void modify_nic_vport_context(CommandCall& call) {
   }
   if (select & kSelMtu) v.mtu = uint16_t(mtu);
   if (select & kSelMinInline) v.min_wqe_inline_mode = uint8_t(get(ctx, nvc::kMinWqeInlineMode));
+  if (select & kSelDisableMcLocalLb) v.disable_mc_local_lb = get(ctx, nvc::kDisableMcLocalLb);
+  if (select & kSelDisableUcLocalLb) v.disable_uc_local_lb = get(ctx, nvc::kDisableUcLocalLb);
   if (select & kSelAddressesList) store_address_list(v, list_type, list_size, list);
 }
 

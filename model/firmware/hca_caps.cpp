@@ -175,8 +175,8 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLagMaster, 0},
     {gen::kMaxWqeSzSq, 1024},
     {gen::kMaxWqeSzRq, 512},
-    {gen::kMaxQpMcg, 0x48},
-    {gen::kLogMaxMcg, 21},
+    {gen::kMaxQpMcg, MulticastGroups::kMaxQpsPerGroup},
+    {gen::kLogMaxMcg, MulticastGroups::kLogMaxGroups},
     {gen::kLogMaxTransportDomain, 16},
     {gen::kLogMaxPd, 18},
     {gen::kLogMaxXrcd, 16},
@@ -188,8 +188,8 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxRqt, 16},
     {gen::kLogMaxRqtSize, 11},
     {gen::kLogMaxWqSz, 17},
-    {gen::kDisableLocalLbUc, 0},             // no local-loopback MODIFY at load
-    {gen::kDisableLocalLbMc, 0},
+    {gen::kDisableLocalLbUc, 1},             // the vport's local loopback can be turned off
+    {gen::kDisableLocalLbMc, 1},
     {gen::kLogMaxVlanList, kLogMaxVlanList},
     {gen::kLogMaxCurrentMcList, kLogMaxCurrentMcList},
     {gen::kLogMaxCurrentUcList, kLogMaxCurrentUcList},

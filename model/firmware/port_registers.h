@@ -105,6 +105,10 @@ struct VportState {
   uint16_t mtu = kDefaultHwMtu;
   uint8_t min_wqe_inline_mode = 0;
   bool promisc_uc = false, promisc_mc = false, promisc_all = false;
+  // Local loopback: the function's own frames turned back to it. On after reset, as on a ConnectX;
+  // mlx5_core turns it off at load and mlx5_ib back on for two user transport domains or a raw
+  // packet QP that allows self-loopback.
+  bool disable_uc_local_lb = false, disable_mc_local_lb = false;
   bool arm_change_event = false;
   uint8_t event_on = 0;            // event_on_{mtu,promisc_change,vlan_change,mc,uc} bits [4:0]
   bool permanent_address_set = false;  // false: the identity's MAC is the permanent address

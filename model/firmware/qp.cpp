@@ -33,6 +33,7 @@ using namespace fw;
 constexpr uint16_t kCreateQp = 0x500, kDestroyQp = 0x501, kQueryQp = 0x50b;
 constexpr uint16_t kRst2Init = 0x502, kInit2Rtr = 0x503, kRtr2Rts = 0x504, kRts2Rts = 0x505, kSqErr2Rts = 0x506;
 constexpr uint16_t k2Err = 0x507, k2Rst = 0x50a, kInit2Init = 0x50e;
+constexpr uint16_t kAttachToMcg = 0x806, kDetachFromMcg = 0x807;
 
 constexpr Field kQpn{0x08, 23, 0};
 constexpr Field kOptParamMask{0x10, 31, 0};
@@ -236,7 +237,41 @@ void destroy_qp(CommandCall& call) {
   QueuePair* qp = lookup(call, r.qps, qpn, kCheckLookup);
   if (qp == nullptr) return;
   release(r, *qp);
+  r.multicast.forget_qp(qpn);
   r.qps.erase(qpn);
+}
+
+// ATTACH_TO_MCG / DETACH_FROM_MCG (attach_to_mcg_in: qpn, multicast_gid at 0x10): a UD QP of the
+// function joins or leaves a multicast GID's group (mlx5_ib attaches nothing else).
+constexpr uint32_t kMulticastGid = 0x10, kMcgInSize = kMulticastGid + 16;
+enum McgCheck : uint16_t { kCheckNotUd = 0x30, kCheckNotMulticast = 0x31, kCheckGroupFull = 0x32, kCheckNotAttached = 0x33 };
+
+bool mcg_operands(CommandCall& call, MulticastGroups::Gid& mgid) {
+  if (!start(call, kMcgInSize)) return false;
+  const QueuePair* qp = lookup(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  if (qp == nullptr) return false;
+  std::copy_n(call.in().begin() + kMulticastGid, mgid.size(), mgid.begin());
+  const uint16_t check = qp->st != qp_st::kUd ? kCheckNotUd : !is_multicast_gid(mgid) ? kCheckNotMulticast : 0;
+  if (check != 0) call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), check));
+  return check == 0;
+}
+
+void attach_to_mcg(CommandCall& call) {
+  MulticastGroups::Gid mgid{};
+  if (!mcg_operands(call, mgid)) return;
+  switch (call.function().resources.multicast.attach(mgid, get(call.in(), kQpn))) {
+    case MulticastGroups::Result::kOk: return;
+    case MulticastGroups::Result::kTooManyGroups:
+      return call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckFull));
+    default: return call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckGroupFull));
+  }
+}
+
+void detach_from_mcg(CommandCall& call) {
+  MulticastGroups::Gid mgid{};
+  if (!mcg_operands(call, mgid)) return;
+  if (call.function().resources.multicast.detach(mgid, get(call.in(), kQpn)) != MulticastGroups::Result::kOk)
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckNotAttached));
 }
 
 void query_qp(CommandCall& call) {
@@ -326,6 +361,8 @@ void register_qp_commands(CommandTable& table) {
   table.add(kCreateQp, "CREATE_QP", create_qp);
   table.add(kDestroyQp, "DESTROY_QP", destroy_qp);
   table.add(kQueryQp, "QUERY_QP", query_qp);
+  table.add(kAttachToMcg, "ATTACH_TO_MCG", attach_to_mcg);
+  table.add(kDetachFromMcg, "DETACH_FROM_MCG", detach_from_mcg);
   for (const Transition& t : kTransitions) table.add(t.opcode, t.name, [&t](CommandCall& call) { modify_qp(call, t); });
 }
 

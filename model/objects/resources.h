@@ -10,6 +10,7 @@
 
 #include "model/queues/completion_queue.h"
 #include "model/queues/event_queue.h"
+#include "model/objects/multicast_groups.h"
 #include "model/objects/object_table.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
@@ -146,6 +147,7 @@ struct Resources {
   ObjectTable<Mkey> mkeys{kFirstMkeyIndex, kMaxObjectId, 1u << 16};
   ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
+  MulticastGroups multicast;         // UD QPs attached to multicast GIDs
   ResourceCounters counters;
 
   uint64_t translation_entries = 0;  // the MTT entries of all MKEYs (limits.max_translation_entries)
@@ -161,6 +163,7 @@ struct Resources {
     mkeys.clear();
     srqs.clear();
     qps.clear();
+    multicast.clear();
   }
 };
 

@@ -12,6 +12,7 @@ inline constexpr Field kState{0x00, 31, 28};
 inline constexpr Field kLagTxPortAffinity{0x00, 27, 24};
 inline constexpr Field kPmState{0x00, 12, 11};
 inline constexpr Field kSt{0x00, 23, 16};
+inline constexpr Field kBlockLbMc{0x04, 30, 30};    // the QP takes no multicast its own function sent
 inline constexpr Field kPd{0x04, 23, 0};
 inline constexpr Field kMtu{0x08, 31, 29};
 inline constexpr Field kLogMsgMax{0x08, 28, 24};

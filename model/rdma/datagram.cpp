@@ -113,6 +113,39 @@ void RdmaEngine::transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& mes
   stamp(qpn, message, RdmaStage::kWireFirstPacket);
 }
 
+void RdmaEngine::receive_multicast(const RocePacket& packet, std::span<const uint8_t> frame) {
+  // Only UD SENDs to the multicast QPN, with a group MAC and a multicast GID both (IBA 10.5.2).
+  if (packet.dest_qp != kMulticastQpn || (packet.dst_mac[0] & 0x01) == 0 || !is_multicast_gid(packet.dst_gid)) {
+    ++counters_.rx_not_addressed;
+    return;
+  }
+  // A copy: a QP that takes the datagram may not change the group, but the list must not move under us.
+  const std::span<const uint32_t> attached = f_.resources.multicast.members(packet.dst_gid);
+  const std::vector<uint32_t> members(attached.begin(), attached.end());
+  if (members.empty()) {
+    ++counters_.multicast_no_member;
+    return;
+  }
+  ++counters_.multicast_received;
+  // Sent by this function (its source GID is one of the function's): a QP created with
+  // block_lb_mc does not take its own function's datagrams.
+  const bool own = std::any_of(f_.vport.roce_addresses.begin(), f_.vport.roce_addresses.end(),
+                               [&](const RoceAddress& a) { return a.in_use() && a.gid == packet.src_gid; });
+  for (uint32_t qpn : members) {
+    QueuePair* qp = f_.resources.qps.find(qpn);
+    if (qp == nullptr || !is_datagram(*qp)) continue;
+    if (qp->state != QpState::kRtr && qp->state != QpState::kRts && qp->state != QpState::kSqError) {
+      ++counters_.rx_qp_not_ready;
+      continue;
+    }
+    if (own && get(qp->context, qpc::kBlockLbMc) != 0) {
+      ++counters_.multicast_loopback_blocked;
+      continue;
+    }
+    receive_datagram(qpn, *qp, packet, frame);
+  }
+}
+
 void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket& packet,
                                   std::span<const uint8_t> frame) {
   if (packet.opcode != transport::opcode::kUdSendOnly && packet.opcode != transport::opcode::kUdSendOnlyImm) {

@@ -343,11 +343,15 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   }
   const RocePacket& packet = parsed.packet;
   // Steered by destination, as a ConnectX steers RoCE: a frame is this function's only when it is
-  // addressed to a GID of its table and not to a group MAC (no multicast group is ever attached).
-  // Otherwise a broadcast RoCE frame would reach QP1 and the QPs of every function.
+  // addressed to a GID of its table and not to a group MAC, or to a multicast group one of its QPs
+  // attached. Otherwise a broadcast RoCE frame would reach QP1 and the QPs of every function.
+  if ((packet.dst_mac[0] & 0x01) != 0 || is_multicast_gid(packet.dst_gid)) {
+    receive_multicast(packet, frame);
+    return true;
+  }
   const bool gid_is_mine = std::any_of(f_.vport.roce_addresses.begin(), f_.vport.roce_addresses.end(),
                                        [&](const RoceAddress& a) { return a.in_use() && a.gid == packet.dst_gid; });
-  if ((packet.dst_mac[0] & 0x01) != 0 || !gid_is_mine) {
+  if (!gid_is_mine) {
     ++counters_.rx_not_addressed;
     return true;
   }

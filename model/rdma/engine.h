@@ -75,6 +75,9 @@ struct RdmaCounters {
   uint64_t requester_cqes = 0, responder_cqes = 0, error_cqes = 0, flushed_wqes = 0;
   uint64_t local_protection_errors = 0, remote_access_errors = 0, invalid_requests = 0, bad_wqes = 0;
   uint64_t rx_not_addressed = 0;  // a group MAC or a GID that is not in the function's table
+  uint64_t multicast_received = 0;        // datagrams to a multicast group (one per group, not per QP)
+  uint64_t multicast_no_member = 0;       // to a group none of the function's QPs attached
+  uint64_t multicast_loopback_blocked = 0;  // own datagrams a QP with block_lb_mc did not take
   uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
            rx_wrong_service = 0;
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
@@ -203,6 +206,8 @@ class RdmaEngine {
   void transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& message, uint64_t issue_ps);
   void receive_datagram(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet,
                         std::span<const uint8_t> frame);
+  // A datagram to QPN 0xffffff and a multicast GID: every attached QP of the function gets a copy.
+  void receive_multicast(const transport::RocePacket& packet, std::span<const uint8_t> frame);
 
   // Responder: the protocol is transport/rc/responder.*; ResponderPort gives it this function.
   class ResponderPort;

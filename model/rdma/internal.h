@@ -39,6 +39,7 @@ inline uint8_t opcode_base(uint8_t st) { return transport::rc::opcode_base(servi
 inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc; }
 inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
+inline constexpr uint32_t kMulticastQpn = 0xffffff;  // IBA: a datagram for every QP attached to the group
 inline constexpr uint32_t kMaxDatagram = 4096;  // the largest RoCE path MTU
 
 inline uint32_t pmtu_of(const QueuePair& qp) {

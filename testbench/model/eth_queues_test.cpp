@@ -267,6 +267,72 @@ TEST(EthRq, SteeringByDestinationMacToTirRq) {
   EXPECT_EQ(t.queues.counters().rx_steering_miss, 1u);
 }
 
+// Issue 16: a function's own frame, turned back inside the NIC, reaches a TIR of the transport
+// domain that sent it only where the TIR's self_lb_block bits let it in (bit 0 unicast, bit 1
+// multicast: mlx5e clears both, so it never sees its own frames; raw packet QPs of another process,
+// another domain, always get them).
+TEST(EthRq, OwnFramesReachATirOfTheSendingDomainOnlyWhereItsSelfLoopbackBitsAllow) {
+  RxPath t;
+  ASSERT_EQ(t.run(0x900, t.tir_input(false, t.rqn)), 0);
+  const uint32_t tir = t.object();
+  const uint32_t ft = t.create_flow_table(0, 2);
+  const uint32_t g = t.create_group(0, ft, 0, 3, false);  // matches every frame
+  ASSERT_EQ(t.run(0x936, t.fte_input(0, ft, 0, g, {{2, tir}})), 0);
+  auto unicast = udp_frame(10);
+  auto broadcast = udp_frame(10);
+  std::fill_n(broadcast.begin(), 6, 0xff);
+  EXPECT_EQ(t.queues.steer(unicast), std::optional<uint32_t>(t.rqn)) << "from another vport";
+  EXPECT_EQ(t.queues.steer(unicast, t.td + 1), std::optional<uint32_t>(t.rqn)) << "another domain";
+  EXPECT_EQ(t.queues.steer(unicast, 0u), std::optional<uint32_t>(t.rqn)) << "no domain (RDMA engine)";
+  EXPECT_FALSE(t.queues.steer(unicast, t.td).has_value());
+  EXPECT_FALSE(t.queues.steer(broadcast, t.td).has_value());
+  EXPECT_EQ(t.queues.counters().rx_self_loopback_blocked, 2u);
+  // MODIFY_TIR with the self_lb_en bitmask bit: unicast self-loopback allowed.
+  auto modify = t.input(0x110);
+  store_be32(&modify[0x08], tir);
+  store_be32(&modify[0x14], 1u << 4);  // modify_bitmask, low dword
+  store_be32(&modify[0x44], 0x1u << 24);
+  ASSERT_EQ(t.run(0x901, modify), 0);
+  EXPECT_EQ(t.queues.steer(unicast, t.td), std::optional<uint32_t>(t.rqn));
+  EXPECT_FALSE(t.queues.steer(broadcast, t.td).has_value());
+  store_be32(&modify[0x44], 0x2u << 24);
+  ASSERT_EQ(t.run(0x901, modify), 0);
+  EXPECT_FALSE(t.queues.steer(unicast, t.td).has_value());
+  EXPECT_EQ(t.queues.steer(broadcast, t.td), std::optional<uint32_t>(t.rqn));
+}
+
+// Issue 16 (rdma-core's test_flow): an IPv6 header whose payload length claims more than the frame
+// holds is still walked for steering (addresses, next header, TCP ports match), as a NIC's parser
+// does; only the checksum verdicts and TSO, which need true lengths, refuse it.
+TEST(EthFrame, HeadersOfAFrameWithAnOverlongIpLengthStillMatch) {
+  std::vector<uint8_t> f(14 + 40 + 20 + 10, 0);
+  store_be16(&f[12], 0x86dd);
+  f[14] = 0x60;
+  store_be16(&f[18], uint16_t(f.size() - 14));  // counts the IPv6 header too: 40 bytes too many
+  f[20] = 6;                                    // next header TCP
+  f[21] = 64;
+  f[22] = 0xa0, f[38] = 0xb0;                   // source and destination addresses
+  store_be16(&f[54], 1234);
+  store_be16(&f[56], 4321);
+  f[66] = 5 << 4;                               // data offset 5 words
+  const frame::Parsed p = frame::parse(f);
+  EXPECT_EQ(p.ip_version, 6);
+  EXPECT_TRUE(p.truncated);
+  EXPECT_EQ(p.l4_protocol, frame::kProtoTcp);
+  ASSERT_EQ(p.l4_offset, 54u);
+  EXPECT_EQ(p.l4_length, 30u) << "cut to the frame";
+  const auto key = frame::outer_match_key(f, p);
+  EXPECT_EQ(key[0x10], 6) << "ip_protocol";
+  EXPECT_EQ(key[0x20], 0xa0) << "src_ipv6";
+  EXPECT_EQ(key[0x30], 0xb0) << "dst_ipv6";
+  EXPECT_EQ(load_be16(&key[0x14]), 1234) << "tcp_sport";
+  EXPECT_EQ(load_be16(&key[0x16]), 4321) << "tcp_dport";
+  EXPECT_FALSE(frame::l4_checksum_ok(f, p));
+  EXPECT_TRUE(frame::segment_tcp(f, 4).empty()) << "no TSO on a frame whose lengths lie";
+  store_be16(&f[18], uint16_t(f.size() - 54));  // the true payload length
+  EXPECT_FALSE(frame::parse(f).truncated);
+}
+
 TEST(EthRq, BadLkeyPutsTheRqInError) {
   RxPath t;
   t.post(0, 2048, 0);

@@ -201,7 +201,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x70, 20, 16), 16u) << "log_max_rqt";
     EXPECT_EQ(f.cap(0x70, 12, 8), 11u) << "log_max_rqt_size";
     EXPECT_EQ(f.cap(0x78, 4, 0), 17u) << "log_max_wq_sz";
-    EXPECT_EQ(f.cap(0x7c, 30, 29), 0u) << "disable_local_lb_uc/mc";
+    EXPECT_EQ(f.cap(0x7c, 30, 29), 3u) << "disable_local_lb_uc/mc: the driver may turn local loopback off";
     EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), 0u) << "general_obj_types";
     EXPECT_EQ(f.cap(0x8c, 28, 24), 0u) << "log_max_uctx";
     EXPECT_EQ(f.cap(0x8c, 15, 0), 9u + 4u) << "max_num_eqs: the MSI-X vectors plus the control EQs";
@@ -660,7 +660,7 @@ TEST(FwHcaVport, OtherVportAndUnsupportedFieldsAreRefused) {
     std::vector<uint8_t> bad_admin(16);
     store_be32(&bad_admin[0x0c], 5u << 4);
     EXPECT_EQ(f.run(0x751, 0, bad_admin), kBadParam);
-    for (uint32_t sel : {1u << 8, 1u << 9, 1u << 10, 1u << 11, 1u << 13, 1u << 0, 1u << 20}) {
+    for (uint32_t sel : {1u << 8, 1u << 9, 1u << 13, 1u << 0, 1u << 20}) {
       std::vector<uint8_t> m(0x200);
       store_be32(&m[0x0c], sel);
       EXPECT_EQ(f.run(0x755, 0, m), kBadParam) << "field_select " << std::hex << sel;
@@ -673,6 +673,27 @@ TEST(FwHcaVport, OtherVportAndUnsupportedFieldsAreRefused) {
     EXPECT_EQ(f.run(0x754, 1, {}, 0x110), kBadParam) << "bad op_mod";
     EXPECT_EQ(f.run_raw(0x750, 0, 4), kBadInLen);
   }
+}
+
+// Issue 16: mlx5_core turns the vport's local loopback off at load, mlx5_ib back on for a second
+// user context; the switches are kept per direction and read back.
+TEST(FwHcaVport, LocalLoopbackSwitchesAreKeptAndQueried) {
+  Function f;
+  EXPECT_FALSE(f.context.vport.disable_uc_local_lb) << "on after reset";
+  auto modify = [&](uint32_t select, uint32_t bits) {
+    std::vector<uint8_t> m(0x200);
+    store_be32(&m[0x0c], select);
+    store_be32(&m[0x100], bits);  // nic_vport_context dword 0: bit 2 mc, bit 1 uc
+    return f.run(0x755, 0, m);
+  };
+  ASSERT_EQ(modify((1u << 10) | (1u << 11), 0x6), kOk);
+  EXPECT_TRUE(f.context.vport.disable_uc_local_lb);
+  EXPECT_TRUE(f.context.vport.disable_mc_local_lb);
+  ASSERT_EQ(modify(1u << 11, 0x0), kOk) << "unicast only";
+  EXPECT_FALSE(f.context.vport.disable_uc_local_lb);
+  EXPECT_TRUE(f.context.vport.disable_mc_local_lb) << "not selected: kept";
+  ASSERT_EQ(f.run(0x754, 0, {}, 0x110), kOk);
+  EXPECT_EQ(f.at(0x10, 2, 1), 0x2u) << "QUERY: disable_mc_local_lb 1, disable_uc_local_lb 0";
 }
 
 TEST(FwHcaVport, HcaVportContextGidsAndPkeys) {

@@ -266,6 +266,97 @@ TEST_F(UdTest, RandomDatagramWqesAndAddressVectors) {
   EXPECT_GT(errors, 100u);
 }
 
+// Issue 16 (rdma_cm multicast): ATTACH_TO_MCG joins a UD QP to a multicast GID; a datagram to QPN
+// 0xffffff, a group MAC and that GID reaches every attached QP of the receiving function (each with
+// its own receive, GRH and CQE), no other QP, and nobody once the QPs detach. Only UD QPs join, only
+// multicast GIDs; a QP that is destroyed leaves its groups.
+struct MulticastTest : UdTest {
+  const transport::Gid mgid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3};  // ::ffff:239.1.2.3
+  Qp& qb2 = b.create_qp(b_scq, b_rcq, 0, qp_st::kUd);
+  Qp& qb3 = b.create_qp(b_scq, b_rcq, 0, qp_st::kUd);
+  MulticastTest() {
+    b.bring_up_ud(qb2, kQkey);
+    b.bring_up_ud(qb3, kQkey);
+  }
+  uint8_t mcg(RdmaNode& n, uint16_t opcode, uint32_t qpn, const transport::Gid& gid) {
+    std::vector<uint8_t> in(0x20);
+    store_be32(&in[0x08], qpn);
+    std::copy(gid.begin(), gid.end(), &in[0x10]);
+    return n.run(opcode, in);
+  }
+  Wr to_group(uint32_t length) {
+    Wr wr = datagram(length);
+    store_be32(&(*wr.av)[0x08], 0x80000000u | 0xffffffu);
+    const std::array<uint8_t, 6> group_mac{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+    std::copy(group_mac.begin(), group_mac.end(), &(*wr.av)[0x14]);
+    std::copy(mgid.begin(), mgid.end(), &(*wr.av)[0x20]);
+    return wr;
+  }
+};
+
+TEST_F(MulticastTest, EveryAttachedQpTakesTheDatagramAndOnlyThey) {
+  ASSERT_EQ(mcg(b, 0x806, qb.qpn, mgid), 0);
+  ASSERT_EQ(mcg(b, 0x806, qb2.qpn, mgid), 0);
+  ASSERT_EQ(mcg(b, 0x806, qb2.qpn, mgid), 0) << "attaching twice is harmless";
+  b.post_recv(qb, {{dst.va(0), 256, dst.key}});
+  b.post_recv(qb2, {{dst.va(1024), 256, dst.key}});
+  b.post_recv(qb3, {{dst.va(2048), 256, dst.key}});
+  a.post_send(qa, to_group(100));
+  p.pump();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(parse(seen[0]).packet.dest_qp, 0xffffffu);
+  auto recv = b.drain(b_rcq);
+  ASSERT_EQ(recv.size(), 2u) << "one copy per attached QP";
+  EXPECT_EQ(recv[0].qpn, qb.qpn);
+  EXPECT_EQ(recv[1].qpn, qb2.qpn);
+  for (const Cqe& c : recv) EXPECT_EQ(c.byte_cnt, 100 + kGrh);
+  EXPECT_EQ(b.get(dst, kGrh, 100), a.get(src, 0, 100));
+  EXPECT_EQ(b.get(dst, 1024 + kGrh, 100), a.get(src, 0, 100));
+  EXPECT_EQ(b.get(dst, 2048, 140), std::vector<uint8_t>(140, 0)) << "the unattached QP got nothing";
+  EXPECT_EQ(b.engine.counters().multicast_received, 1u);
+  // Both leave: the next datagram is nobody's.
+  ASSERT_EQ(mcg(b, 0x807, qb.qpn, mgid), 0);
+  ASSERT_EQ(mcg(b, 0x807, qb2.qpn, mgid), 0);
+  EXPECT_NE(mcg(b, 0x807, qb2.qpn, mgid), 0) << "not attached any more";
+  a.post_send(qa, to_group(100));
+  p.pump();
+  EXPECT_TRUE(b.drain(b_rcq).empty());
+  EXPECT_EQ(b.engine.counters().multicast_no_member, 1u);
+}
+
+TEST_F(MulticastTest, OnlyUdQpsAndMulticastGidsJoinAndDestroyedQpsLeave) {
+  Qp& rc = b.create_qp(b_scq, b_rcq, 0, qp_st::kRc);
+  EXPECT_EQ(mcg(b, 0x806, rc.qpn, mgid), 0x3) << "an RC QP: BAD_PARAM";
+  EXPECT_EQ(mcg(b, 0x806, qb.qpn, b.gid), 0x3) << "a unicast GID: BAD_PARAM";
+  EXPECT_EQ(mcg(b, 0x806, 0xabcd, mgid), 0x5) << "no such QP: BAD_RESOURCE";
+  ASSERT_EQ(mcg(b, 0x806, qb3.qpn, mgid), 0);
+  EXPECT_EQ(b.f.resources.multicast.members(mgid).size(), 1u);
+  std::vector<uint8_t> destroy(0x10);
+  store_be32(&destroy[0x08], qb3.qpn);
+  ASSERT_EQ(b.run(0x501, destroy), 0);
+  EXPECT_EQ(b.f.resources.multicast.groups(), 0u) << "the destroyed QP left its group";
+}
+
+TEST(MulticastGroups, BoundedByTheCaps) {
+  MulticastGroups groups;
+  MulticastGroups::Gid gid{0xff, 0x0e};
+  for (uint32_t qpn = 1; qpn <= MulticastGroups::kMaxQpsPerGroup; ++qpn)
+    ASSERT_EQ(groups.attach(gid, qpn), MulticastGroups::Result::kOk);
+  EXPECT_EQ(groups.attach(gid, 1000), MulticastGroups::Result::kGroupFull);
+  for (uint32_t g = 1; g < (1u << MulticastGroups::kLogMaxGroups); ++g) {
+    gid[15] = uint8_t(g), gid[14] = uint8_t(g >> 8);
+    ASSERT_EQ(groups.attach(gid, 1), MulticastGroups::Result::kOk);
+  }
+  gid[13] = 1;
+  EXPECT_EQ(groups.attach(gid, 1), MulticastGroups::Result::kTooManyGroups);
+  groups.forget_qp(1);
+  EXPECT_EQ(groups.groups(), 1u) << "only the first group had other members";
+  EXPECT_TRUE(is_multicast_gid({0xff, 0x02}));
+  EXPECT_TRUE(is_multicast_gid({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 224, 0, 0, 1}));
+  EXPECT_FALSE(is_multicast_gid({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}));
+  EXPECT_FALSE(is_multicast_gid({0xfe, 0x80}));
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 

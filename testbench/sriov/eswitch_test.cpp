@@ -58,22 +58,31 @@ TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
 }
 
 // Issue 16: two QPs of one function talk through the NIC's local loopback, so a unicast frame to
-// the sender's own address (permanent or programmed) comes back to it, and to no other vport.
-TEST(Eswitch, LoopsTheSendersOwnUnicastBack) {
+// the sender's own address (permanent or programmed) comes back to it, and to no other vport; its
+// broadcasts and multicasts come back too (the function's loopback switches and TIRs judge them),
+// each with the transport domain the sender named.
+TEST(Eswitch, LoopsTheSendersOwnFramesBackWithTheirDomain) {
   ThreeVports t;
   std::vector<int> looped(3, 0);
+  std::vector<uint32_t> domains;
   t.sw.transmit(1, frame_to(t.mac[1]));
   EXPECT_EQ(t.sw.counters().drop_to_self, 1u) << "a vport without a loopback path drops it";
-  for (int i = 0; i < 3; ++i) t.sw.set_loopback(uint16_t(i), [&looped, i](std::span<const uint8_t>) { ++looped[i]; });
-  t.sw.transmit(1, frame_to(t.mac[1]));
+  for (int i = 0; i < 3; ++i)
+    t.sw.set_loopback(uint16_t(i), [&looped, &domains, i](std::span<const uint8_t>, uint32_t td) {
+      ++looped[i];
+      domains.push_back(td);
+    });
+  t.sw.transmit(1, frame_to(t.mac[1]), 7);
   const std::vector<Mac> extra{{2, 0, 0, 0, 0, 0x42}};
   t.sw.set_unicast_list(1, extra);
   t.sw.transmit(1, frame_to(extra[0]));
   EXPECT_EQ(looped, (std::vector<int>{0, 2, 0}));
   EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0})) << "the normal delivery path sees none of it";
   EXPECT_EQ(t.sw.counters().looped_back, 2u);
-  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
-  EXPECT_EQ(looped[1], 2) << "broadcast is not looped back to its sender";
+  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}), 9);
+  EXPECT_EQ(looped, (std::vector<int>{0, 3, 0})) << "a broadcast comes back to its sender";
+  EXPECT_EQ(t.got, (std::vector<int>{1, 0, 1})) << "and reaches the others as before";
+  EXPECT_EQ(domains, (std::vector<uint32_t>{7, 0, 9}));
 }
 
 // Issue 14: a VF could send frames with another function's source MAC; with its spoof check on

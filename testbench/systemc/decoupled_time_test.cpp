@@ -26,7 +26,7 @@ struct Forwarded {
 
 SC_MODULE(TwoItems) {
   std::vector<Forwarded> forwarded;
-  sriov::SwitchIngress ingress{"ingress", [this](uint16_t vport, std::vector<uint8_t>& frame) {
+  sriov::SwitchIngress ingress{"ingress", [this](uint16_t vport, std::vector<uint8_t>& frame, uint32_t) {
                                  forwarded.push_back({vport, char(frame[0]), sc_core::sc_time_stamp()});
                                }};
   // What each item saw.
