@@ -69,6 +69,8 @@ constexpr Field kRoce{0x40, 2, 2};                            // roce
 constexpr Field kAtomic{0x40, 1, 1};                          // atomic
 constexpr Field kCqResize{0x44, 30, 30};                      // cq_resize
 constexpr Field kCqModeration{0x44, 29, 29};                  // cq_moderation
+constexpr Field kBlockLbMc{0x44, 23, 23};                     // block_lb_mc
+constexpr Field kImaicl{0x44, 14, 14};                        // imaicl: memory windows
 constexpr Field kPg{0x44, 24, 24};                            // pg
 constexpr Field kSetDethSqpn{0x44, 7, 7};                     // set_deth_sqpn
 constexpr Field kXrc{0x44, 3, 3};                             // xrc
@@ -160,6 +162,8 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kAtomic, 1},                       // 8-byte CS/FA on RC: ATOMIC caps below
     {gen::kCqResize, 1},
     {gen::kCqModeration, 1},
+    {gen::kImaicl, 1},                       // memory windows type 1 and 2B (objects/umr.h apply_bind_umr)
+    {gen::kBlockLbMc, 1},                    // qpc.block_lb_mc (rdma/datagram.cpp receive_multicast)
     {gen::kPg, 0},                           // no ODP
     {gen::kSetDethSqpn, 0},
     {gen::kXrc, 1},                          // mlx5_ib refuses to load without it

@@ -75,7 +75,13 @@ void create_mkey(CommandCall& call) {
   mkey.start = get64(ctx, mkc::kStartAddr);
   mkey.length = get64(ctx, mkc::kLen);
   mkey.log_page_size = get(ctx, mkc::kLogPageSize);
-  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt) {  // KLM/KSM: no
+  // KLM only for a memory window (ibv_alloc_mw: free, umr_en, bound later by a UMR WQE); KSM never.
+  const bool window = mkey.access_mode == Mkey::kAccessKlm && mkey.free && mkey.umr_en;
+  if (window) {  // nothing to translate until bound
+    mkey.length = 0;
+    mkey.length64 = false;
+  }
+  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
   }

@@ -105,6 +105,36 @@ bool for_each_piece(std::span<const DmaChunk> chunks, uint64_t offset, uint64_t 
   return done == size;
 }
 
+bool within(const Mkey& m, uint64_t va, uint64_t last) {
+  return m.length64 || (m.length != 0 && va >= m.start && last - m.start <= m.length - 1);
+}
+
+// [va, va + length) of a key whose checks passed, inside its range, to host addresses.
+ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+                                std::vector<DmaChunk>& out) {
+  switch (m.access_mode) {
+    case Mkey::kAccessPa:
+      append(out, va, length);
+      return ProtectionError::kNone;
+    case Mkey::kAccessMtt:
+      return translate_mtt(m, va, length, out);
+    case Mkey::kAccessKlm: {
+      // A window: its range sits on its MR at parent_address, checked at bind; the MR may have
+      // gone or been re-registered since, so it is looked up again (and a window is never an MR).
+      const Mkey* mr = r.mkeys.find(m.parent_key >> kKeyIndexShift);
+      if (mr == nullptr || mr->variant != (m.parent_key & kKeyVariantMask) || mr->free || mr->is_window())
+        return ProtectionError::kTranslation;
+      const uint64_t mr_va = m.parent_address + (va - m.start);
+      const uint64_t mr_last = mr_va + (length - 1);
+      if (mr_va < m.parent_address || mr_last < mr_va || !within(*mr, mr_va, mr_last))
+        return ProtectionError::kTranslation;
+      return translate_range(r, *mr, mr_va, length, out);
+    }
+    default:
+      return ProtectionError::kTranslation;  // KSM is refused at CREATE_MKEY
+  }
+}
+
 }  // namespace
 
 const char* protection_error_name(ProtectionError error) {
@@ -116,34 +146,29 @@ const char* protection_error_name(ProtectionError error) {
     case ProtectionError::kAccess: return "access";
     case ProtectionError::kBounds: return "bounds";
     case ProtectionError::kTranslation: return "translation";
+    case ProtectionError::kQpMismatch: return "qp_mismatch";
   }
   return "unknown";
 }
 
 ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_t va, uint64_t length, uint8_t wanted,
-                          std::vector<DmaChunk>& out) {
+                          std::vector<DmaChunk>& out, uint32_t qpn) {
   if (key == wqe_format::kInvalidLkey) return ProtectionError::kBadKey;
   const Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
   if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
   if (m->free) return ProtectionError::kFreeKey;
   if (m->pd != pd) return ProtectionError::kPdMismatch;
+  if (m->bound_qpn != Mkey::kNoQpn && qpn != kAnyQp && qpn != m->bound_qpn) return ProtectionError::kQpMismatch;
   if (!granted(*m, wanted)) return ProtectionError::kAccess;
   if (length == 0) return ProtectionError::kNone;
   // No WQE or packet asks for more than a message (2^31); refusing more keeps chunk lists bounded.
   if (length > wqe_format::kMaxMessage) return ProtectionError::kBounds;
   const uint64_t last = va + (length - 1);
   if (last < va) return ProtectionError::kBounds;  // wraps the address space
-  if (!m->length64 && (m->length == 0 || va < m->start || last - m->start > m->length - 1))
-    return ProtectionError::kBounds;
-  switch (m->access_mode) {
-    case Mkey::kAccessPa:
-      append(out, va, length);
-      return ProtectionError::kNone;
-    case Mkey::kAccessMtt:
-      return translate_mtt(*m, va, length, out);
-    default:
-      return ProtectionError::kTranslation;  // KLM/KSM are refused at CREATE_MKEY
-  }
+  if (!within(*m, va, last)) return ProtectionError::kBounds;
+  Checkpoint checkpoint(out);
+  const ProtectionError e = translate_range(r, *m, va, length, out);
+  return e == ProtectionError::kNone ? e : checkpoint.fail(e);
 }
 
 ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd) {

@@ -28,7 +28,8 @@ enum class ProtectionError : uint8_t {
   kPdMismatch,   // the MKEY belongs to another PD than the QP
   kAccess,       // an access flag the MKEY does not grant
   kBounds,       // outside [start, start + length), or va + length wraps
-  kTranslation,  // MTT entry missing or zero, unsupported access mode or page size
+  kTranslation,  // MTT entry missing or zero, unsupported access mode or page size, a window's MR gone
+  kQpMismatch,   // a type 2 memory window used through another QP than the one it is bound through
 };
 const char* protection_error_name(ProtectionError error);
 
@@ -45,8 +46,11 @@ inline constexpr uint32_t kMaxDmaChunk = 0x80000000u;
 // (several may be combined; local read is always granted, as mlx5 MKEYs have lr set). Appends
 // page-bounded chunks to `out`, merging contiguous ones. Length 0 checks the key (existence,
 // state, PD, access) but not the bounds, and appends nothing. On error `out` is as it was.
+// A memory window translates through the MR it is bound to; `qpn` is the QP using the key (a
+// type 2 window answers only to the QP it was bound through), kAnyQp where no QP is involved.
+inline constexpr uint32_t kAnyQp = 0xffffffffu;
 ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_t va, uint64_t length, uint8_t access,
-                          std::vector<DmaChunk>& out);
+                          std::vector<DmaChunk>& out, uint32_t qpn = kAnyQp);
 
 // A scatter/gather list: every SGE translated with the same pd/access, appended to `out` in
 // order; `total` = the sum of the lengths. On error `out` is as it was and `total` is 0.

@@ -75,8 +75,15 @@ struct Mkey {
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
+  // A memory window (KLM mode, created free with umr_en; objects/umr.h apply_bind_umr): the MR range
+  // it is bound to (one KLM) and, for a type 2 window, the QP it is bound through.
+  uint32_t parent_key = 0;
+  uint64_t parent_address = 0;
+  uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
 
-  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1;
+  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2;
+  static constexpr uint32_t kNoQpn = 0xffffff;
+  bool is_window() const { return access_mode == kAccessKlm; }
 };
 
 enum class SrqKind : uint8_t { kSrq, kXrcSrq, kRmp };

@@ -21,7 +21,11 @@ constexpr Field kFree = within(mkc::kFree, at), kAtomic = within(mkc::kAtomic, a
                 kRemoteWrite = within(mkc::kRemoteWrite, at), kRemoteRead = within(mkc::kRemoteRead, at),
                 kLocalWrite = within(mkc::kLocalWrite, at), kLocalRead = within(mkc::kLocalRead, at),
                 kVariant = within(mkc::kVariant, at), kEnRinval = within(mkc::kEnRinval, at), kPd = within(mkc::kPd, at);
+constexpr Field kStartMkeyQpn = within(Field{0x04, 31, 8}, at);  // mkc.qpn
+constexpr uint32_t kStartAddr = at + mkc::kStartAddr, kLen = at + mkc::kLen;
 }  // namespace seg
+
+constexpr uint32_t kUmrFlags = umr::kControlOffset;  // the UMR control segment's first byte
 
 }  // namespace
 
@@ -69,6 +73,75 @@ UmrError apply_umr(Resources& r, std::span<const uint8_t> wqe) {
     m->pd = v;
   });
   return UmrError::kNone;
+}
+
+const char* bind_error_name(BindError error) {
+  switch (error) {
+    case BindError::kNone: return "none";
+    case BindError::kMalformed: return "malformed";
+    case BindError::kBadKey: return "bad_key";
+    case BindError::kPd: return "pd";
+    case BindError::kNotFree: return "not_free";
+    case BindError::kWrongQp: return "wrong_qp";
+    case BindError::kBadMr: return "bad_mr";
+    case BindError::kAccess: return "access";
+  }
+  return "?";
+}
+
+BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp_pd, uint32_t qpn) {
+  if (wqe.size() < umr::kMinBytes || wqe[3] != umr::kOpcode) return BindError::kMalformed;
+  // ctrl imm: the window's (or key's) key. Its index names the MKEY; its tag is not compared, as
+  // libmlx5 moves a type 1 window's tag on at unbind and leaves a type 2 window's at invalidation.
+  const uint32_t key = load_be32(&wqe[12]);
+  const uint8_t flags = wqe[kUmrFlags];
+  const uint64_t mask = load_be64(&wqe[kMkeyMask]);
+  Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
+  if (m == nullptr) return BindError::kBadKey;
+  if (m->pd != qp_pd) return BindError::kPd;
+  const bool invalidate = (mask & umr::kMaskFree) != 0 && get(wqe, seg::kFree) != 0;
+  if (invalidate) {
+    if ((flags & umr::kFlagCheckQpn) && m->bound_qpn != Mkey::kNoQpn && m->bound_qpn != qpn) return BindError::kWrongQp;
+    if (!m->is_window() && !m->umr_en) return BindError::kBadKey;  // an ibv_reg_mr key is the kernel's
+    m->free = true;
+    set(m->context, mkc::kFree, 1);
+    return BindError::kNone;
+  }
+  if (!m->is_window()) return BindError::kBadKey;
+  if ((flags & umr::kFlagCheckFree) && !m->free) return BindError::kNotFree;
+  if (!(flags & umr::kFlagInline) || wqe.size() < umr::kKlmOffset + 16) return BindError::kMalformed;
+  const uint64_t start = load_be64(&wqe[seg::kStartAddr]);
+  const uint64_t length = load_be64(&wqe[seg::kLen]);
+  const uint32_t klm_bytes = load_be32(&wqe[umr::kKlmOffset]);
+  const uint32_t mr_key = load_be32(&wqe[umr::kKlmOffset + 4]);
+  const uint64_t mr_address = load_be64(&wqe[umr::kKlmOffset + 8]);
+  if (length == 0 || length > umr::kMaxWindow || klm_bytes < length || start + (length - 1) < start)
+    return BindError::kMalformed;
+  const Mkey* mr = r.mkeys.find(mr_key >> kKeyIndexShift);
+  if (mr == nullptr || mr->variant != (mr_key & 0xff) || mr->free || mr->is_window() || mr->pd != qp_pd)
+    return BindError::kBadMr;
+  const uint64_t mr_last = mr_address + (length - 1);
+  if (mr_last < mr_address ||
+      (!mr->length64 && (mr_address < mr->start || mr_last - mr->start > mr->length - 1)))
+    return BindError::kBadMr;
+  const bool remote_write = get(wqe, seg::kRemoteWrite), atomic = get(wqe, seg::kAtomic);
+  if ((remote_write || atomic) && !mr->local_write) return BindError::kAccess;  // IBA 10.6.7.2.3
+
+  // Bound: the new key tag, the QP a type 2 window now answers to, its access and range.
+  if (mask & umr::kMaskKey) m->variant = uint8_t(get(wqe, seg::kVariant));
+  m->bound_qpn = (mask & umr::kMaskQpn) ? get(wqe, seg::kStartMkeyQpn) : Mkey::kNoQpn;
+  m->local_write = get(wqe, seg::kLocalWrite);
+  m->remote_read = get(wqe, seg::kRemoteRead);
+  m->remote_write = remote_write;
+  m->atomic = atomic;
+  m->start = start;
+  m->length = length;
+  m->parent_key = mr_key;
+  m->parent_address = mr_address;
+  m->free = false;
+  set(m->context, mkc::kFree, 0);
+  set(m->context, mkc::kVariant, m->variant);
+  return BindError::kNone;
 }
 
 }  // namespace hcaemu::model

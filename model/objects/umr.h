@@ -39,4 +39,30 @@ const char* umr_error_name(UmrError error);
 // MKEY is unchanged. PD references move with the MKEY's PD.
 UmrError apply_umr(Resources& resources, std::span<const uint8_t> wqe);
 
+// Memory windows (IBA 10.6.7): libmlx5 binds one with a UMR WQE on an RC/UC/XRC QP (ibv_bind_mw,
+// IBV_WR_BIND_MW: the window's key in the ctrl segment, the new key, access and range in the MKEY
+// segment, one inline KLM naming the MR and where in it the range starts) and invalidates a type 2
+// window or a fast-register key with one (IBV_WR_LOCAL_INV: free, the QP checked).
+namespace umr {
+inline constexpr uint8_t kFlagInline = 1u << 7, kFlagCheckFree = 1u << 5, kFlagCheckQpn = 1u << 3;
+inline constexpr uint64_t kMaskQpn = 1ull << 14;
+inline constexpr uint32_t kKlmOffset = 128;  // the inline data segment: byte_count, mkey, address
+inline constexpr uint32_t kMaxWindow = 0x80000000u;  // one KLM covers at most 2 GiB
+}  // namespace umr
+
+enum class BindError : uint8_t {
+  kNone,
+  kMalformed,  // not a UMR, too short, no inline KLM where a range is bound
+  kBadKey,     // the key names no MKEY of the function
+  kPd,         // the window (or key) is of another PD than the QP
+  kNotFree,    // type 2: bound already (the driver asked for a free window)
+  kWrongQp,    // invalidating a type 2 window bound through another QP
+  kBadMr,      // the KLM's MR: missing, free, a window, another PD, or not covering the range
+  kAccess,     // remote write or atomic through a window on an MR without local write
+};
+const char* bind_error_name(BindError error);
+
+// Applies a UMR WQE of QP `qpn` (of PD `qp_pd`): binds a window or frees a key. All or nothing.
+BindError apply_bind_umr(Resources& resources, std::span<const uint8_t> wqe, uint32_t qp_pd, uint32_t qpn);
+
 }  // namespace hcaemu::model

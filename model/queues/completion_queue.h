@@ -19,7 +19,8 @@ struct FunctionContext;
 // Error CQE syndromes (mlx5-device-bringup.md section 7.5), for every work queue: Ethernet SQs
 // and RQs, RDMA QPs, SRQs.
 namespace cqe_syndrome {
-inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05;
+inline constexpr uint8_t kLocalLength = 0x01, kLocalQpOperation = 0x02, kLocalProtection = 0x04, kWrFlushed = 0x05,
+                         kMwBind = 0x06;
 inline constexpr uint8_t kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12, kRemoteAccess = 0x13,
                          kRemoteOperation = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
 }  // namespace cqe_syndrome

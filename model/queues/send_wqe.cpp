@@ -86,12 +86,13 @@ constexpr OpcodeInfo kOpcodes[] = {
     {wqe_op::kRdmaRead, kSvcReliable, true, false, Payload::kScatter},
     {wqe_op::kAtomicCs, kSvcReliable, true, true, Payload::kAtomicResult},
     {wqe_op::kAtomicFa, kSvcReliable, true, true, Payload::kAtomicResult},
+    {wqe_op::kUmr, kSvcConnected, false, false, Payload::kNone},  // memory window bind/invalidate (objects/umr.h)
 };
 
 const OpcodeInfo* find_opcode(uint8_t opcode) {
   for (const OpcodeInfo& info : kOpcodes)
     if (info.opcode == opcode) return &info;
-  return nullptr;  // masked atomics, LOCAL_INVAL, UMR, TSO and the rest
+  return nullptr;  // masked atomics, LOCAL_INVAL, TSO and the rest
 }
 
 uint64_t round_up16(uint64_t n) { return (n + 15) & ~uint64_t(15); }

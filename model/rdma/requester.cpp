@@ -11,6 +11,7 @@
 #include "model/queues/doorbell_unit.h"
 #include "model/function_context.h"
 #include "model/objects/memory_protection.h"
+#include "model/objects/umr.h"
 #include "model/rdma/internal.h"
 #include "model/rdma/payload_reader.h"
 
@@ -31,7 +32,8 @@ uint32_t rnr_timer_us(uint32_t code) {
 transport::rc::RequestKind kind_of(uint8_t wqe_opcode) {
   using transport::rc::RequestKind;
   switch (wqe_opcode) {
-    case wqe_op::kNop: return RequestKind::kNop;
+    case wqe_op::kNop:
+    case wqe_op::kUmr: return RequestKind::kNop;  // local: nothing goes on the wire
     case wqe_op::kRdmaRead: return RequestKind::kRead;
     case wqe_op::kAtomicCs:
     case wqe_op::kAtomicFa: return RequestKind::kAtomic;
@@ -405,6 +407,18 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   }
   RequesterPort port(*this, qpn, qp, 0);
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port)) return SqStep::kStop;  // fenced: waits for responses
+  if (wqe.opcode == wqe_op::kUmr) {  // a memory window bound or a key invalidated, in SQ order
+    const BindError error = apply_bind_umr(f_.resources, bytes, qp.pd, qpn);
+    if (error != BindError::kNone) {
+      ++counters_.mw_bind_errors;
+      log().debug("function {}: QP {:#x} WQE {:#x}: memory window bind: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
+                  bind_error_name(error));
+      qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
+      requester_error(qpn, qp, wqe, syndrome::kMwBind);
+      return SqStep::kStop;
+    }
+    ++counters_.mw_binds;
+  }
   return post_message(qpn, qp, std::move(wqe), rung_ps != 0 ? rung_ps : doorbell_ps, parsed_ps) ? SqStep::kPosted
                                                                                               : SqStep::kStop;
 }

@@ -94,7 +94,8 @@ void RdmaEngine::send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, 
   const uint32_t count = packets_for(length, pmtu);
   std::vector<DmaChunk> chunks;
   if (length != 0 &&
-      translate(f_.resources, rkey, responder_pd(qp), va, length, access::kRemoteRead, chunks) != ProtectionError::kNone)
+      translate(f_.resources, rkey, responder_pd(qp), va, length, access::kRemoteRead, chunks, qpn) !=
+          ProtectionError::kNone)
     return;  // checked by the caller for new requests; a duplicate whose MR went is dropped
   RocePacket packet;
   if (!address(qp, packet) || f_.memory == nullptr) return;
@@ -201,7 +202,7 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
     const uint32_t need = kind == RemoteAccess::kRead    ? access::kRemoteRead
                           : kind == RemoteAccess::kWrite ? access::kRemoteWrite
                                                          : access::kAtomic;
-    const ProtectionError error = translate(e_.f_.resources, rkey, e_.responder_pd(qp_), va, length, need, chunks);
+    const ProtectionError error = translate(e_.f_.resources, rkey, e_.responder_pd(qp_), va, length, need, chunks, qpn_);
     if (error != ProtectionError::kNone)
       log().debug("function {}: QP {:#x}: remote key {:#x}: {}", e_.f_.identity.vhca_id, qpn_, rkey,
                   protection_error_name(error));

@@ -201,6 +201,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x70, 20, 16), 16u) << "log_max_rqt";
     EXPECT_EQ(f.cap(0x70, 12, 8), 11u) << "log_max_rqt_size";
     EXPECT_EQ(f.cap(0x78, 4, 0), 17u) << "log_max_wq_sz";
+    EXPECT_EQ(f.cap(0x44, 23, 23), 1u) << "block_lb_mc";
     EXPECT_EQ(f.cap(0x7c, 30, 29), 3u) << "disable_local_lb_uc/mc: the driver may turn local loopback off";
     EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), 0u) << "general_obj_types";
     EXPECT_EQ(f.cap(0x8c, 28, 24), 0u) << "log_max_uctx";

@@ -9,6 +9,7 @@
 
 #include <random>
 
+#include "model/prm/qpc_fields.h"
 #include "testbench/model/rdma_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -335,6 +336,33 @@ TEST_F(MulticastTest, OnlyUdQpsAndMulticastGidsJoinAndDestroyedQpsLeave) {
   store_be32(&destroy[0x08], qb3.qpn);
   ASSERT_EQ(b.run(0x501, destroy), 0);
   EXPECT_EQ(b.f.resources.multicast.groups(), 0u) << "the destroyed QP left its group";
+}
+
+// A function's own multicast comes back to it inside the NIC (the eswitch loops group frames back):
+// its attached QPs take it, except a QP created with block_lb_mc (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).
+TEST_F(MulticastTest, OwnDatagramsSkipQpsThatBlockMulticastLoopback) {
+  Qp& blocking = a.create_qp(a_scq, a_rcq, 0, qp_st::kUd);
+  Qp& taking = a.create_qp(a_scq, a_rcq, 0, qp_st::kUd);
+  a.bring_up_ud(blocking, kQkey);
+  a.bring_up_ud(taking, kQkey);
+  set(a.f.resources.qps.find(blocking.qpn)->context, qpc::kBlockLbMc, 1);  // as CREATE_QP keeps the qpc
+  ASSERT_EQ(mcg(a, 0x806, blocking.qpn, mgid), 0);
+  ASSERT_EQ(mcg(a, 0x806, taking.qpn, mgid), 0);
+  Mr own = a.reg_mr(4096);
+  a.post_recv(blocking, {{own.va(0), 256, own.key}});
+  a.post_recv(taking, {{own.va(1024), 256, own.key}});
+  a.post_send(qa, to_group(64));
+  a.drain(a_scq);
+  ASSERT_EQ(p.wire.frames.size(), 1u);
+  WireFrame looped = p.take()[0];
+  looped.to = 0;  // back to the sender, as the eswitch's loopback does
+  p.inject(std::move(looped));
+  p.pump();
+  auto recv = a.drain(a_rcq);
+  ASSERT_EQ(recv.size(), 1u);
+  EXPECT_EQ(recv[0].qpn, taking.qpn);
+  EXPECT_EQ(a.get(own, 1024 + kGrh, 64), a.get(src, 0, 64));
+  EXPECT_EQ(a.engine.counters().multicast_loopback_blocked, 1u);
 }
 
 TEST(MulticastGroups, BoundedByTheCaps) {

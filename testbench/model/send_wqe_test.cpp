@@ -271,12 +271,15 @@ TEST(SendWqe, NopNeedsOnlyTheControlSegment) {
 
 TEST(SendWqe, UnsupportedOpcodesAndServiceTypes) {
   SendWqe s;
-  for (uint8_t op : {uint8_t(0x0e), wqe_op::kMaskedAtomicCs, wqe_op::kMaskedAtomicFa, wqe_op::kLocalInval, wqe_op::kUmr,
+  for (uint8_t op : {uint8_t(0x0e), wqe_op::kMaskedAtomicCs, wqe_op::kMaskedAtomicFa, wqe_op::kLocalInval,
                      uint8_t(0x19), uint8_t(0xff)})
     EXPECT_EQ(parse(WqeBuilder(op).raddr(0x8000, 1).atomic(0, 0).data(8, 0x201, 0).finish(), qp_st::kRc, s),
               WqeError::kBadOpcode)
         << int(op);
   EXPECT_EQ(parse(WqeBuilder(wqe_op::kSend).finish(), qp_st::kRegUmr, s), WqeError::kBadOpcode);
+  // UMR (memory window bind/invalidate): on connected QPs only; its segments are objects/umr.h's.
+  EXPECT_EQ(parse(WqeBuilder(wqe_op::kUmr).finish(), qp_st::kRc, s), WqeError::kNone);
+  EXPECT_EQ(parse(WqeBuilder(wqe_op::kUmr).finish(), qp_st::kUd, s), WqeError::kBadOpcode);
   EXPECT_EQ(parse(WqeBuilder(wqe_op::kSend).finish(), 0x7, s), WqeError::kBadOpcode);
 }
 

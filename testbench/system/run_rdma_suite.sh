@@ -17,7 +17,11 @@ export HCAEMU_GUEST_VARIANT=pyverbs
 FUNCTIONS=${SUITE_FUNCTIONS:-pf vf}
 MODULE_TIMEOUT=${SUITE_MODULE_TIMEOUT:-300}
 
-start_hcaemu 1
+# rdma-core's raw packet tests send frames from a made-up source MAC (PacketConsts.SRC_MAC), which
+# the VF's source-MAC spoof check drops, as a ConnectX's does: the host admin turns it off for the
+# VF under test, as `ip link set PF vf 0 spoofchk off` would.
+echo '{"vfs": {"0": {"spoofchk": false}}}' > "$WORK/suite-config.json"
+start_hcaemu 1 --config "$WORK/suite-config.json"
 verdict=0
 for fn in $FUNCTIONS; do
   case $fn in
