@@ -16,6 +16,8 @@ if [ "${HCAEMU_SKIP_FULL_SYSTEM:-0}" != 1 ]; then
   echo "run-tests: providing QEMU and the guest image (cached under ${HCAEMU_CACHE:-$HOME/.cache/hcaemu})" >&2
   "$ROOT/qemu-bridge/scripts/provide-qemu.sh" >/dev/null
   "$ROOT/qemu-bridge/scripts/build-guest-image.sh" >/dev/null
+  # Every full-system test runs on a Debian 13 guest too (NAME_debian13: kernel 6.12, rdma-core 56).
+  HCAEMU_GUEST_RELEASE=13 "$ROOT/qemu-bridge/scripts/build-guest-image.sh" >/dev/null
 fi
 
 status=0

@@ -309,6 +309,7 @@ constexpr Field kFlowModifyEn{kNicReceive + 0x00, 28, 28};    // .flow_modify_en
 constexpr Field kModifyRoot{kNicReceive + 0x00, 27, 27};      // .modify_root
 constexpr Field kIdentifiedMissTableMode{kNicReceive + 0x00, 26, 26};  // .identified_miss_table_mode
 constexpr Field kFlowTableModify{kNicReceive + 0x00, 25, 25}; // .flow_table_modify
+constexpr Field kIgnoreFlowLevel{kNicReceive + 0x00, 10, 10}; // .ignore_flow_level
 constexpr Field kLogMaxFtSize{kNicReceive + 0x04, 29, 24};    // .log_max_ft_size
 constexpr Field kMaxFtLevel{kNicReceive + 0x04, 7, 0};        // .max_ft_level
 constexpr Field kLogMaxFtNum{kNicReceive + 0x0c, 7, 0};       // .log_max_ft_num
@@ -325,6 +326,7 @@ constexpr CapValue kFlowTableCaps[] = {
     {ft::kModifyRoot, 1},
     {ft::kIdentifiedMissTableMode, 1},
     {ft::kFlowTableModify, 1},
+    {ft::kIgnoreFlowLevel, 1},  // a rule may forward to a table of any level (mlx5e's TC post-action table)
     {ft::kLogMaxFtSize, 20},
     {ft::kMaxFtLevel, 63},  // mlx5e requires >= 3
     // Limits beyond the doc's minimum, generous so no steering path trips on a 0 (= 1 entry).

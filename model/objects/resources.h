@@ -102,7 +102,12 @@ struct SharedReceiveQueue {
   // next_wqe_index; the device takes them from `head` while `consumed` trails the doorbell counter.
   uint32_t head = 0;
   uint32_t consumed = 0;
+  // ARM_RQ / ARM_XRC_SRQ: once fewer WQEs than this remain posted, one SRQ_RQ_LIMIT event, and the
+  // limit disarms (0: not armed). Kept in the context's lwm too (QUERY_SRQ: ibv_query_srq's limit).
+  uint32_t lwm = 0;
 };
+// srqc.lwm and xrc_srqc.lwm (the same place in both).
+inline constexpr Field kSrqcLwm{0x1c, 31, 16};
 
 enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqError = 4, kSqDrained = 5, kError = 6 };
 const char* qp_state_name(QpState state);

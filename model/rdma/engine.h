@@ -82,7 +82,8 @@ struct RdmaCounters {
            rx_wrong_service = 0;
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
   uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma/umr_queue.cpp)
-  uint64_t mw_binds = 0, mw_bind_errors = 0;  // UMR WQEs on user QPs: memory windows bound, keys invalidated
+  uint64_t mw_binds = 0, mw_bind_errors = 0;
+  uint64_t srq_limit_events = 0;  // SRQ_RQ_LIMIT events posted (ARM_RQ's limit reached)  // UMR WQEs on user QPs: memory windows bound, keys invalidated
   uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
   uint64_t datagrams_sent = 0, datagrams_received = 0;
@@ -218,8 +219,10 @@ class RdmaEngine {
   bool take_srq_wqe(QueuePair& qp, uint32_t srqn);  // basic SRQ / RMP / XRC SRQ: the driver-linked list of WQEs
   // The WQE in `slot` of a receive ring (RQ or SRQ) when the driver's doorbell record at `record`
   // is past `consumed`; false when none is posted or a DMA fails (counted).
+  // `posted`: the doorbell record's receive counter as read.
   bool read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
-                           uint32_t slot, std::vector<uint8_t>& bytes);
+                           uint32_t slot, std::vector<uint8_t>& bytes, uint32_t& posted);
+  void srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq);  // the armed SRQ limit event
   void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
 

@@ -21,8 +21,8 @@ using namespace rdma_internal;
 // Responder
 
 bool RdmaEngine::read_posted_receive(uint64_t record, uint32_t consumed, const PageList& ring, uint32_t log_stride,
-                                     uint32_t slot, std::vector<uint8_t>& bytes) {
-  uint32_t posted = 0;
+                                     uint32_t slot, std::vector<uint8_t>& bytes, uint32_t& posted) {
+  posted = 0;
   if (!read_doorbell_record(f_.memory, record, posted)) {
     ++counters_.dma_faults;
     return false;
@@ -44,7 +44,9 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
   if (srq == nullptr || (srq->kind == SrqKind::kXrcSrq) != (qp.st == qp_st::kXrc)) return false;
   const uint32_t index = srq->head & ((1u << srq->log_size) - 1);
   std::vector<uint8_t> bytes;
-  if (!read_posted_receive(srq->dbr_addr, srq->consumed, srq->buffer, srq->log_stride, index, bytes)) return false;
+  uint32_t posted = 0;
+  if (!read_posted_receive(srq->dbr_addr, srq->consumed, srq->buffer, srq->log_stride, index, bytes, posted))
+    return false;
   srq = f_.resources.srqs.find(srqn);  // the read spent model time
   if (srq == nullptr) return false;
   uint16_t next = 0;
@@ -54,7 +56,17 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
   resp.have_wqe = true;
   srq->head = next;
   srq->consumed = (srq->consumed + 1) & kCounterMask16;
+  if (srq->lwm != 0 && ((posted - srq->consumed) & kCounterMask16) < srq->lwm) srq_limit_reached(srqn, *srq);
   return true;
+}
+
+void RdmaEngine::srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq) {
+  srq.lwm = 0;  // one event per arming (IBA 11.5.2.5)
+  if (srq.context.size() >= 0x20) set(srq.context, kSrqcLwm, 0);
+  std::array<uint8_t, eqe::kDataSize> data{};
+  data[5] = 1;  // the resource is an SRQ
+  store_be32(&data[8], srqn);
+  if (eq_post(f_, eqe::kSrqRqLimit, 0, data) != 0) ++counters_.srq_limit_events;
 }
 
 bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
@@ -64,7 +76,9 @@ bool RdmaEngine::take_receive_wqe(QueuePair& qp) {
   if (qp.rq_type != rq_type::kRegular) return false;  // zero-length RQ: nothing to receive into
   const uint32_t index = qp.rq_consumer & ((1u << qp.log_rq_size) - 1);
   std::vector<uint8_t> bytes;
-  if (!read_posted_receive(qp.dbr_addr + kRqDbrOffset, qp.rq_consumer, qp.buffer, qp.log_rq_stride, index, bytes))
+  uint32_t posted = 0;
+  if (!read_posted_receive(qp.dbr_addr + kRqDbrOffset, qp.rq_consumer, qp.buffer, qp.log_rq_stride, index, bytes,
+                           posted))
     return false;
   resp.sges.clear();
   if (parse_recv_wqe(bytes, resp.sges) != WqeError::kNone) resp.sges.clear();

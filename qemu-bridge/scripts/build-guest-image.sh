@@ -14,6 +14,10 @@
 #
 # Environment:
 #   HCAEMU_CACHE           cache dir (default ~/.cache/hcaemu)
+#   HCAEMU_GUEST_RELEASE   12 (default: Debian 12, kernel 6.1, rdma-core 44) or 13 (Debian 13:
+#                          kernel 6.12, rdma-core 56, from trixie through a private apt
+#                          configuration in $CACHE/apt-trixie; the system's apt is untouched);
+#                          built into $CACHE/guest13[-pyverbs]/
 #   HCAEMU_GUEST_KERNEL    pin the kernel ABI, e.g. 6.1.0-57-amd64 (default: newest in apt)
 #   HCAEMU_GUEST_REBUILD=1 rebuild even if the stamp matches (e.g. to pick up a new kernel)
 #   HCAEMU_GUEST_VARIANT   "pyverbs": the same image plus Python 3.11, python3-pyverbs and
@@ -29,9 +33,15 @@ die() { printf 'build-guest-image: ERROR: %s\n' "$*" >&2; exit 1; }
 
 CACHE=${HCAEMU_CACHE:-$HOME/.cache/hcaemu}
 VARIANT=${HCAEMU_GUEST_VARIANT:-}
+RELEASE=${HCAEMU_GUEST_RELEASE:-12}
+case $RELEASE in
+    12) GDIR=$CACHE/guest ;;
+    13) GDIR=$CACHE/guest13 ;;
+    *) die "HCAEMU_GUEST_RELEASE=$RELEASE: the releases are 12 and 13" ;;
+esac
 case $VARIANT in
-    "") GDIR=$CACHE/guest ;;
-    pyverbs) GDIR=$CACHE/guest-pyverbs ;;
+    "") ;;
+    pyverbs) GDIR=$GDIR-pyverbs ;;
     *) die "HCAEMU_GUEST_VARIANT=$VARIANT: the variants are pyverbs (or none)" ;;
 esac
 STAMP=$GDIR/.stamp
@@ -46,7 +56,7 @@ print_paths() {
 stamp_ok() {
     [ "${HCAEMU_GUEST_REBUILD:-0}" != 1 ] && [ -f "$STAMP" ] && [ -f "$GDIR/vmlinux" ] \
         && [ -f "$GDIR/initramfs.cpio" ] && [ -f "$GDIR/kernel-version" ] \
-        && [ "$(head -n1 "$STAMP")" = "$SELF_HASH ${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT}" ]
+        && [ "$(head -n1 "$STAMP")" = "$SELF_HASH ${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT} $RELEASE" ]
 }
 
 if stamp_ok; then
@@ -70,38 +80,71 @@ if stamp_ok; then
 fi
 HCAEMU_GUEST_REBUILD=0
 
+# --- apt: the system's for Debian 12, a private one for Debian 13 ---------------------
+APT_GET=(apt-get)
+APT_CACHE=(apt-cache)
+KERNEL_PATTERN='^linux-image-6\.1\.0-[0-9]+-amd64$'
+if [ "$RELEASE" = 13 ]; then
+    KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+    [ -r "$KEYRING" ] || die "$KEYRING missing (install debian-archive-keyring)"
+    APTDIR=$CACHE/apt-trixie
+    mirror=$(sed -n 's/^URIs:[[:space:]]*\(.*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
+    mirror=${HCAEMU_DEBIAN_MIRROR:-${mirror:-http://deb.debian.org/debian}}
+    mkdir -p "$APTDIR/state/lists/partial" "$APTDIR/cache/archives/partial" "$APTDIR/parts"
+    [ -f "$APTDIR/state/status" ] || : >"$APTDIR/state/status"
+    printf 'deb [signed-by=%s] %s trixie main\ndeb [signed-by=%s] %s trixie-updates main\n' \
+        "$KEYRING" "$mirror" "$KEYRING" "$mirror" >"$APTDIR/sources.list"
+    opts=(-o "Dir::Etc::sourcelist=$APTDIR/sources.list" -o "Dir::Etc::sourceparts=$APTDIR/parts"
+          -o "Dir::Etc::preferences=/dev/null" -o "Dir::Etc::preferencesparts=$APTDIR/parts"
+          -o "Dir::State=$APTDIR/state" -o "Dir::State::status=$APTDIR/state/status"
+          -o "Dir::Cache=$APTDIR/cache" -o "APT::Architecture=amd64" -o "APT::Architectures=amd64")
+    APT_GET=(apt-get "${opts[@]}")
+    APT_CACHE=(apt-cache "${opts[@]}")
+    if [ -z "$(find "$APTDIR/state/lists" -name '*_trixie_InRelease' -mtime -7 2>/dev/null)" ]; then
+        log "apt update for Debian 13 (private configuration in $APTDIR)"
+        "${APT_GET[@]}" -q -o "APT::Sandbox::User=$(id -un)" update >"$APTDIR/update.log" 2>&1 \
+            || { tail -n 20 "$APTDIR/update.log" >&2; die "apt update of the Debian 13 lists failed"; }
+    fi
+    KERNEL_PATTERN='^linux-image-6\.12\.[0-9]+\+deb13-amd64$'
+fi
+
 # --- packages ------------------------------------------------------------------------
 if [ -n "${HCAEMU_GUEST_KERNEL:-}" ]; then
     KPKG=linux-image-$HCAEMU_GUEST_KERNEL
 else
-    KPKG=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' \
+    KPKG=$("${APT_CACHE[@]}" search --names-only "$KERNEL_PATTERN" \
            | awk '{print $1}' | sort -V | tail -n1)
-    [ -n "$KPKG" ] || die "no linux-image-6.1.0-*-amd64 in apt's lists (apt-get update?)"
+    [ -n "$KPKG" ] || die "no kernel matching $KERNEL_PATTERN in apt's lists (apt-get update?)"
 fi
 KVER=${KPKG#linux-image-}
-KPKGVER=$(apt-cache show --no-all-versions "$KPKG" 2>/dev/null | sed -n 's/^Version: //p' | head -n1)
+KPKGVER=$("${APT_CACHE[@]}" show --no-all-versions "$KPKG" 2>/dev/null | sed -n 's/^Version: //p' | head -n1)
 [ -n "$KPKGVER" ] || die "apt does not know $KPKG"
 log "guest kernel: $KPKG $KPKGVER"
 
-# Guest userspace (Debian 12). Everything an ELF in the image links against must be here;
-# the closure is checked below with the image's own loader.
+# Guest userspace. Everything an ELF in the image links against must be here; the closure is
+# checked below with the image's own loader. Debian 13 renamed libraries for 64-bit time_t (t64).
+if [ "$RELEASE" = 13 ]; then
+    T64=t64 PYTHON=python3.13 LIBSSL=libssl3t64
+else
+    T64="" PYTHON=python3.11 LIBSSL=libssl3
+fi
 GUEST_PKGS=(
     busybox-static
     libc6 libgcc-s1
-    libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils libibumad3 perftest
+    libibverbs1 ibverbs-providers ibverbs-utils "librdmacm1$T64" rdmacm-utils libibumad3 perftest
     libnl-3-200 libnl-route-3-200
-    iproute2 libmnl0 libelf1 libbpf1 libcap2 libxtables12 libselinux1 libpcre2-8-0
-    libzstd1 zlib1g libdb5.3 libbsd0 libmd0 libtirpc3 libgssapi-krb5-2 libkrb5-3
-    libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 libssl3
+    iproute2 libmnl0 "libelf1$T64" libbpf1 libcap2 libxtables12 libselinux1 libpcre2-8-0
+    libzstd1 zlib1g "libdb5.3$T64" libbsd0 libmd0 "libtirpc3$T64" libgssapi-krb5-2 libkrb5-3
+    libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 "$LIBSSL"
     pciutils libpci3 pci.ids libudev1 libkmod2 liblzma5
 )
 # rdma-core's test suite (issue 16): Python and pyverbs, and what the interpreter's own
 # extension modules link against.
 if [ "$VARIANT" = pyverbs ]; then
     GUEST_PKGS+=(
-        python3-pyverbs python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libpython3.11
-        libexpat1 libffi8 libbz2-1.0 libsqlite3-0 libncursesw6 libtinfo6 libreadline8 libuuid1
-        libcrypt1 libgdbm6 libgdbm-compat4 libnsl2 media-types
+        python3-pyverbs "$PYTHON-minimal" "lib$PYTHON-minimal" "lib$PYTHON-stdlib" "lib$PYTHON"
+        libexpat1 libffi8 libbz2-1.0 libsqlite3-0 libncursesw6 libtinfo6 "libreadline8$T64" libuuid1
+        libcrypt1 "libgdbm6$T64" "libgdbm-compat4$T64" libnsl2 media-types
     )
 fi
 # Host-side tools only (depmod), run through the guest's loader.
@@ -110,8 +153,8 @@ TOOL_PKGS=(kmod)
 DEBS=$GDIR/debs
 rm -rf "$DEBS" "$GDIR/work"
 mkdir -p "$DEBS"
-log "downloading ${#GUEST_PKGS[@]} guest packages + kernel from Debian 12 (apt-get download)"
-if ! (cd "$DEBS" && apt-get -q -o "APT::Sandbox::User=$(id -un)" download \
+log "downloading ${#GUEST_PKGS[@]} guest packages + kernel from Debian $RELEASE (apt-get download)"
+if ! (cd "$DEBS" && "${APT_GET[@]}" -q -o "APT::Sandbox::User=$(id -un)" download \
         "$KPKG" "${GUEST_PKGS[@]}" "${TOOL_PKGS[@]}" >"$GDIR/apt.log" 2>&1); then
     tail -n 20 "$GDIR/apt.log" >&2
     die "apt-get download failed (stale lists? try: apt-get update)"
@@ -135,11 +178,12 @@ pkgfile() { # first .deb of package $1
 
 log "unpacking"
 dpkg-deb -x "$(pkgfile "$KPKG")" "$KRAW" || die "unpacking $KPKG failed"
+[ -e "$KRAW/lib" ] || ln -s usr/lib "$KRAW/lib"  # Debian 13's modules are in usr/lib/modules
 for p in "${GUEST_PKGS[@]}"; do
     f=$(pkgfile "$p") || die "package $p was not downloaded"
     dpkg-deb -x "$f" "$RAW"
 done
-for p in "${TOOL_PKGS[@]}" libc6 libkmod2 liblzma5 libzstd1 libssl3; do
+for p in "${TOOL_PKGS[@]}" libc6 libkmod2 liblzma5 libzstd1 "$LIBSSL"; do
     dpkg-deb -x "$(pkgfile "$p")" "$TOOLS"
 done
 
@@ -201,7 +245,7 @@ if [ "$VARIANT" = pyverbs ]; then
     [ -f "$ROOT/usr/share/doc/rdma-core/tests/run_tests.py" ] || die "python3-pyverbs has no tests/run_tests.py"
     mv "$ROOT/usr/share/doc/rdma-core/tests" "$ROOT/usr/share/rdma-core-tests"
     gunzip -f "$ROOT"/usr/share/rdma-core-tests/*.gz
-    ln -sf python3.11 "$ROOT/usr/bin/python3"
+    ln -sf "$PYTHON" "$ROOT/usr/bin/python3"
 fi
 # Documentation, manuals, locales and lintian data are dead weight in an initramfs.
 rm -rf "$ROOT"/usr/share/{doc,man,info,locale,lintian,bug,bash-completion,zsh}
@@ -245,10 +289,14 @@ mkdir -p "$ROOT/etc/hcavm"
 } >"$ROOT/etc/hcavm/prelude.sh"
 
 # --- kernel modules ----------------------------------------------------------------------
+# Debian 13 is usr-merged: its loader and kmod are under usr/.
 LDSO_T=$TOOLS/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+[ -e "$LDSO_T" ] || LDSO_T=$TOOLS/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+KMOD_T=$TOOLS/bin/kmod
+[ -e "$KMOD_T" ] || KMOD_T=$TOOLS/usr/bin/kmod
 TLIB=$TOOLS/lib/x86_64-linux-gnu:$TOOLS/usr/lib/x86_64-linux-gnu
 depmod_b() { # basedir
-    "$LDSO_T" --inhibit-cache --library-path "$TLIB" --argv0 depmod "$TOOLS/bin/kmod" \
+    "$LDSO_T" --inhibit-cache --library-path "$TLIB" --argv0 depmod "$KMOD_T" \
         -b "$1" "$KVER"
 }
 log "depmod on the full module tree"
@@ -292,6 +340,8 @@ done
 for p in "${!TAKE[@]}"; do
     mkdir -p "$GMOD/$(dirname "$p")"
     cp "$MODDIR/$p" "$GMOD/$p"
+    # Debian 13 ships modules xz-compressed; busybox's modprobe loads plain ones.
+    case $p in *.ko.xz) xz -d "$GMOD/$p" ;; esac
 done
 log "${#TAKE[@]} kernel modules; depmod on the image tree"
 depmod_b "$ROOT/usr" || die "depmod (image) failed"
@@ -398,7 +448,7 @@ log "writing initramfs.cpio"
 mv -f "$WORK/vmlinux" "$GDIR/vmlinux"
 mv -f "$WORK/initramfs.cpio" "$GDIR/initramfs.cpio"
 printf '%s %s\n' "$KVER" "$KPKGVER" >"$GDIR/kernel-version"
-printf '%s %s\n' "$SELF_HASH" "${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT}" >"$STAMP"
+printf '%s %s\n' "$SELF_HASH" "${HCAEMU_GUEST_KERNEL:-newest}${VARIANT:+ $VARIANT} $RELEASE" >"$STAMP"
 log "vmlinux $(du -h "$GDIR/vmlinux" | cut -f1), initramfs.cpio $(du -h "$GDIR/initramfs.cpio" | cut -f1)"
 # Keep the downloaded .debs out of the way of disk usage; the work tree is kept for inspection.
 rm -rf "$DEBS" "$KRAW"

@@ -258,6 +258,54 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   EXPECT_EQ(recv[0].user_index, c2.b->user_index);
 }
 
+// Issue 16 (rdma-core's test_modify_srq_limit): ibv_modify_srq(IBV_SRQ_LIMIT) arms the limit
+// (ARM_RQ, read back by QUERY_SRQ); once fewer WQEs than it remain, one SRQ_RQ_LIMIT event names the
+// SRQ on the EQ subscribed to it, and the limit disarms.
+TEST_F(RdmaTest, SrqLimitEventOnceFewerWqesRemainThanArmed) {
+  Srq& srq = b.make_srq();
+  Cq& sa = a.make_cq();
+  Cq& ra = a.make_cq();
+  Cq& sb = b.make_cq();
+  Cq& rb = b.make_cq();
+  Connection c{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
+  p.bring_up(*c.a, *c.b, {});
+  const uint64_t async_ring = b.page();
+  const uint32_t async_eq = b.create_eq(4, b.uar, 0, 1ull << 0x14, {async_ring});
+  const Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);
+  for (int i = 0; i < 10; ++i) b.post_srq_recv(srq, {{dst.va(64 * i), 64, dst.key}});
+  std::vector<uint8_t> arm(0x10);
+  store_be32(&arm[0x08], srq.srqn);
+  store_be32(&arm[0x0c], 7);
+  ASSERT_EQ(b.run(0x703, arm, 16, 1), 0);
+  std::vector<uint8_t> query(0x10);
+  store_be32(&query[0x08], srq.srqn);
+  ASSERT_EQ(b.run(0x702, query, 0x110), 0);
+  EXPECT_EQ(b.out32(0x10 + 0x1c) >> 16, 7u) << "srqc.lwm: what ibv_query_srq reports";
+  auto events = [&] {
+    std::vector<std::pair<uint8_t, uint32_t>> seen;
+    for (uint32_t i = 0; i < 16; ++i) {
+      const auto e = b.read(async_ring + 64 * i, 64);
+      if (e[0x01] != 0) seen.emplace_back(e[0x01], load_be32(&e[0x20 + 0x08]) & 0xffffff);
+    }
+    return seen;
+  };
+  for (int i = 0; i < 3; ++i) a.post_send(*c.a, {.sges = {{src.va(0), 16, src.key}}});
+  p.pump();
+  EXPECT_TRUE(events().empty()) << "7 remain: not below the limit";
+  a.post_send(*c.a, {.sges = {{src.va(0), 16, src.key}}});
+  p.pump();
+  EXPECT_EQ(events(), (std::vector<std::pair<uint8_t, uint32_t>>{{0x14, srq.srqn}}));
+  ASSERT_EQ(b.run(0x702, query, 0x110), 0);
+  EXPECT_EQ(b.out32(0x10 + 0x1c) >> 16, 0u) << "disarmed";
+  a.post_send(*c.a, {.sges = {{src.va(0), 16, src.key}}});
+  p.pump();
+  EXPECT_EQ(events().size(), 1u) << "one event per arming";
+  EXPECT_EQ(b.drain(rb).size(), 5u);
+  store_be32(&arm[0x0c], 1000);
+  EXPECT_EQ(b.run(0x703, arm, 16, 1), 0x3) << "a limit beyond the SRQ's size";
+  (void)async_eq;
+}
+
 TEST_F(RdmaTest, ZeroLengthSend) {
   auto c = p.connect();
   const Mr dst = b.reg_mr(64);

@@ -58,4 +58,8 @@ check "rdma link names $netdev" sh -c "rdma link | grep -q 'netdev $netdev'"
 bad=$(dmesg | grep mlx5 | grep -iE "error|fail|timeout")
 check "no mlx5 errors in dmesg" test -z "$bad"
 [ -n "$bad" ] && echo "$bad"
+# Issue 16: no mlx5 line at warning level or above (<0>..<4> in the raw log) on either kernel.
+warned=$(dmesg -r | grep -E '^<[0-4]>' | grep -iE 'mlx5|infiniband')
+check "no mlx5 warnings in dmesg (levels emerg..warn)" test -z "$warned"
+[ -n "$warned" ] && echo "$warned"
 exit $status

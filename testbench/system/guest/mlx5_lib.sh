@@ -48,8 +48,11 @@ check_mlx5_up() {  # check_mlx5_up WHEN: one CHECK line per step of the last mlx
   check "$1: ${NETDEV:-netdev} has carrier" test -n "$T_CARRIER"
   check "$1: RoCE port ACTIVE" test -n "$T_ACTIVE"
 }
-check_dmesg() {  # one CHECK line: no mlx5 error in the kernel log (the lines follow as "dmesg: ...")
+check_dmesg() {  # CHECK lines: no mlx5 error, nor any mlx5 line at warning level or above (<0>..<4>)
   bad=$(dmesg | grep mlx5 | grep -iE "error|fail|timeout")
   check "no mlx5 errors in dmesg" test -z "$bad"
+  [ -z "$bad" ] || echo "$bad" | sed 's/^/dmesg: /'
+  bad=$(dmesg -r | grep -E '^<[0-4]>' | grep -iE 'mlx5|infiniband')
+  check "no mlx5 warnings in dmesg" test -z "$bad"
   [ -z "$bad" ] || echo "$bad" | sed 's/^/dmesg: /'
 }
