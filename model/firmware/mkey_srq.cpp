@@ -223,6 +223,12 @@ void query_srq_common(CommandCall& call, SrqKind kind, uint32_t context_offset) 
     out[context_offset + i] = srq->context[i];
 }
 
+void arm_limit(SharedReceiveQueue& srq, uint32_t lwm) {
+  srq.lwm = lwm;
+  const Field field = srq_lwm_field(srq.kind);
+  if (srq.context.size() >= field.offset + 4) set(srq.context, field, lwm);
+}
+
 // ARM_RQ / ARM_XRC_SRQ (arm_rq_in: the number at 0x08, lwm at 0x0c): arms the SRQ limit event
 // (rdma/responder.cpp raises it). ARM_RQ's op_mod names the queue kind: 1 = SRQ.
 constexpr Field kArmLwm{0x0c, 15, 0};
@@ -235,14 +241,22 @@ void arm_srq_common(CommandCall& call, SrqKind kind) {
     call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
     return;
   }
-  srq->lwm = lwm;
-  if (srq->context.size() >= 0x20) set(srq->context, kSrqcLwm, lwm);
+  arm_limit(*srq, lwm);
 }
 
-// MODIFY_RMP: accepted for an existing RMP; its limit (rmpc.wq.lwm) is not modelled.
+// MODIFY_RMP (modify_rmp_in: the RMP at 0x08, rmp_bitmask at 0x10, rmpc at 0x20): with the bitmask's
+// lwm bit, the limit in rmpc.wq.lwm is armed, as ARM_RQ does for an SRQ (mlx5_ib arms a basic SRQ so).
+constexpr Field kRmpBitmaskLwm{0x14, 0, 0};
 void modify_rmp(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize)) return;
-  find_srq(call, SrqKind::kRmp);
+  if (!start(call, kRmpc + kRmpcSize)) return;
+  SharedReceiveQueue* rmp = find_srq(call, SrqKind::kRmp);
+  if (rmp == nullptr || get(call.in(), kRmpBitmaskLwm) == 0) return;
+  const uint32_t lwm = get(sub(call.in(), kRmpc, kRmpcSize), srq_lwm_field(SrqKind::kRmp));
+  if (lwm > (1u << rmp->log_size)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+    return;
+  }
+  arm_limit(*rmp, lwm);
 }
 
 void create_srq(CommandCall& call) {

@@ -106,8 +106,11 @@ struct SharedReceiveQueue {
   // limit disarms (0: not armed). Kept in the context's lwm too (QUERY_SRQ: ibv_query_srq's limit).
   uint32_t lwm = 0;
 };
-// srqc.lwm and xrc_srqc.lwm (the same place in both).
-inline constexpr Field kSrqcLwm{0x1c, 31, 16};
+// Where the limit sits in each kind's context: srqc.lwm and xrc_srqc.lwm, rmpc.wq.lwm (mlx5_ib
+// makes a basic SRQ an RMP).
+inline constexpr Field srq_lwm_field(SrqKind kind) {
+  return kind == SrqKind::kRmp ? Field{0x34, 15, 0} : Field{0x1c, 31, 16};
+}
 
 enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqError = 4, kSqDrained = 5, kError = 6 };
 const char* qp_state_name(QpState state);

@@ -62,7 +62,8 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
 
 void RdmaEngine::srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq) {
   srq.lwm = 0;  // one event per arming (IBA 11.5.2.5)
-  if (srq.context.size() >= 0x20) set(srq.context, kSrqcLwm, 0);
+  const Field field = srq_lwm_field(srq.kind);
+  if (srq.context.size() >= field.offset + 4) set(srq.context, field, 0);
   std::array<uint8_t, eqe::kDataSize> data{};
   data[5] = 1;  // the resource is an SRQ
   store_be32(&data[8], srqn);

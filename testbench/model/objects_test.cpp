@@ -173,6 +173,18 @@ TEST_F(ObjectsTest, SrqKindsCreateQueryDestroy) {
 
   ASSERT_EQ(t.run(0x90f, with_number(rmpn), 0x110), kOk);
   EXPECT_EQ(t.out32(0x20 + 0x30 + 0x08) & 0xffffff, pd) << "rmpc.wq.pd";
+  // The limit of a basic SRQ, which mlx5_ib makes an RMP: MODIFY_RMP with the lwm bitmask bit arms
+  // it (rmpc.wq.lwm), QUERY_RMP reads it back (issue 16, rdma-core 56's test_modify_srq_limit).
+  auto arm = TestFunction::input(0x110);
+  store_be32(&arm[0x08], (1u << 28) | rmpn);
+  store_be32(&arm[0x14], 1);                   // rmp_bitmask.lwm
+  store_be32(&arm[0x20 + 0x34], 7);            // rmpc.wq.lwm
+  ASSERT_EQ(t.run(0x90d, arm), kOk);
+  ASSERT_EQ(t.run(0x90f, with_number(rmpn), 0x110), kOk);
+  EXPECT_EQ(t.out32(0x20 + 0x34) & 0xffff, 7u) << "rmpc.wq.lwm";
+  EXPECT_EQ(t.f.resources.srqs.find(rmpn)->lwm, 7u);
+  store_be32(&arm[0x20 + 0x34], 17);
+  EXPECT_EQ(t.run(0x90d, arm), kBadParameter) << "more than the RMP's 16 WQEs";
   EXPECT_EQ(t.run(0x707, with_number(xsrqn), 0x110), kOk);
   EXPECT_EQ(t.run(0x702, with_number(srqn), 0x110), kOk);
   EXPECT_EQ(t.run(0x701, with_number(rmpn)), kBadResource) << "DESTROY_SRQ of an RMP";

@@ -208,7 +208,7 @@ SH
     # The client sleeps on completion events, the server busy-polls: both ways get tested.
     mode=; [ "$ROLE" = client ] && mode=-e
     # Soft-RoCE fails a UD send with a wrong lkey as a local QP operation error and has no SQE state.
-    [ "$SETUP" = rxe ] && mode="$mode -U"
+    [ "$SETUP" = rxe ] && mode="$mode -U -S"
     run "hca_verbs_check" 240 ' -> (PASS|FAIL)' /tmp/hcavm/hca_verbs_check -d $DEV -g $GIDX $mode
     ;;
   perftest)
@@ -239,7 +239,7 @@ SH
     run_local "ibv_rc_pingpong 4 KiB x 10, local" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c
     run_local "ibv_uc_pingpong 4 KiB x 10, local" 60 "$PP_RESULT" ibv_uc_pingpong -d $DEV -g $GIDX -n 10 -c
     run_local "ibv_ud_pingpong 1 KiB x 10, local" 60 "$PP_RESULT" ibv_ud_pingpong -d $DEV -g $GIDX -n 10 -s 1024 -c
-    mode=; [ "$SETUP" = rxe ] && mode=-U
+    mode=; [ "$SETUP" = rxe ] && mode="-U -S"
     run_local "hca_verbs_check, local" 240 ' -> (PASS|FAIL)' /tmp/hcavm/hca_verbs_check -d $DEV -g $GIDX $mode
     ;;
   bench)  # the figures of bench/rdma_compare.sh

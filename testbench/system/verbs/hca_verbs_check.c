@@ -1,4 +1,4 @@
-/* hca_verbs_check - a scripted verbs check between two hosts (runs in the test guests): RC, UC and UD.
+/* hca_verbs_check - a scripted verbs check between two hosts (runs in the test guests): RC, UC, XRC and UD.
  * Server and client may be one host (one function: the NIC's local loopback).
  *
  * Like ibv_rc_pingpong: the server waits for a TCP connection, both sides swap what the other needs
@@ -66,7 +66,7 @@ struct ctx {
     /* options */
     const char *devname, *server;
     int ib_port, gid_index, tcp_port, timeout_s;
-    bool events, skip_sqe;
+    bool events, skip_sqe, allow_missing;
     /* verbs */
     struct ibv_context *dev;
     struct ibv_pd *pd;
@@ -77,7 +77,7 @@ struct ctx {
     uint8_t *buf;
     uint32_t max_inline;
     int mtu_bytes, rd_atomic;
-    bool atomics;
+    bool atomics, xrc, mw_type2;
     struct endpoint me, peer;
     /* control connection and results */
     int sock;
@@ -711,16 +711,24 @@ static bool step_rereg_mr(struct ctx *c)
     return true;
 }
 
+static enum ibv_mtu mtu_enum(int bytes)
+{
+    return bytes == 4096 ? IBV_MTU_4096 : bytes == 2048 ? IBV_MTU_2048 : bytes == 1024 ? IBV_MTU_1024
+         : bytes == 512 ? IBV_MTU_512 : IBV_MTU_256;
+}
+
 /* A UC QP on each side, on the shared CQs, brought up as ib_write_bw -c UC and rdma-core's tests
  * bring one: the access flags (remote write) at INIT only, none at RTR. The client then does RDMA
  * WRITEs with and without immediate and the notifying SENDs over it, and the server checks its
- * memory and the immediate. (Issue 16: these WRITEs completed at the sender and never landed.) */
+ * memory and the immediate (issue 16: these WRITEs completed at the sender and never landed); then
+ * SENDs both ways, with immediate, inline and multi-SGE. */
 static bool step_uc_write(struct ctx *c)
 {
     const char *what = "UC connection";
     struct ibv_qp_init_attr qa = {
         .send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_UC,
-        .cap = {.max_send_wr = MAX_WR, .max_recv_wr = MAX_WR, .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE},
+        .cap = {.max_send_wr = MAX_WR, .max_recv_wr = MAX_WR, .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
+                .max_inline_data = WANT_INLINE},
     };
     struct ibv_qp *uc = ibv_create_qp(c->pd, &qa);
     struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = c->ib_port, .pkey_index = 0,
@@ -741,11 +749,7 @@ static bool step_uc_write(struct ctx *c)
         return false;
     }
     struct ibv_qp_attr rtr = {
-        .qp_state = IBV_QPS_RTR, .path_mtu = (enum ibv_mtu)(c->mtu_bytes == 4096 ? IBV_MTU_4096
-                                                           : c->mtu_bytes == 2048 ? IBV_MTU_2048
-                                                           : c->mtu_bytes == 1024 ? IBV_MTU_1024
-                                                           : c->mtu_bytes == 512  ? IBV_MTU_512
-                                                                                  : IBV_MTU_256),
+        .qp_state = IBV_QPS_RTR, .path_mtu = mtu_enum(c->mtu_bytes),
         .dest_qp_num = peer_qpn, .rq_psn = peer_psn,
         .ah_attr = {.dlid = c->peer.lid, .port_num = (uint8_t)c->ib_port, .is_global = c->gid_index >= 0,
                     .grh = {.dgid = c->peer.gid, .sgid_index = (uint8_t)c->gid_index, .hop_limit = 64}},
@@ -759,9 +763,286 @@ static bool step_uc_write(struct ctx *c)
     c->qp = uc;  /* the RDMA WRITE helpers post on c->qp */
     ok = ok && rdma_write(c, 4097, false, 800) && rdma_write(c, 3 * (size_t)c->mtu_bytes + 7, true, 801) &&
          rdma_write(c, 64, true, 802);
+    /* SENDs over UC too, each way: plain multi-packet, with immediate, inline, multi-SGE. */
+    struct seg s1 = {0, 2 * (size_t)c->mtu_bytes + 5}, r1 = {0, 2 * (size_t)c->mtu_bytes + 5 + GUARD};
+    struct seg s2 = {0, 333}, r2 = {0, 333 + GUARD}, s3 = {0, WANT_INLINE}, r3 = {0, WANT_INLINE + GUARD};
+    struct seg ss[3] = {{3, 1000}, {2053, 3001}, {9001, 77}}, rs[3] = {{5, 501}, {1031, 3000}, {8197, 577 + GUARD}};
+    ok = ok && send_recv(c, "UC SEND client->server", !c->is_server, PLAIN, &s1, 1, &r1, 1, 803) &&
+         send_recv(c, "UC SEND server->client", c->is_server, PLAIN, &s1, 1, &r1, 1, 804) &&
+         send_recv(c, "UC SEND with immediate", !c->is_server, WITH_IMM, &s2, 1, &r2, 1, 805) &&
+         send_recv(c, "UC SEND inline", !c->is_server, INLINE, &s3, 1, &r3, 1, 806) &&
+         send_recv(c, "UC multi-SGE SEND (3 SGEs)", !c->is_server, PLAIN, ss, 3, rs, 3, 807);
     c->qp = rc;
     ibv_destroy_qp(uc);
     return ok;
+}
+
+/* XRC (issue 16): each side opens an XRC domain with an XRC SRQ (completing on the receive CQ), a
+ * target QP and an initiator QP, and connects its initiator to the other's target. The client then
+ * SENDs (plain and with immediate) into the server's SRQ, RDMA WRITEs with immediate, RDMA READs and
+ * does a FETCH_AND_ADD through its initiator QP; the server checks its memory and completions. */
+struct xrc {
+    struct ibv_xrcd *xrcd;
+    struct ibv_srq *srq;
+    struct ibv_qp *tgt, *ini;
+};
+
+static void xrc_free(struct xrc *x)
+{
+    if (x->ini) ibv_destroy_qp(x->ini);
+    if (x->tgt) ibv_destroy_qp(x->tgt);
+    if (x->srq) ibv_destroy_srq(x->srq);
+    if (x->xrcd) ibv_close_xrcd(x->xrcd);
+}
+
+static bool xrc_connect(struct ctx *c, struct xrc *x, uint32_t peer_ini, uint32_t peer_tgt, uint32_t peer_psn,
+                        uint32_t my_psn)
+{
+    struct ibv_ah_attr ah = {.dlid = c->peer.lid, .port_num = (uint8_t)c->ib_port, .is_global = c->gid_index >= 0,
+                             .grh = {.dgid = c->peer.gid, .sgid_index = (uint8_t)c->gid_index, .hop_limit = 64}};
+    const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = c->ib_port,
+                               .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                  IBV_ACCESS_REMOTE_ATOMIC};
+    struct ibv_qp_attr tgt_rtr = {.qp_state = IBV_QPS_RTR, .path_mtu = mtu_enum(c->mtu_bytes), .dest_qp_num = peer_ini,
+                                  .rq_psn = peer_psn, .max_dest_rd_atomic = (uint8_t)c->rd_atomic,
+                                  .min_rnr_timer = 12, .ah_attr = ah};
+    struct ibv_qp_attr ini_rtr = {.qp_state = IBV_QPS_RTR, .path_mtu = mtu_enum(c->mtu_bytes), .dest_qp_num = peer_tgt,
+                                  .rq_psn = peer_psn, .ah_attr = ah};
+    struct ibv_qp_attr ini_rts = {.qp_state = IBV_QPS_RTS, .sq_psn = my_psn, .timeout = 17, .retry_cnt = 7,
+                                  .rnr_retry = 7, .max_rd_atomic = (uint8_t)c->rd_atomic};
+    return ibv_modify_qp(x->tgt, &init, init_mask) == 0 &&
+           ibv_modify_qp(x->tgt, &tgt_rtr, rtr_mask | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0 &&
+           ibv_modify_qp(x->ini, &init, init_mask) == 0 &&
+           ibv_modify_qp(x->ini, &ini_rtr, rtr_mask) == 0 &&
+           ibv_modify_qp(x->ini, &ini_rts, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                              IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+/* One XRC operation of the client into the server's SRQ / memory, checked on the server. */
+static bool xrc_op(struct ctx *c, struct xrc *x, const char *what, enum ibv_wr_opcode op, size_t n, uint32_t srqn,
+                   uint32_t seed)
+{
+    const bool recv = op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+    const uint32_t imm = 0x0ACE0000u ^ seed;
+    struct seg rs = {17, n}, ls = {9, n};
+    char why[128];
+    struct ibv_wc wc;
+    if (c->is_server) {
+        memset(c->buf + RECV_OFF, FILL, AREA);
+        memset(c->buf + RDMA_OFF, FILL, AREA);
+        if (op == IBV_WR_RDMA_READ)
+            fill_segs(c, RDMA_OFF, &rs, 1, seed);
+        if (recv) {
+            struct seg r = {17, n + GUARD};
+            struct ibv_sge sge;
+            to_sges(c, RECV_OFF, &r, 1, &sge);
+            struct ibv_recv_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1}, *bad;
+            int err = ibv_post_srq_recv(x->srq, &wr, &bad);
+            if (err) {
+                check(c, false, "%s: ibv_post_srq_recv: %s", what, strerror(err));
+                return false;
+            }
+        }
+        if (!sync_peer(c, what))
+            return false;
+        if (recv) {
+            enum ibv_wc_opcode want = op == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+            if (!expect_wc(c, true, what, want, IBV_WC_SUCCESS, &wc))
+                return false;
+            size_t off = op == IBV_WR_RDMA_WRITE_WITH_IMM ? RDMA_OFF : RECV_OFF;
+            bool data = verify_segs(c, off, &rs, 1, n, seed, why, sizeof why);
+            bool imm_ok = op == IBV_WR_SEND || ((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == imm);
+            check(c, data && imm_ok && wc.qp_num == x->tgt->qp_num,
+                  "%s: %zu bytes %s%s in the XRC SRQ's completion on the target QP%s%s", what, n,
+                  data ? "intact" : "wrong", why, imm_ok ? "" : " (immediate wrong)",
+                  wc.qp_num == x->tgt->qp_num ? "" : " (qp_num is not the target QP)");
+        }
+        return sync_peer(c, what);
+    }
+    struct ibv_sge sge;
+    if (op == IBV_WR_RDMA_READ)
+        memset(c->buf + LOCAL_OFF, FILL, AREA);
+    else
+        fill_segs(c, op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ? SEND_OFF : LOCAL_OFF, &ls, 1, seed);
+    to_sges(c, op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ? SEND_OFF : LOCAL_OFF, &ls, 1, &sge);
+    struct ibv_send_wr wr = {.wr_id = 10, .sg_list = &sge, .num_sge = 1, .opcode = op,
+                             .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
+                             .wr.rdma = {.remote_addr = c->peer.addr + RDMA_OFF + 17, .rkey = c->peer.rkey}};
+    wr.qp_type.xrc.remote_srqn = srqn;
+    struct ibv_send_wr *bad;
+    enum ibv_wc_opcode want = op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ
+                            : op == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RDMA_WRITE : IBV_WC_SEND;
+    if (!sync_peer(c, what))
+        return false;
+    int err = ibv_post_send(x->ini, &wr, &bad);
+    if (err) {
+        check(c, false, "%s: ibv_post_send on the XRC initiator: %s", what, strerror(err));
+        return false;
+    }
+    if (!expect_wc(c, false, what, want, IBV_WC_SUCCESS, &wc))
+        return false;
+    if (op == IBV_WR_RDMA_READ) {
+        bool data = verify_segs(c, LOCAL_OFF, &ls, 1, n, seed, why, sizeof why);
+        check(c, data, "%s: %zu bytes read %s%s", what, n, data ? "intact" : "wrong", why);
+    }
+    return sync_peer(c, what);
+}
+
+static bool step_xrc(struct ctx *c)
+{
+    const char *what = "XRC";
+    if (!c->xrc) {  /* both sides see the same device caps: both leave the step */
+        if (c->allow_missing)
+            printf("%s: %s skipped: the device reports no XRC (-S)\n", c->side, what);
+        else
+            check(c, false, "%s: the device reports no XRC (IBV_DEVICE_XRC)", what);
+        return true;
+    }
+    struct xrc x = {0};
+    struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1,
+                                    .oflags = O_CREAT};
+    x.xrcd = ibv_open_xrcd(c->dev, &xa);
+    struct ibv_srq_init_attr_ex sa = {
+        .attr = {.max_wr = MAX_WR, .max_sge = 1}, .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+                                                               IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+        .srq_type = IBV_SRQT_XRC, .xrcd = x.xrcd, .cq = c->rcq, .pd = c->pd};
+    x.srq = x.xrcd ? ibv_create_srq_ex(c->dev, &sa) : NULL;
+    struct ibv_qp_init_attr_ex ta = {.qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = x.xrcd};
+    x.tgt = x.srq ? ibv_create_qp_ex(c->dev, &ta) : NULL;
+    struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_XRC_SEND, .send_cq = c->scq, .recv_cq = c->rcq,
+                                     .cap = {.max_send_wr = MAX_WR, .max_send_sge = MAX_SGE},
+                                     .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = c->pd};
+    x.ini = x.tgt ? ibv_create_qp_ex(c->dev, &ia) : NULL;
+    uint32_t srqn = 0;
+    if (!x.ini || ibv_get_srq_num(x.srq, &srqn)) {
+        check(c, false, "%s: XRC domain, SRQ, target and initiator QPs: %s", what, strerror(errno));
+        xrc_free(&x);
+        return false;
+    }
+    uint32_t psn = (uint32_t)lrand48() & 0xffffff;
+    char line[256];
+    unsigned peer_ini = 0, peer_tgt = 0, peer_srqn = 0, peer_psn = 0;
+    if (!ctl_write(c, "XRC %x %x %x %x", x.ini->qp_num, x.tgt->qp_num, srqn, psn) ||
+        !ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) ||
+        sscanf(line, "XRC %x %x %x %x", &peer_ini, &peer_tgt, &peer_srqn, &peer_psn) != 4) {
+        check(c, false, "%s: no XRC QP numbers from the %s", what, c->other);
+        xrc_free(&x);
+        return false;
+    }
+    bool up = xrc_connect(c, &x, peer_ini, peer_tgt, peer_psn, psn);
+    check(c, up, "%s: initiator 0x%06x -> target 0x%06x (SRQ 0x%x) connected", what, x.ini->qp_num, peer_tgt, peer_srqn);
+    bool ok = up && sync_peer(c, what) &&
+              xrc_op(c, &x, "XRC SEND 3 MTUs + 3 B", IBV_WR_SEND, 3 * (size_t)c->mtu_bytes + 3, peer_srqn, 900) &&
+              xrc_op(c, &x, "XRC SEND with immediate 100 B", IBV_WR_SEND_WITH_IMM, 100, peer_srqn, 901) &&
+              xrc_op(c, &x, "XRC RDMA WRITE with immediate 5000 B", IBV_WR_RDMA_WRITE_WITH_IMM, 5000, peer_srqn, 902) &&
+              xrc_op(c, &x, "XRC RDMA READ 6000 B", IBV_WR_RDMA_READ, 6000, peer_srqn, 903);
+    xrc_free(&x);
+    return ok;
+}
+
+/* A type 2 memory window on the server's RDMA area (issue 16): bound on the RC QP, the client RDMA
+ * WRITEs through its rkey (checked on the server), then invalidates it with a SEND with Invalidate
+ * (the server's receive completion must say so); the server binds it again, which needs it free,
+ * and the client RDMA READs through the new rkey. */
+static bool mw_bind(struct ctx *c, struct ibv_mw *mw, uint32_t *rkey, const char *what)
+{
+    struct ibv_send_wr wr = {.wr_id = 11, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED};
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+        .mr = c->mr, .addr = (uintptr_t)(c->buf + RDMA_OFF + 8192), .length = 8192,
+        .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+    struct ibv_wc wc;
+    if (!post_send(c, what, &wr) || !expect_wc(c, false, what, IBV_WC_BIND_MW, IBV_WC_SUCCESS, &wc))
+        return false;
+    *rkey = wr.bind_mw.rkey;
+    mw->rkey = *rkey;
+    return true;
+}
+
+static bool step_memory_window(struct ctx *c)
+{
+    const char *what = "memory window";
+    if (!c->mw_type2) {
+        if (c->allow_missing)
+            printf("%s: %s skipped: the device reports no type 2 memory windows (-S)\n", c->side, what);
+        else
+            check(c, false, "%s: the device reports no type 2 memory windows", what);
+        return true;
+    }
+    struct ibv_mw *mw = NULL;
+    uint32_t rkey = 0;
+    char line[256], why[128];
+    struct ibv_wc wc;
+    bool ok = true;
+    if (c->is_server) {
+        mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
+        ok = mw && mw_bind(c, mw, &rkey, "bind a type 2 window");
+        check(c, ok, "%s: type 2 window bound on the RC QP (rkey 0x%x)", what, rkey);
+        if (!ok || !ctl_write(c, "MW %x", rkey)) {
+            if (mw) ibv_dealloc_mw(mw);
+            return false;
+        }
+        /* The WRITE through it. */
+        memset(c->buf + RDMA_OFF, FILL, AREA);
+        if (!sync_peer(c, what) || !sync_peer(c, what)) {
+            ibv_dealloc_mw(mw);
+            return false;
+        }
+        struct seg w = {8192 + 100, 3000};
+        ok = verify_segs(c, RDMA_OFF, &w, 1, 3000, 950, why, sizeof why);
+        check(c, ok, "%s: RDMA WRITE through the window landed %s%s", what, ok ? "intact" : "wrong", why);
+        /* The SEND with Invalidate. */
+        struct seg r = {0, 64};
+        ok = post_recv(c, what, RECV_OFF, &r, 1, 12) && sync_peer(c, what) &&
+             expect_wc(c, true, "SEND with Invalidate", IBV_WC_RECV, IBV_WC_SUCCESS, &wc);
+        bool inv = ok && (wc.wc_flags & IBV_WC_WITH_INV) && wc.invalidated_rkey == rkey;
+        check(c, inv, "%s: SEND with Invalidate received, naming rkey 0x%x (flags 0x%x, rkey 0x%x)", what, rkey,
+              ok ? wc.wc_flags : 0, ok ? wc.invalidated_rkey : 0);
+        /* Bound again: a type 2 bind needs a free window, so this proves the invalidation. */
+        ok = ok && mw_bind(c, mw, &rkey, "bind the invalidated window again");
+        check(c, ok, "%s: the invalidated window binds again (rkey 0x%x)", what, rkey);
+        if (ok) {
+            struct seg rd = {8192 + 200, 2000};
+            fill_segs(c, RDMA_OFF, &rd, 1, 951);
+            ok = ctl_write(c, "MW %x", rkey) && sync_peer(c, what) && sync_peer(c, what);
+        }
+        ibv_dealloc_mw(mw);
+        return ok;
+    }
+    unsigned key = 0;
+    if (!ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) || sscanf(line, "MW %x", &key) != 1) {
+        check(c, false, "%s: no window rkey from the server", what);
+        return false;
+    }
+    struct seg ls = {0, 3000};
+    fill_segs(c, LOCAL_OFF, &ls, 1, 950);
+    if (!sync_peer(c, what) ||
+        !post_rdma(c, "RDMA WRITE through the window", IBV_WR_RDMA_WRITE, &ls, 1, 8192 + 100, key, 0) ||
+        !expect_wc(c, false, "RDMA WRITE through the window", IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS, &wc) ||
+        !sync_peer(c, what))
+        return false;
+    struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + SEND_OFF), .length = 16, .lkey = c->mr->lkey};
+    struct ibv_send_wr inv = {.wr_id = 13, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+                              .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = key};
+    if (!sync_peer(c, what) || !post_send(c, "SEND with Invalidate", &inv) ||
+        !expect_wc(c, false, "SEND with Invalidate", IBV_WC_SEND, IBV_WC_SUCCESS, &wc))
+        return false;
+    if (!ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) || sscanf(line, "MW %x", &key) != 1) {
+        check(c, false, "%s: no new window rkey from the server", what);
+        return false;
+    }
+    struct seg rd = {0, 2000};
+    memset(c->buf + LOCAL_OFF, FILL, AREA);
+    ok = sync_peer(c, what) && post_rdma(c, "RDMA READ through the window", IBV_WR_RDMA_READ, &rd, 1, 8192 + 200, key, 0) &&
+         expect_wc(c, false, "RDMA READ through the window", IBV_WC_RDMA_READ, IBV_WC_SUCCESS, &wc);
+    if (ok) {
+        bool data = verify_segs(c, LOCAL_OFF, &rd, 1, 2000, 951, why, sizeof why);
+        check(c, data, "%s: RDMA READ through the rebound window %s%s", what, data ? "intact" : "wrong", why);
+    }
+    return ok && sync_peer(c, what);
 }
 
 /* A UD QP on the shared CQs, up to RTS as ibv_ud_pingpong brings one; NULL (errno set) on failure. */
@@ -972,6 +1253,8 @@ static bool setup_verbs(struct ctx *c)
         return false;
     }
     c->atomics = da.atomic_cap != IBV_ATOMIC_NONE;
+    c->xrc = (da.device_cap_flags & IBV_DEVICE_XRC) != 0;
+    c->mw_type2 = (da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
     c->rd_atomic = da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16;
     if (c->gid_index < 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET)
         c->gid_index = pick_gid(c, pa.gid_tbl_len);
@@ -985,7 +1268,8 @@ static bool setup_verbs(struct ctx *c)
     fcntl(c->chan->fd, F_SETFL, fcntl(c->chan->fd, F_GETFL) | O_NONBLOCK);
     memset(c->buf, FILL, BUF_SIZE);
     c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+                                                    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                                    (c->mw_type2 ? IBV_ACCESS_MW_BIND : 0));
     c->scq = ibv_create_cq(c->dev, MAX_WR, NULL, c->chan, 0);
     c->rcq = ibv_create_cq(c->dev, MAX_WR, NULL, c->chan, 0);
     if (!c->mr || !c->scq || !c->rcq) {
@@ -1079,13 +1363,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: hca_verbs_check [options] [SERVER_HOST]\n"
-            "Scripted verbs checks (RC, a UC and a UD step) between two hosts, or two processes of one host.\n"
+            "Scripted verbs checks (RC, UC, XRC and UD steps) between two hosts, or two processes of one host.\n"
             "Start it without SERVER_HOST on one host (server), then with the server's address on the other\n"
             "(client; it retries the connection for a while).\n"
             "Checks: SEND/RECV of many sizes both ways, SEND with immediate, inline SEND, multi-SGE SEND,\n"
             "RDMA WRITE (and with immediate), multi-SGE RDMA READ, CMP_AND_SWP and FETCH_AND_ADD,\n"
-            "unsignalled SENDs, RDMA WRITE (and with immediate) over a UC QP whose access flags were set\n"
-            "at INIT only, ibv_rereg_mr (access flags, then the pages) checked by RDMA READs,\n"
+            "unsignalled SENDs, RDMA WRITE (and with immediate) and SENDs (plain, with immediate, inline,\n"
+            "multi-SGE) over a UC QP whose access flags were set at INIT only, ibv_rereg_mr (access flags,\n"
+            "then the pages) checked by RDMA READs, XRC (SEND, with immediate, RDMA WRITE with immediate\n"
+            "and READ from an initiator QP into the other side's XRC SRQ), a type 2 memory window (RDMA\n"
+            "WRITE through it, SEND with Invalidate, bound again, RDMA READ through it),\n"
             "a UD datagram after a send error (the QP must go to SQE and back to\n"
             "RTS), and last an RDMA WRITE with a bad rkey (must fail: REM_ACCESS_ERR).\n"
             "Each check prints 'CHECK ok: ...' or 'CHECK FAILED: ...'. Exit status 0 only if no check\n"
@@ -1098,6 +1385,8 @@ static void usage(FILE *f)
             "  -e         sleep on completion events instead of busy polling the CQs\n"
             "  -U         skip the UD step's send error and SQE part (for Soft-RoCE: it fails that send\n"
             "             with a local QP operation error and has no SQE state)\n"
+            "  -S         leave out the XRC and memory window steps where the device reports no XRC or\n"
+            "             no type 2 windows (Soft-RoCE); without -S a missing capability fails a check\n"
             "  -t SEC     timeout of each wait for a completion (default 20)\n"
             "  -h, --help this text\n");
 }
@@ -1107,7 +1396,7 @@ int main(int argc, char **argv)
     struct ctx c = {.ib_port = 1, .gid_index = -1, .tcp_port = 18517, .timeout_s = 20, .sock = -1};
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "d:i:g:p:eUt:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "d:i:g:p:eUSt:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'd': c.devname = optarg; break;
         case 'i': c.ib_port = atoi(optarg); break;
@@ -1115,6 +1404,7 @@ int main(int argc, char **argv)
         case 'p': c.tcp_port = atoi(optarg); break;
         case 'e': c.events = true; break;
         case 'U': c.skip_sqe = true; break;
+        case 'S': c.allow_missing = true; break;
         case 't': c.timeout_s = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -1141,7 +1431,8 @@ int main(int argc, char **argv)
         {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
         {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
         {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
-        {"UC RDMA WRITE", step_uc_write},      {"MR re-registration", step_rereg_mr},
+        {"UC RDMA WRITE and SENDs", step_uc_write}, {"MR re-registration", step_rereg_mr},
+        {"XRC", step_xrc},                     {"memory window and SEND with Invalidate", step_memory_window},
         {"UD send error", step_ud_send_queue_error}, {"bad rkey", step_bad_rkey},
     };
     bool completed = true;
