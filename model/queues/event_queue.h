@@ -35,7 +35,7 @@ enum Type : uint8_t {
   kPortChange = 0x09,
   kCommand = 0x0a,          // BE32 bitmask of completed command slots at data + 0
   kPageRequest = 0x0b,
-  kSrqRqLimit = 0x14,       // SRQ number at data + 0x08 (mlx5_eqe_qp_srq), resource type at data + 0x05
+  kSrqRqLimit = 0x14,       // SRQ number at data + 0x18 (mlx5_eqe_qp_srq), resource type at data + 0x14
 };
 }  // namespace eqe
 

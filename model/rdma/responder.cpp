@@ -65,8 +65,8 @@ void RdmaEngine::srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq) {
   const Field field = srq_lwm_field(srq.kind);
   if (srq.context.size() >= field.offset + 4) set(srq.context, field, 0);
   std::array<uint8_t, eqe::kDataSize> data{};
-  data[5] = 1;  // the resource is an SRQ
-  store_be32(&data[8], srqn);
+  data[20] = 1;  // mlx5_eqe_qp_srq: the resource type (SRQ) after five reserved dwords, then the number
+  store_be32(&data[24], srqn);
   if (eq_post(f_, eqe::kSrqRqLimit, 0, data) != 0) ++counters_.srq_limit_events;
 }
 

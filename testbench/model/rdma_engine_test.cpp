@@ -285,7 +285,7 @@ TEST_F(RdmaTest, SrqLimitEventOnceFewerWqesRemainThanArmed) {
     std::vector<std::pair<uint8_t, uint32_t>> seen;
     for (uint32_t i = 0; i < 16; ++i) {
       const auto e = b.read(async_ring + 64 * i, 64);
-      if (e[0x01] != 0) seen.emplace_back(e[0x01], load_be32(&e[0x20 + 0x08]) & 0xffffff);
+      if (e[0x01] != 0) seen.emplace_back(e[0x01], load_be32(&e[0x20 + 0x18]) & 0xffffff);  // mlx5_eqe_qp_srq
     }
     return seen;
   };
