@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "model/work_items.h"
+#include "transport/ethernet.h"
 #include "pcie/model_time.h"
 
 namespace hcaemu::model {
@@ -132,9 +133,9 @@ void HcaFunction::deliver_frame(const WorkItem& item) {
   // The vport's local-loopback switches govern the function's own Ethernet frames (RoCE between
   // its own QPs always loops back: the RDMA engine took those above).
   if (item.looped_from) {
-    const bool group = !item.data.empty() && (item.data[0] & 0x01) != 0;
     const VportState& v = context_.vport;
-    if (group ? v.disable_mc_local_lb : v.disable_uc_local_lb) return void(++counters_.rx_loopback_blocked);
+    if (transport::ethernet::to_group_address(item.data) ? v.disable_mc_local_lb : v.disable_uc_local_lb)
+      return void(++counters_.rx_loopback_blocked);
   }
   eth_.receive(item.data, item.looped_from);
 }

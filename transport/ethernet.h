@@ -58,6 +58,9 @@ Parsed parse(std::span<const uint8_t> frame);
 uint32_t sum16(std::span<const uint8_t> bytes, uint32_t sum = 0);
 uint16_t fold(uint32_t sum);
 
+// A frame to a broadcast or multicast address (the I/G bit of its destination MAC).
+inline bool to_group_address(std::span<const uint8_t> frame) { return !frame.empty() && (frame[0] & 0x01) != 0; }
+
 bool ipv4_header_ok(std::span<const uint8_t> frame, const Parsed& p);
 bool l4_checksum_ok(std::span<const uint8_t> frame, const Parsed& p);
 

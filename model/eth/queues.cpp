@@ -351,8 +351,7 @@ bool EthQueues::self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> fr
   // see its own frames) and sets them for its loopback self-test; mlx5_ib sets them for raw packet
   // QPs created with ALLOW_SELF_LB: a set bit lets the domain's own frames in.
   const uint32_t bits = get(tir->context, kTirSelfLbBlock);
-  const bool group = !frame.empty() && (frame[0] & 0x01) != 0;
-  return (bits & (group ? 0x2u : 0x1u)) != 0;
+  return (bits & (frame::to_group_address(frame) ? 0x2u : 0x1u)) != 0;
 }
 
 namespace {

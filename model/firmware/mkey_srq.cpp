@@ -223,10 +223,10 @@ void query_srq_common(CommandCall& call, SrqKind kind, uint32_t context_offset) 
     out[context_offset + i] = srq->context[i];
 }
 
-void arm_limit(SharedReceiveQueue& srq, uint32_t lwm) {
-  srq.lwm = lwm;
-  const Field field = srq_lwm_field(srq.kind);
-  if (srq.context.size() >= field.offset + 4) set(srq.context, field, lwm);
+// A limit beyond what the queue holds could never be reached from above: refused.
+void arm_limit(CommandCall& call, SharedReceiveQueue& srq, uint32_t lwm) {
+  if (lwm > (1u << srq.log_size)) return call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+  srq.set_limit(lwm);
 }
 
 // ARM_RQ / ARM_XRC_SRQ (arm_rq_in: the number at 0x08, lwm at 0x0c): arms the SRQ limit event
@@ -236,12 +236,7 @@ void arm_srq_common(CommandCall& call, SrqKind kind) {
   if (!start(call, 0x10)) return;
   SharedReceiveQueue* srq = find_srq(call, kind);
   if (srq == nullptr) return;
-  const uint32_t lwm = get(call.in(), kArmLwm);
-  if (lwm > (1u << srq->log_size)) {  // more than the SRQ holds: it could never be reached from above
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
-    return;
-  }
-  arm_limit(*srq, lwm);
+  arm_limit(call, *srq, get(call.in(), kArmLwm));
 }
 
 // MODIFY_RMP (modify_rmp_in: the RMP at 0x08, rmp_bitmask at 0x10, rmpc at 0x20): with the bitmask's
@@ -251,12 +246,7 @@ void modify_rmp(CommandCall& call) {
   if (!start(call, kRmpc + kRmpcSize)) return;
   SharedReceiveQueue* rmp = find_srq(call, SrqKind::kRmp);
   if (rmp == nullptr || get(call.in(), kRmpBitmaskLwm) == 0) return;
-  const uint32_t lwm = get(sub(call.in(), kRmpc, kRmpcSize), srq_lwm_field(SrqKind::kRmp));
-  if (lwm > (1u << rmp->log_size)) {
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
-    return;
-  }
-  arm_limit(*rmp, lwm);
+  arm_limit(call, *rmp, get(sub(call.in(), kRmpc, kRmpcSize), SharedReceiveQueue::lwm_field(SrqKind::kRmp)));
 }
 
 void create_srq(CommandCall& call) {

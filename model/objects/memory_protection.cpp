@@ -105,10 +105,6 @@ bool for_each_piece(std::span<const DmaChunk> chunks, uint64_t offset, uint64_t 
   return done == size;
 }
 
-bool within(const Mkey& m, uint64_t va, uint64_t last) {
-  return m.length64 || (m.length != 0 && va >= m.start && last - m.start <= m.length - 1);
-}
-
 // [va, va + length) of a key whose checks passed, inside its range, to host addresses.
 ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
                                 std::vector<DmaChunk>& out) {
@@ -126,7 +122,7 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
         return ProtectionError::kTranslation;
       const uint64_t mr_va = m.parent_address + (va - m.start);
       const uint64_t mr_last = mr_va + (length - 1);
-      if (mr_va < m.parent_address || mr_last < mr_va || !within(*mr, mr_va, mr_last))
+      if (mr_va < m.parent_address || mr_last < mr_va || !mr->covers(mr_va, mr_last))
         return ProtectionError::kTranslation;
       return translate_range(r, *mr, mr_va, length, out);
     }
@@ -165,7 +161,7 @@ ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_
   if (length > wqe_format::kMaxMessage) return ProtectionError::kBounds;
   const uint64_t last = va + (length - 1);
   if (last < va) return ProtectionError::kBounds;  // wraps the address space
-  if (!within(*m, va, last)) return ProtectionError::kBounds;
+  if (!m->covers(va, last)) return ProtectionError::kBounds;
   Checkpoint checkpoint(out);
   const ProtectionError e = translate_range(r, *m, va, length, out);
   return e == ProtectionError::kNone ? e : checkpoint.fail(e);

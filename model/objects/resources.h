@@ -84,6 +84,10 @@ struct Mkey {
   static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2;
   static constexpr uint32_t kNoQpn = 0xffffff;
   bool is_window() const { return access_mode == kAccessKlm; }
+  // [va, last] inside the key's range (length64: the whole address space).
+  bool covers(uint64_t va, uint64_t last) const {
+    return length64 || (length != 0 && va >= start && last - start <= length - 1);
+  }
 };
 
 enum class SrqKind : uint8_t { kSrq, kXrcSrq, kRmp };
@@ -102,15 +106,22 @@ struct SharedReceiveQueue {
   // next_wqe_index; the device takes them from `head` while `consumed` trails the doorbell counter.
   uint32_t head = 0;
   uint32_t consumed = 0;
-  // ARM_RQ / ARM_XRC_SRQ: once fewer WQEs than this remain posted, one SRQ_RQ_LIMIT event, and the
-  // limit disarms (0: not armed). Kept in the context's lwm too (QUERY_SRQ: ibv_query_srq's limit).
+  // ARM_RQ / ARM_XRC_SRQ / MODIFY_RMP: once fewer WQEs than this remain posted, one SRQ_RQ_LIMIT
+  // event, and the limit disarms (0: not armed).
   uint32_t lwm = 0;
+
+  // Where the limit sits in each kind's context: srqc.lwm and xrc_srqc.lwm, rmpc.wq.lwm (mlx5_ib
+  // makes a basic SRQ an RMP).
+  static constexpr Field lwm_field(SrqKind kind) {
+    return kind == SrqKind::kRmp ? Field{0x34, 15, 0} : Field{0x1c, 31, 16};
+  }
+  // Arms (or, with 0, disarms) the limit, in the context too (QUERY_*: ibv_query_srq's limit).
+  void set_limit(uint32_t value) {
+    lwm = value;
+    const Field field = lwm_field(kind);
+    if (context.size() >= field.offset + 4) set(context, field, value);
+  }
 };
-// Where the limit sits in each kind's context: srqc.lwm and xrc_srqc.lwm, rmpc.wq.lwm (mlx5_ib
-// makes a basic SRQ an RMP).
-inline constexpr Field srq_lwm_field(SrqKind kind) {
-  return kind == SrqKind::kRmp ? Field{0x34, 15, 0} : Field{0x1c, 31, 16};
-}
 
 enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqError = 4, kSqDrained = 5, kError = 6 };
 const char* qp_state_name(QpState state);

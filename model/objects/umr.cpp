@@ -121,9 +121,7 @@ BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp
   if (mr == nullptr || mr->variant != (mr_key & 0xff) || mr->free || mr->is_window() || mr->pd != qp_pd)
     return BindError::kBadMr;
   const uint64_t mr_last = mr_address + (length - 1);
-  if (mr_last < mr_address ||
-      (!mr->length64 && (mr_address < mr->start || mr_last - mr->start > mr->length - 1)))
-    return BindError::kBadMr;
+  if (mr_last < mr_address || !mr->covers(mr_address, mr_last)) return BindError::kBadMr;
   const bool remote_write = get(wqe, seg::kRemoteWrite), atomic = get(wqe, seg::kAtomic);
   if ((remote_write || atomic) && !mr->local_write) return BindError::kAccess;  // IBA 10.6.7.2.3
 

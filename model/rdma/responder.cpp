@@ -61,9 +61,7 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
 }
 
 void RdmaEngine::srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq) {
-  srq.lwm = 0;  // one event per arming (IBA 11.5.2.5)
-  const Field field = srq_lwm_field(srq.kind);
-  if (srq.context.size() >= field.offset + 4) set(srq.context, field, 0);
+  srq.set_limit(0);  // one event per arming (IBA 11.5.2.5)
   std::array<uint8_t, eqe::kDataSize> data{};
   data[20] = 1;  // mlx5_eqe_qp_srq: the resource type (SRQ) after five reserved dwords, then the number
   store_be32(&data[24], srqn);

@@ -53,6 +53,13 @@ struct RdmaTest : ::testing::Test {
   RdmaNode& a = p.a;
   RdmaNode& b = p.b;
 
+  // An RC connection whose B side receives through `srq`, up to RTS.
+  Connection connect_through(Srq& srq, Cq& sa, Cq& ra, Cq& sb, Cq& rb) {
+    Connection c{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
+    p.bring_up(*c.a, *c.b, {});
+    return c;
+  }
+
   // A SEND A -> B and an RDMA WRITE B -> A on `c` complete with their data.
   void expect_works(Connection& c) {
     SCOPED_TRACE("the other connection still works");
@@ -210,10 +217,8 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
   Cq& ra = a.make_cq();
   Cq& sb = b.make_cq();
   Cq& rb = b.make_cq();
-  Connection c1{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
-  Connection c2{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
-  p.bring_up(*c1.a, *c1.b, {});
-  p.bring_up(*c2.a, *c2.b, {});
+  Connection c1 = connect_through(srq, sa, ra, sb, rb);
+  Connection c2 = connect_through(srq, sa, ra, sb, rb);
   const Mr src = a.reg_mr(4096), dst = b.reg_mr(3 * 4096);
   a.put(src, 0, pattern(4096, 61));
   const uint16_t w0 = b.post_srq_recv(srq, {{dst.va(0), 4096, dst.key}});
@@ -267,8 +272,7 @@ TEST_F(RdmaTest, SrqLimitEventOnceFewerWqesRemainThanArmed) {
   Cq& ra = a.make_cq();
   Cq& sb = b.make_cq();
   Cq& rb = b.make_cq();
-  Connection c{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
-  p.bring_up(*c.a, *c.b, {});
+  Connection c = connect_through(srq, sa, ra, sb, rb);
   const uint64_t async_ring = b.page();
   const uint32_t async_eq = b.create_eq(4, b.uar, 0, 1ull << 0x14, {async_ring});
   const Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);

@@ -3,3 +3,19 @@
 // calls written as libmlx5 writes them) for unit tests.
 #include "hostsim/rdma_host.h"
 #include "testbench/model/resource_fixture.h"
+
+namespace hcaemu::model::test {
+
+// Two functions joined by one RC connection `c`, with a source MR at A and a target MR (every
+// access) at B of `kBytes` each: the set-up of the single-connection tests.
+template <uint64_t kBytes = 4096>
+struct ConnectedPairTest : ::testing::Test {
+  RdmaPair p;
+  RdmaNode& a = p.a;
+  RdmaNode& b = p.b;
+  Connection c = p.connect();
+  Mr src = a.reg_mr(kBytes);
+  Mr dst = b.reg_mr(kBytes, access_bits::kAll);
+};
+
+}  // namespace hcaemu::model::test

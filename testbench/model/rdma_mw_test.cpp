@@ -54,13 +54,7 @@ std::vector<uint8_t> bind_wqe(const Bind& b, const Qp& qp) {
   return w;
 }
 
-struct MwTest : ::testing::Test {
-  RdmaPair p;
-  RdmaNode& a = p.a;
-  RdmaNode& b = p.b;
-  Connection c = p.connect();
-  Mr src = a.reg_mr(4096);
-  Mr dst = b.reg_mr(4096, access_bits::kAll);
+struct MwTest : ConnectedPairTest<> {
   static constexpr uint64_t kWindowVa = 0x7000'0000;
 
   MwTest() { a.put(src, 0, pattern(4096, 9)); }

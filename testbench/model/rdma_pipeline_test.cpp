@@ -19,13 +19,7 @@ constexpr uint8_t kCqeReq = 0x0, kCqeReqErr = 0xd;
 constexpr uint8_t kSynFlushed = 0x05, kSynRemoteAccess = 0x13;
 constexpr uint32_t kMessage = 2048;  // two packets at the 1024-byte path MTU
 
-struct RdmaPipelineTest : ::testing::Test {
-  RdmaPair p;
-  RdmaNode& a = p.a;
-  RdmaNode& b = p.b;
-  Connection c = p.connect();
-  Mr src = a.reg_mr(4 * kMessage);
-  Mr dst = b.reg_mr(4 * kMessage, access_bits::kAll);
+struct RdmaPipelineTest : ConnectedPairTest<4 * kMessage> {
   std::vector<uint64_t> cqes_at_each_yield;
 
   // Queues resumptions as HcaFunction does; run_batch() hands them back with the wire delivered

@@ -44,13 +44,7 @@ std::vector<uint8_t> build(const UmrWqe& u, const Qp& qp) {
 constexpr uint64_t kAccessMask = umr::kMaskLocalRead | umr::kMaskLocalWrite | umr::kMaskRemoteRead |
                                  umr::kMaskRemoteWrite | umr::kMaskAtomic;
 
-struct UmrTest : ::testing::Test {
-  RdmaPair p;
-  RdmaNode& a = p.a;
-  RdmaNode& b = p.b;
-  Connection c = p.connect();
-  Mr src = a.reg_mr(4096);
-  Mr dst = b.reg_mr(4096, access_bits::kAll);
+struct UmrTest : ConnectedPairTest<> {
   Cq& umr_cq = b.make_cq();
   Qp& umr_qp = b.create_qp(umr_cq, umr_cq, 0, qp_st::kRegUmr);
 
