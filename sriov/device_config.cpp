@@ -118,7 +118,7 @@ void DeviceConfig::validate() const {
   if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");
 }
 
-// "vfs": {"3": {"spoofchk": false}, ...}: settings by VF number.
+// "vfs": {"3": {"spoofchk": false, "trust": true}, ...}: settings by VF number.
 void take_vf_settings(const json& vfs, DeviceConfig& config) {
   if (!vfs.is_object()) fail("\"vfs\" must be an object keyed by VF number");
   for (const auto& [key, value] : vfs.items()) {
@@ -127,12 +127,15 @@ void take_vf_settings(const json& vfs, DeviceConfig& config) {
     if (std::sscanf(key.c_str(), "%u%c", &vf, &extra) != 1 || vf > 0xffff)
       fail("\"vfs\" keys must be VF numbers, not \"" + key + "\"");
     if (!value.is_object()) fail("\"vfs." + key + "\" must be an object");
-    check_known_keys(value, {"spoofchk"}, "vfs." + key + ".");
+    check_known_keys(value, {"spoofchk", "trust"}, "vfs." + key + ".");
     VfSettings settings;
-    if (value.contains("spoofchk")) {
-      if (!value.at("spoofchk").is_boolean()) fail("\"vfs." + key + ".spoofchk\" must be true or false");
-      settings.spoofchk = value.at("spoofchk").get<bool>();
-    }
+    auto take_switch = [&](const char* name, bool& into) {
+      if (!value.contains(name)) return;
+      if (!value.at(name).is_boolean()) fail("\"vfs." + key + "." + name + "\" must be true or false");
+      into = value.at(name).get<bool>();
+    };
+    take_switch("spoofchk", settings.spoofchk);
+    take_switch("trust", settings.trust);
     config.vfs[uint16_t(vf)] = settings;
   }
 }
@@ -211,7 +214,7 @@ std::string to_json(const DeviceConfig& c) {
             {"serial_number", serial},
             {"mac_base", format_mac(c.mac_base)}};
   json vfs = json::object();
-  for (const auto& [vf, settings] : c.vfs) vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}};
+  for (const auto& [vf, settings] : c.vfs) vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust}};
   j["vfs"] = vfs;
   return j.dump(2);
 }

@@ -23,6 +23,9 @@ struct FunctionShape {
 // What the host admin sets per VF (the role of `ip link set PF vf N ...`).
 struct VfSettings {
   bool spoofchk = true;  // drop the VF's frames whose source MAC is not its own
+  // A trusted VF's allmulti/promiscuous mode reaches the switch (it receives every group frame);
+  // an untrusted VF gets only the groups it subscribed to, whatever mode its driver asks for.
+  bool trust = false;
 };
 
 struct DeviceConfig {

@@ -34,9 +34,10 @@ void log_rdma(FunctionPort& port) {
              r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
              r.duplicates, r.error_cqes, r.flushed_wqes);
   log().debug("{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
-              "RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, bad WQEs {}, DMA faults {}, "
-              "other services {}",
+              "not from the QP's path {}, RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, "
+              "bad WQEs {}, DMA faults {}, other services {}",
               port.name(), r.rx_not_addressed, r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,
+              r.rx_wrong_source,
               r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
               r.bad_wqes, r.dma_faults, r.unsupported_service);
   if (r.umr_wqes != 0 || r.umr_errors != 0)
@@ -58,9 +59,9 @@ void log_device_counters(HcaDevice& device) {
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_summary(device.vf(i));
   const auto& sw = device.eswitch().counters();
   log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
-             "runt {}, spoofed source {}",
+             "runt {}, spoofed source {}, group copies to unsubscribed vports {}",
              sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
-             sw.drop_runt, sw.drop_spoofed);
+             sw.drop_runt, sw.drop_spoofed, sw.group_unsubscribed);
 }
 
 }  // namespace hcaemu::sriov

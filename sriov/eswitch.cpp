@@ -12,6 +12,17 @@ bool Eswitch::Vport::owns(const Mac& m) const {
   return m == mac || std::find(unicast.begin(), unicast.end(), m) != unicast.end();
 }
 
+bool Eswitch::Vport::subscribed(const Mac& group) const {
+  return all_groups || std::find(groups.begin(), groups.end(), group) != groups.end();
+}
+
+namespace {
+// Called for every frame sent: an unchanged list costs a compare, not an allocation.
+void assign_if_changed(std::vector<Mac>& list, std::span<const Mac> macs) {
+  if (!std::equal(list.begin(), list.end(), macs.begin(), macs.end())) list.assign(macs.begin(), macs.end());
+}
+}  // namespace
+
 uint16_t Eswitch::add_vport(const Mac& permanent_mac, Deliver deliver) {
   Vport v;
   v.mac = permanent_mac;
@@ -34,9 +45,14 @@ bool Eswitch::set_admin_up(uint16_t vport, bool up) {
 
 bool Eswitch::set_unicast_list(uint16_t vport, std::span<const Mac> macs) {
   if (vport >= vports_.size()) return false;
-  // Called for every frame sent: an unchanged list costs a compare, not an allocation.
-  std::vector<Mac>& unicast = vports_[vport].unicast;
-  if (!std::equal(unicast.begin(), unicast.end(), macs.begin(), macs.end())) unicast.assign(macs.begin(), macs.end());
+  assign_if_changed(vports_[vport].unicast, macs);
+  return true;
+}
+
+bool Eswitch::set_group_filter(uint16_t vport, std::span<const Mac> groups, bool all_groups) {
+  if (vport >= vports_.size()) return false;
+  assign_if_changed(vports_[vport].groups, groups);
+  vports_[vport].all_groups = all_groups;
   return true;
 }
 
@@ -73,8 +89,13 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
   std::copy_n(frame.begin(), dst.size(), dst.begin());
   if (is_group(dst)) {
     ++counters_.flooded;
-    for (size_t i = 0; i < vports_.size(); ++i)
-      if (i != from) deliver(vports_[i], frame);
+    for (size_t i = 0; i < vports_.size(); ++i) {
+      if (i == from) continue;
+      if (vports_[i].subscribed(dst))
+        deliver(vports_[i], frame);
+      else
+        ++counters_.group_unsubscribed;
+    }
     if (sender.loopback) {
       ++counters_.looped_back;
       sender.loopback(frame, sender_td);

@@ -1,8 +1,10 @@
 #pragma once
 // The embedded switch between the device's functions (PF + enabled VFs): one vport per function,
 // each owning its permanent MAC plus the unicast list its driver programs (MODIFY_NIC_VPORT_CONTEXT).
-// A frame from one vport goes to the single vport that owns its destination MAC; broadcast and
-// multicast are flooded to every other vport that is up. A unicast frame to the sender's own address
+// A frame from one vport goes to the single vport that owns its destination MAC; a broadcast or
+// multicast frame goes to every other vport that is up and subscribed to its address (the multicast
+// list its driver programs, broadcast included; mlx5e lists it while the netdev is open) or that
+// receives all multicast (a trusted vport in allmulti or promiscuous mode). A unicast frame to the sender's own address
 // goes back to the sender through its loopback path (a ConnectX loops such traffic inside the NIC:
 // two QPs of one function talk this way), or is dropped when the vport has none. Unknown unicast is dropped, not flooded:
 // every function's addresses are known to the switch, and flooding would show one VF's traffic to
@@ -25,6 +27,7 @@ struct VportCounters {
 
 struct EswitchCounters {
   uint64_t forwarded = 0, flooded = 0;
+  uint64_t group_unsubscribed = 0;  // copies of group frames not given to a vport that did not subscribe
   uint64_t looped_back = 0;
   uint64_t drop_unknown_unicast = 0, drop_runt = 0, drop_bad_vport = 0, drop_sender_down = 0, drop_to_self = 0;
   uint64_t drop_spoofed = 0;
@@ -44,6 +47,8 @@ class Eswitch {
   bool set_loopback(uint16_t vport, Loopback loopback);
   bool set_admin_up(uint16_t vport, bool up);
   bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
+  // The group addresses the vport receives (broadcast only when listed), or every group address.
+  bool set_group_filter(uint16_t vport, std::span<const Mac> groups, bool all_groups);
   // Source MAC spoof check (a VF's `spoofchk`, on for VFs by default): a frame whose source is not
   // the vport's permanent MAC is dropped and counted, so a VF cannot pose as another function.
   bool set_spoof_check(uint16_t vport, bool on);
@@ -61,12 +66,15 @@ class Eswitch {
   struct Vport {
     Mac mac{};
     std::vector<Mac> unicast;
+    std::vector<Mac> groups;
+    bool all_groups = false;
     bool up = true;
     bool spoof_check = false;
     Deliver deliver;
     Loopback loopback;
     VportCounters counters;
     bool owns(const Mac& mac) const;
+    bool subscribed(const Mac& group) const;
   };
   void deliver(Vport& to, std::span<const uint8_t> frame);
 

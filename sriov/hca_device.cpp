@@ -88,6 +88,9 @@ void HcaDevice::sync_vports() {
     const model::FunctionContext& f = port.hca().context();
     eswitch_.set_admin_up(vport, port.present() && f.vport.up(f.port.state()));
     eswitch_.set_unicast_list(vport, f.vport.uc_addresses);
+    // The PF is the host's function; a VF's allmulti/promiscuous mode counts only when it is trusted.
+    const bool trusted = !f.identity.is_vf || config_.vf_settings(uint16_t(f.identity.vhca_id - 1)).trust;
+    eswitch_.set_group_filter(vport, f.vport.mc_addresses, trusted && (f.vport.promisc_mc || f.vport.promisc_all));
   };
   sync(0, *pf_port_);
   for (size_t i = 0; i < vf_ports_.size(); ++i) sync(uint16_t(i + 1), *vf_ports_[i]);

@@ -104,11 +104,24 @@ bool RdmaEngine::source_address(uint32_t index, RocePacket& packet) {
   return true;
 }
 
+namespace {
+transport::Mac path_mac(const QueuePair& qp) {
+  const uint64_t rmac = (uint64_t(get(qp.context, qpc::kRmacHigh)) << 32) | get(qp.context, qpc::kRmacLow);
+  transport::Mac mac{};
+  for (int i = 0; i < 6; ++i) mac[i] = uint8_t(rmac >> (40 - 8 * i));
+  return mac;
+}
+transport::Gid path_gid(const QueuePair& qp) {
+  transport::Gid gid{};
+  std::copy_n(qp.context.begin() + qpc::kRgid, gid.size(), gid.begin());
+  return gid;
+}
+}  // namespace
+
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
-  std::copy_n(qp.context.begin() + qpc::kRgid, 16, packet.dst_gid.begin());
-  const uint64_t rmac = (uint64_t(get(qp.context, qpc::kRmacHigh)) << 32) | get(qp.context, qpc::kRmacLow);
-  for (int i = 0; i < 6; ++i) packet.dst_mac[i] = uint8_t(rmac >> (40 - 8 * i));
+  packet.dst_gid = path_gid(qp);
+  packet.dst_mac = path_mac(qp);
   const uint32_t dscp = get(qp.context, qpc::kDscp);
   packet.traffic_class = uint8_t(dscp != 0 ? dscp << 2 : get(qp.context, qpc::kTclass));
   if (dcqcn_ != nullptr) packet.traffic_class = uint8_t((packet.traffic_class & ~3u) | 2u);  // ECT(0)
@@ -386,6 +399,14 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);
   if (response ? qp->state != QpState::kRts : !receiving) {
     ++counters_.rx_qp_not_ready;
+    return true;
+  }
+  // A connected QP hears only its path's other end (IBA 9.6.1.5: the source address matches the
+  // QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
+  // MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
+  // number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
+  if (packet.src_gid != path_gid(*qp) || packet.src_mac != path_mac(*qp)) {
+    ++counters_.rx_wrong_source;
     return true;
   }
   if (response)

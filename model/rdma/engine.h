@@ -80,6 +80,7 @@ struct RdmaCounters {
   uint64_t multicast_loopback_blocked = 0;  // own datagrams a QP with block_lb_mc did not take
   uint64_t rx_parse_errors = 0, rx_bad_icrc = 0, rx_unknown_qp = 0, rx_qp_not_ready = 0, rx_roce_v1_unsupported = 0,
            rx_wrong_service = 0;
+  uint64_t rx_wrong_source = 0;  // to a connected QP from an address other than its path's
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
   uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma/umr_queue.cpp)
   uint64_t mw_binds = 0, mw_bind_errors = 0;

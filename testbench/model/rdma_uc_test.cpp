@@ -109,6 +109,37 @@ TEST_F(UcTest, ALostPacketLosesOnlyItsMessage) {
   EXPECT_EQ(b.state(*c.b), QpState::kRts);
 }
 
+// Issue 14: a UC responder takes any PSN that starts a message (IBA 9.7.5.1.1), so a tenant that
+// guessed a UC QP's number could write into it at any PSN. A connected QP now hears only its path's
+// other end: a frame whose source MAC (what the switch's spoof check holds a tenant to) or source
+// GID is not the QP's path is dropped and counted, and does not resynchronise the responder.
+TEST_F(UcTest, FramesFromOutsideTheQpsPathNeitherLandNorResynchronise) {
+  enum class Forge { kSourceMac, kSourceGid, kNone } forge = Forge::kSourceMac;
+  p.wire.filter = [&](WireFrame& f) {
+    if (f.to != 1 || forge == Forge::kNone) return true;
+    auto parsed = parse(f);
+    parsed.packet.psn = (parsed.packet.psn + 5000) & 0xffffff;  // anywhere: UC would resynchronise
+    if (forge == Forge::kSourceMac) parsed.packet.src_mac = {2, 0, 0, 0, 0, 0x66};
+    if (forge == Forge::kSourceGid) parsed.packet.src_gid = transport::gid_from_ipv4(0x0a0000feu);
+    f.bytes = transport::build_frame(parsed.packet);
+    return true;
+  };
+  a.post_send(*c.a, write(0, 256, dst.key));
+  p.pump();
+  forge = Forge::kSourceGid;
+  a.post_send(*c.a, write(0, 256, dst.key, wqe_op::kRdmaWriteImm, 7));
+  p.pump();
+  EXPECT_EQ(b.engine.counters().rx_wrong_source, 2u);
+  EXPECT_EQ(b.engine.counters().sequence_errors, 0u) << "no resynchronisation";
+  EXPECT_NE(b.get(dst, 0, 256), expected(0, 256)) << "nothing landed";
+  EXPECT_TRUE(b.drain(*c.b->rcq).empty());
+  forge = Forge::kNone;
+  a.post_send(*c.a, write(512, 256, dst.key));
+  p.pump();
+  EXPECT_EQ(b.get(dst, 512, 256), expected(512, 256)) << "the path's own frames still land";
+  EXPECT_EQ(b.state(*c.b), QpState::kRts);
+}
+
 TEST_F(UcTest, NoReceiveWqeDropsTheMessageWithoutRnr) {
   a.post_send(*c.a, send(0, 2000));
   p.pump();

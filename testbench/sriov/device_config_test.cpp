@@ -84,17 +84,21 @@ TEST_F(DeviceConfigTest, FunctionMacsFollowTheBase) {
   EXPECT_NE(error_of(R"({"mac_base":"02:00:00:00:00"})").find("mac_base"), std::string::npos);
 }
 
-TEST_F(DeviceConfigTest, SpoofCheckIsOnForEveryVfUnlessTurnedOff) {
-  DeviceConfig c = load_device_config(write(R"({"total_vfs":4,"vfs":{"2":{"spoofchk":false}}})"));
+TEST_F(DeviceConfigTest, SpoofCheckIsOnAndTrustOffForEveryVfUnlessSet) {
+  DeviceConfig c = load_device_config(write(R"({"total_vfs":4,"vfs":{"2":{"spoofchk":false},"3":{"trust":true}}})"));
   EXPECT_TRUE(c.vf_settings(0).spoofchk);
+  EXPECT_FALSE(c.vf_settings(0).trust);
   EXPECT_FALSE(c.vf_settings(2).spoofchk);
   EXPECT_TRUE(c.vf_settings(3).spoofchk);
+  EXPECT_TRUE(c.vf_settings(3).trust);
   DeviceConfig back = load_device_config(write(to_json(c)));
   EXPECT_FALSE(back.vf_settings(2).spoofchk);
+  EXPECT_TRUE(back.vf_settings(3).trust);
   EXPECT_NE(error_of(R"({"total_vfs":2,"vfs":{"5":{"spoofchk":false}}})").find("beyond total_vfs"), std::string::npos);
   EXPECT_NE(error_of(R"({"vfs":{"x":{}}})").find("VF numbers"), std::string::npos);
   EXPECT_NE(error_of(R"({"vfs":{"1":{"spoofchk":"no"}}})").find("spoofchk"), std::string::npos);
-  EXPECT_NE(error_of(R"({"vfs":{"1":{"trust":true}}})").find("trust"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vfs":{"1":{"trust":1}}})").find("trust"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vfs":{"1":{"rate":1}}})").find("rate"), std::string::npos);
 }
 
 TEST_F(DeviceConfigTest, MissingFileIsAClearError) {

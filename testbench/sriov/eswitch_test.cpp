@@ -1,4 +1,5 @@
-// The embedded switch alone: forwarding by destination MAC, flooding, drops and their counters.
+// The embedded switch alone: forwarding by destination MAC, group frames to subscribers, drops and
+// their counters.
 #include "sriov/eswitch.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +13,21 @@ std::vector<uint8_t> frame_to(const Mac& dst) {
   return f;
 }
 
+constexpr Mac kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+constexpr Mac kAllNodes{0x33, 0x33, 0, 0, 0, 1};
+
+// Three vports whose drivers subscribed to broadcast and the IPv6 all-nodes group (what mlx5e
+// programs once its netdev is open).
 struct ThreeVports {
   Eswitch sw;
   std::vector<int> got = std::vector<int>(3, 0);
   Mac mac[3] = {{2, 0xc9, 0, 0, 0, 0}, {2, 0xc9, 0, 0, 0, 1}, {2, 0xc9, 0, 0, 0, 2}};
   ThreeVports() {
-    for (int i = 0; i < 3; ++i) sw.add_vport(mac[i], [this, i](std::span<const uint8_t>) { ++got[i]; });
+    const std::vector<Mac> groups{kBroadcast, kAllNodes};
+    for (int i = 0; i < 3; ++i) {
+      sw.add_vport(mac[i], [this, i](std::span<const uint8_t>) { ++got[i]; });
+      sw.set_group_filter(uint16_t(i), groups, false);
+    }
   }
 };
 
@@ -32,11 +42,36 @@ TEST(Eswitch, ForwardsUnicastToTheOwnerOnly) {
   EXPECT_EQ(t.sw.counters().forwarded, 2u);
 }
 
-TEST(Eswitch, FloodsBroadcastAndMulticastExceptToTheSender) {
+TEST(Eswitch, FloodsBroadcastAndMulticastToSubscribersExceptTheSender) {
   ThreeVports t;
-  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
-  t.sw.transmit(1, frame_to({0x33, 0x33, 0, 0, 0, 1}));
+  t.sw.transmit(1, frame_to(kBroadcast));
+  t.sw.transmit(1, frame_to(kAllNodes));
   EXPECT_EQ(t.got, (std::vector<int>{2, 0, 2}));
+}
+
+// Issue 14: group frames were flooded to every vport, so one VF saw every multicast stream of the
+// others (IPv6 neighbour solicitations, a RoCE multicast group it never joined). A vport now
+// receives only the groups its driver listed (MODIFY_NIC_VPORT_CONTEXT's multicast list), or all of
+// them when the switch honours its allmulti/promiscuous mode (trusted functions only: the caller's
+// decision, tested in HcaDevice).
+TEST(Eswitch, GroupFramesReachOnlySubscribedVports) {
+  ThreeVports t;
+  const Mac stream{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+  const std::vector<Mac> joined{kBroadcast, stream};
+  t.sw.set_group_filter(2, joined, false);
+  t.sw.transmit(0, frame_to(stream));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 1})) << "vport 1 never joined the group";
+  EXPECT_EQ(t.sw.counters().group_unsubscribed, 1u);
+  t.sw.transmit(0, frame_to(kAllNodes));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 1, 1})) << "vport 2 left the all-nodes group";
+  t.sw.set_group_filter(1, {}, false);  // a closed netdev lists nothing, broadcast included
+  t.sw.transmit(2, frame_to(kBroadcast));
+  EXPECT_EQ(t.got, (std::vector<int>{1, 1, 1}));
+  t.sw.set_group_filter(1, {}, true);  // all groups
+  t.sw.transmit(0, frame_to(stream));
+  t.sw.transmit(0, frame_to(kBroadcast));
+  EXPECT_EQ(t.got, (std::vector<int>{1, 3, 3}));
+  EXPECT_FALSE(t.sw.set_group_filter(9, {}, true));
 }
 
 TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
@@ -47,7 +82,7 @@ TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
   EXPECT_EQ(t.sw.counters().drop_runt, 1u);
   t.sw.set_admin_up(2, false);
   t.sw.transmit(0, frame_to(t.mac[2]));
-  t.sw.transmit(0, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  t.sw.transmit(0, frame_to(kBroadcast));
   EXPECT_EQ(t.got, (std::vector<int>{0, 1, 0}));
   EXPECT_EQ(t.sw.counters(2).drop_vport_down, 2u);
   t.sw.transmit(2, frame_to(t.mac[0]));
@@ -79,7 +114,7 @@ TEST(Eswitch, LoopsTheSendersOwnFramesBackWithTheirDomain) {
   EXPECT_EQ(looped, (std::vector<int>{0, 2, 0}));
   EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0})) << "the normal delivery path sees none of it";
   EXPECT_EQ(t.sw.counters().looped_back, 2u);
-  t.sw.transmit(1, frame_to({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}), 9);
+  t.sw.transmit(1, frame_to(kBroadcast), 9);
   EXPECT_EQ(looped, (std::vector<int>{0, 3, 0})) << "a broadcast comes back to its sender";
   EXPECT_EQ(t.got, (std::vector<int>{1, 0, 1})) << "and reaches the others as before";
   EXPECT_EQ(domains, (std::vector<uint32_t>{7, 0, 9}));
@@ -96,7 +131,7 @@ TEST(Eswitch, SpoofCheckDropsAForeignSourceMac) {
     return f;
   };
   t.sw.transmit(1, from(t.mac[0], t.mac[2]));  // VF posing as the PF
-  t.sw.transmit(1, from({2, 0, 0, 0, 0, 0x99}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));  // made-up source, broadcast
+  t.sw.transmit(1, from({2, 0, 0, 0, 0, 0x99}, kBroadcast));  // made-up source, broadcast
   EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0}));
   EXPECT_EQ(t.sw.counters().drop_spoofed, 2u);
   EXPECT_EQ(t.sw.counters(1).drop_spoofed, 2u);
