@@ -40,6 +40,9 @@ void log_rdma(FunctionPort& port) {
               r.rx_wrong_source,
               r.rx_roce_v1_unsupported, r.local_protection_errors, r.remote_access_errors, r.invalid_requests,
               r.bad_wqes, r.dma_faults, r.unsupported_service);
+  if (r.rx_wrong_source != 0 || r.rx_not_addressed != 0)
+    log().info("{}: rdma frames dropped: to a connected QP from outside its path {}, not addressed to the function {}",
+               port.name(), r.rx_wrong_source, r.rx_not_addressed);
   if (r.umr_wqes != 0 || r.umr_errors != 0)
     log().info("{}: rdma UMR WQEs (memory re-registration) {}, refused {}", port.name(), r.umr_wqes, r.umr_errors);
   if (r.datagrams_sent != 0 || r.datagrams_received != 0 || r.datagrams_dropped_no_receive != 0 || r.rx_bad_qkey != 0)

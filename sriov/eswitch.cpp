@@ -91,10 +91,10 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
     ++counters_.flooded;
     for (size_t i = 0; i < vports_.size(); ++i) {
       if (i == from) continue;
-      if (vports_[i].subscribed(dst))
-        deliver(vports_[i], frame);
-      else
+      if (vports_[i].up && !vports_[i].subscribed(dst))
         ++counters_.group_unsubscribed;
+      else
+        deliver(vports_[i], frame);  // counted as dropped there when the vport is down
     }
     if (sender.loopback) {
       ++counters_.looped_back;

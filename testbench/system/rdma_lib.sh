@@ -2,6 +2,7 @@
 # bench/rdma_compare.sh; source it after fullsys_lib.sh, with HCAEMU (where used), HCAVM and VERBS_CHECK
 # set. A pair is a server guest (10.9.0.1) and a client guest (10.9.0.2) running guest/rdma_peer.sh.
 # Environment: RDMA_TESTS (default "pingpong cm verbs local perftest"), RDMA_GID (linklocal | ipv4),
+# WAIT_FOR (an address both guests wait for before their tools run),
 # HCAEMU_PCAP / HCAEMU_TRACE (passed to hcaemu as --pcap / --trace), HCAEMU_TEST_LOG_LEVEL.
 RDMA_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RDMA_TESTS=${RDMA_TESTS:-pingpong cm verbs local perftest}
@@ -51,6 +52,7 @@ run_rdma_pair() {
     {
       printf 'ROLE=%s\nME=%s\nPEER=%s\nSETUP=%s\nDEV=%s\nNETDEV=%s\n' $role $me $peer "$setup" "$dev" "$netdev"
       printf 'RDMA_TESTS="%s"\nRDMA_GID=%s\n' "$RDMA_TESTS" "${RDMA_GID:-linklocal}"
+      printf 'WAIT_FOR=%s\n' "${WAIT_FOR:-}"
       printf 'BENCH_BW_ITERS=%s\nBENCH_LAT_ITERS=%s\n' "${BENCH_BW_ITERS:-2000}" "${BENCH_LAT_ITERS:-500}"
       cat "$RDMA_LIB_DIR/guest/rdma_peer.sh"
     } > "$WORK/$label-$role.sh"

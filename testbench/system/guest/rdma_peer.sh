@@ -56,6 +56,12 @@ GIDX=${GIDX:-0}
 
 for _ in $(seq 60); do ping -c 1 -W 1 10.9.0.$PEER >/dev/null 2>&1 && break; done
 check "IPv4 ping to the peer" ping -c 3 -W 2 10.9.0.$PEER
+# WAIT_FOR (optional): an address to wait for before the tools run (the isolation test's
+# attacker raises it once it listens and attacks, so the tools run under attack).
+if [ -n "${WAIT_FOR:-}" ]; then
+  for _ in $(seq 120); do ping -c 1 -W 1 "$WAIT_FOR" >/dev/null 2>&1 && break; done
+  check "$WAIT_FOR answers (the attacker is at work)" ping -c 1 -W 2 "$WAIT_FOR"
+fi
 
 # --- one tool on both sides ------------------------------------------------------------------
 PORT=18600
