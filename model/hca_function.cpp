@@ -59,6 +59,7 @@ void HcaFunction::apply_timing(const TimingPreset& preset) {
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
   context_.memory = memory;
+  host_faults_seen_ = memory != nullptr ? memory->host_faults() : 0;  // only new faults fail the function
   context_.msix = msix;
   if (pending_slots_ != 0 && !commands_queued_) {
     commands_queued_ = true;
@@ -93,6 +94,7 @@ void HcaFunction::receive(std::span<const uint8_t> frame, std::optional<uint32_t
     ++counters_.rx_frames_dropped_inactive;
     return;
   }
+  if (failed()) return void(++counters_.dropped_while_failed);
   if (looped_from) ++counters_.rx_loopback_frames;
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
@@ -177,6 +179,7 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
   ++counters_.bar_writes;
   if (!in_init_segment) {
     ++counters_.uar_writes;
+    if (failed()) return void(++counters_.dropped_while_failed);
     // Stamped with its arrival: the doorbell rang then, however long other work keeps it queued.
     enqueue({.kind = WorkKind::kDoorbell,
              .offset = offset,
@@ -189,7 +192,9 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
     return;
   }
   InitSegmentEffect effect = init_segment_.write(uint32_t(offset), std::span<const uint8_t>(data, length));
-  if (effect.doorbell_bits != 0) {
+  if (effect.doorbell_bits != 0 && failed()) {
+    ++counters_.dropped_while_failed;  // mlx5 in its error state completes commands itself
+  } else if (effect.doorbell_bits != 0) {
     constexpr uint64_t kSlotMask = (uint64_t(1) << (1u << init_seg::kLogCmdqSize)) - 1;
     pending_slots_ |= effect.doorbell_bits & uint32_t(kSlotMask);
     if (pending_slots_ != 0 && !commands_queued_) {
@@ -206,6 +211,7 @@ void HcaFunction::engine() {
         engine_busy_ = true;  // a reset meanwhile (a DMA waiting on its client) waits for the item
         run_item(item);
         engine_busy_ = false;
+        fail_on_host_fault();
       },
       [] {});
 }
@@ -232,6 +238,27 @@ void HcaFunction::run_item(WorkItem& item) {
       rdma_.resume_sq(item.sq);
       break;
   }
+}
+
+void HcaFunction::fail_on_host_fault() {
+  if (context_.memory == nullptr) return;
+  const uint64_t faults = context_.memory->host_faults();
+  if (faults == host_faults_seen_) return;
+  host_faults_seen_ = faults;
+  if (failed()) return;
+  ++counters_.failures;
+  if (failure_log_.allow())
+    log().warn("{}: a DMA failed through its client (shared memory gone or a DMA message unanswered): the function "
+               "fails (NIC interface disabled, health syndrome {:#x}) until its driver sets it up again; {} failure(s)",
+               name(), init_seg::kSyndromeFetchPciError, counters_.failures);
+  doorbells_.reset();
+  pending_slots_ = 0;
+  commands_queued_ = false;
+  counters_.work_dropped_by_reset += work_.size() + paced_.size();
+  work_.clear();
+  paced_.clear();
+  firmware_.reset();  // between items: nothing holds references into the objects
+  init_segment_.fail(init_seg::kSyndromeFetchPciError);
 }
 
 void HcaFunction::run_commands() {

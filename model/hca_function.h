@@ -43,6 +43,8 @@ struct HcaFunctionCounters {
   uint64_t rx_loopback_frames = 0;
   uint64_t rx_loopback_blocked = 0;      // own non-RoCE frames the vport's disable_*_local_lb stopped
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
+  uint64_t failures = 0;               // times the function failed on a host fault (see fail())
+  uint64_t dropped_while_failed = 0;   // doorbells, command doorbells and frames of a failed function
 };
 
 class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
@@ -62,6 +64,12 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
 
   // Function-level reset (FLR, DEVICE_RESET, VF disable): every piece of function state goes.
   void function_reset();
+  // A DMA failed through the host's fault (host_port.h: a client truncated its memory or left a DMA
+  // message unanswered): the function fails as a ConnectX does on a fatal PCIe error. Its objects
+  // go, its NIC interface reads disabled with a health syndrome, and it ignores doorbells and
+  // frames until the driver sets its command queue up again (mlx5's health recovery). Only this
+  // function: the others, on their own clients, go on.
+  bool failed() const { return init_segment_.failed(); }
 
   uint64_t bar0_size() const { return bar0_size_; }
   const HcaFunctionCounters& counters() const { return counters_; }
@@ -129,12 +137,15 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   void timer_fired();  // SC_METHOD on the transport timers (model time, or the wall-clock floor)
   void run_item(WorkItem& item);
   void deliver_frame(const WorkItem& item);
+  void fail_on_host_fault();  // after each work item
   // RdmaEngine::SqScheduler: an SQ's next message waits its turn at the back of the queue.
   void resume_later(const SqResume& resume) override;
   bool reread_queued(uint32_t qpn) override;
   uint64_t now_ticks() const;
   void paced_due();  // SC_METHOD: held resumptions whose time has come join the queue
 
+  uint64_t host_faults_seen_ = 0;
+  LogLimiter failure_log_;
   uint64_t bar0_size_;
   HcaTiming timing_;
   InitSegment init_segment_;

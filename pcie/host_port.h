@@ -24,6 +24,10 @@ class HostMemory {
     ready_ps = issue_ps;
     return read(addr, dst);
   }
+  // Accesses that failed through the host's fault, not the guest's: the memory behind a map went
+  // away (a vfio-user client truncated it) or the client never answered a DMA message. A device
+  // sees these as fatal PCIe errors (a guest's bad address is an ordinary refused access above).
+  virtual uint64_t host_faults() const { return 0; }
 };
 
 // Routes a reader's reads (PageList, read_chunks) through read_pipelined, all issued at one
@@ -38,6 +42,7 @@ class PipelinedReads : public HostMemory {
     return true;
   }
   bool write(uint64_t addr, std::span<const uint8_t> src) override { return memory_.write(addr, src); }
+  uint64_t host_faults() const override { return memory_.host_faults(); }
   uint64_t ready_ps() const { return ready_ps_; }
 
  private:

@@ -22,6 +22,7 @@ class TimedHostMemory : public HostMemory {
   // Pipelined reads share one completion stream: a read arrives after its own round trip, and
   // never before the completions of the pipelined reads ahead of it have serialised.
   bool read_pipelined(uint64_t addr, std::span<uint8_t> dst, uint64_t issue_ps, uint64_t& ready_ps) override;
+  uint64_t host_faults() const override { return memory_ != nullptr ? memory_->host_faults() : 0; }
 
   const LinkTiming& timing() const { return timing_; }
   sc_core::sc_time charged() const { return charged_; }  // total link time of all DMA so far

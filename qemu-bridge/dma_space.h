@@ -70,6 +70,8 @@ class DmaSpace final : public pcie::HostMemory {
   uint64_t mapped_bytes() const;
   // Accesses that faulted because the client's file behind a map shrank (SIGBUS caught).
   uint64_t faults() const { return faults_.load(); }
+  // Those and the DMA messages the client left unanswered (ETIMEDOUT): the function fails on them.
+  uint64_t host_faults() const override { return faults_.load() + unanswered_.load(); }
 
  private:
   struct Map {
@@ -95,6 +97,7 @@ class DmaSpace final : public pcie::HostMemory {
   std::map<uint64_t, Map> maps_;  // keyed by iova; entries never overlap
   DmaMessenger* messenger_ = nullptr;
   std::atomic<uint64_t> faults_{0};
+  std::atomic<uint64_t> unanswered_{0};
 };
 
 }  // namespace hcaemu::vfio_user

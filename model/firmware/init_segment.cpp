@@ -24,6 +24,12 @@ void InitSegment::reset() {
   set_dword(kHealthFwVer, (uint32_t(fw_.major) << 24) | (uint32_t(fw_.minor) << 16) | (fw_.subminor & 0xffff));
 }
 
+void InitSegment::fail(uint8_t syndrome) {
+  nic_interface_ = kNicInterfaceDisabled;
+  bytes_[kHealthSyndrome + 1] = syndrome;
+  refresh_dynamic(0);
+}
+
 void InitSegment::refresh_dynamic(uint64_t now_ticks) {
   set_dword(kInternalTimerHigh, uint32_t(now_ticks >> 32));
   set_dword(kInternalTimerLow, uint32_t(now_ticks));
@@ -64,6 +70,7 @@ InitSegmentEffect InitSegment::write(uint32_t offset, std::span<const uint8_t> i
         // (bits 10:8) when it asks for a teardown mode; the size fields are read-only.
         cmdq_address_ = (cmdq_address_ & ~0xffffffffull) | (value & 0xfffff000u);
         nic_interface_ = (value >> 8) & 0x7;
+        bytes_[kHealthSyndrome + 1] = 0;  // the driver sets the function up again after a failure
         break;
       case kCmdDoorbell:
         effect.doorbell_bits |= value;

@@ -26,6 +26,8 @@ inline constexpr uint32_t kHealthBuffer = 0x200;
 inline constexpr uint32_t kHealthFwVer = 0x230;      // must never read 0xffffffff (= device gone)
 inline constexpr uint32_t kHealthRfrSeverity = 0x238;
 inline constexpr uint32_t kHealthSyndrome = 0x23c;   // byte 0x23d holds synd; 0 = healthy
+inline constexpr uint8_t kNicInterfaceDisabled = 1;  // cmdq_addr_l_sz bits 10:8: the function is torn down
+inline constexpr uint8_t kSyndromeFetchPciError = 0xa;  // health synd "ICM fetch PCI error"
 inline constexpr uint32_t kCmdExecTimeout = 0xff8;
 inline constexpr uint32_t kCmdQInitTimeout = 0xffc;  // 0 = driver keeps its built-in timeouts
 inline constexpr uint32_t kInternalTimerHigh = 0x1000;
@@ -58,6 +60,11 @@ class InitSegment {
 
   // Back to power-on state (FLR, device reset): queue address forgotten, counters kept running.
   void reset();
+  // The function failed (a fatal PCIe error): the NIC interface reads disabled and the health
+  // buffer names `syndrome`, which mlx5's health poll takes for a fatal error and recovers from by
+  // loading the driver again. Its command queue set-up (a write of the queue address) clears it.
+  void fail(uint8_t syndrome);
+  bool failed() const { return nic_interface_ == init_seg::kNicInterfaceDisabled && bytes_[init_seg::kHealthSyndrome + 1] != 0; }
 
   uint64_t command_queue_address() const { return cmdq_address_; }
   bool command_queue_configured() const { return cmdq_address_ != 0; }

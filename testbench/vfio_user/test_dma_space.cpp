@@ -32,8 +32,10 @@ class FakeMessenger : public DmaMessenger {
   std::vector<uint8_t> mem = std::vector<uint8_t>(8192, 0x5a);
   uint64_t base = 0;
   int calls = 0;
+  int answer = 0;  // what dma_read returns: 0, or an errno
   int dma_read(uint64_t addr, std::span<uint8_t> dst) override {
     ++calls;
+    if (answer != 0) return answer;
     std::copy_n(mem.begin() + (addr - base), dst.size(), dst.begin());
     return 0;
   }
@@ -78,6 +80,7 @@ TEST(DmaSpace, TruncatedClientMemoryFailsTheAccessNotTheProcess) {
   EXPECT_FALSE(s.write(0x100000 + 2 * 4096 + 8, in));
   EXPECT_FALSE(s.read(0x100000 + 4096 - 32, out));  // straddles into the lost page
   EXPECT_EQ(s.faults(), 3u);
+  EXPECT_EQ(s.host_faults(), 3u) << "the function fails on them (HostFault test)";
   ASSERT_TRUE(s.read(0x200000, out));  // another map is untouched
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], pattern(i, 9));
 
@@ -223,6 +226,13 @@ TEST(DmaSpace, FdLessMapsUseTheMessenger) {
   EXPECT_EQ(out[0], pattern(4096 - 8));
   EXPECT_EQ(out[8], 0x5a);
   EXPECT_EQ(m.calls, 3);
+  // A client that does not answer is the host's fault; a refused address is the guest's.
+  m.answer = EFAULT;
+  EXPECT_FALSE(s.read(0x40000, out));
+  EXPECT_EQ(s.host_faults(), 0u);
+  m.answer = ETIMEDOUT;
+  EXPECT_FALSE(s.read(0x40000, out));
+  EXPECT_EQ(s.host_faults(), 1u);
 }
 
 TEST(DmaSpace, UnmapWaitsForInFlightAccesses) {
