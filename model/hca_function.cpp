@@ -78,9 +78,7 @@ void HcaFunction::function_reset() {
   doorbells_.reset();
   pending_slots_ = 0;
   commands_queued_ = false;
-  counters_.work_dropped_by_reset += work_.size() + paced_.size();
-  work_.clear();
-  paced_.clear();
+  clear_work();
   // The objects go at once, unless the engine is inside an item: then it still holds references
   // into them, and the reset runs as soon as that item is done, before anything posted after it.
   if (engine_busy_)
@@ -89,12 +87,23 @@ void HcaFunction::function_reset() {
     firmware_.reset();
 }
 
+void HcaFunction::clear_work() {
+  counters_.work_dropped_by_reset += work_.size() + paced_.size();
+  work_.clear();
+  paced_.clear();
+  queued_frames_ = queued_frame_bytes_ = 0;
+}
+
 void HcaFunction::receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
   if (!active_) {
     ++counters_.rx_frames_dropped_inactive;
     return;
   }
   if (failed()) return void(++counters_.dropped_while_failed);
+  if (queued_frames_ >= kMaxQueuedFrames || queued_frame_bytes_ + frame.size() > kMaxQueuedFrameBytes)
+    return void(++counters_.rx_frames_dropped_queue_full);
+  ++queued_frames_;
+  queued_frame_bytes_ += frame.size();
   if (looped_from) ++counters_.rx_loopback_frames;
   enqueue({.kind = WorkKind::kFrame,
            .data = std::vector<uint8_t>(frame.begin(), frame.end()),
@@ -226,6 +235,8 @@ void HcaFunction::run_item(WorkItem& item) {
       doorbells_.write(context_, item.offset, item.data, pcie::to_ps(item.not_before));
       break;
     case WorkKind::kFrame:
+      --queued_frames_;
+      queued_frame_bytes_ -= item.data.size();
       deliver_frame(item);
       break;
     case WorkKind::kTimer:
@@ -254,9 +265,7 @@ void HcaFunction::fail_on_host_fault() {
   doorbells_.reset();
   pending_slots_ = 0;
   commands_queued_ = false;
-  counters_.work_dropped_by_reset += work_.size() + paced_.size();
-  work_.clear();
-  paced_.clear();
+  clear_work();
   firmware_.reset();  // between items: nothing holds references into the objects
   init_segment_.fail(init_seg::kSyndromeFetchPciError);
 }

@@ -43,6 +43,7 @@ struct HcaFunctionCounters {
   uint64_t rx_loopback_frames = 0;
   uint64_t rx_loopback_blocked = 0;      // own non-RoCE frames the vport's disable_*_local_lb stopped
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
+  uint64_t rx_frames_dropped_queue_full = 0;  // frames that found kMaxQueuedFrames (or bytes) waiting
   uint64_t failures = 0;               // times the function failed on a host fault (see fail())
   uint64_t dropped_while_failed = 0;   // doorbells, command doorbells and frames of a failed function
 };
@@ -163,6 +164,12 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   bool commands_queued_ = false;         // a kCommands item is in work_
   bool engine_busy_ = false;             // the engine is inside an item (it may be waiting on DMA)
   std::deque<WorkItem> work_;
+  // Frames from the switch waiting in work_: bounded, as a NIC's receive buffer is, so senders
+  // faster than this function (a broadcast TSO storm of MSS 1) cost dropped frames, not memory.
+  static constexpr size_t kMaxQueuedFrames = 65536;
+  static constexpr size_t kMaxQueuedFrameBytes = size_t(64) << 20;
+  size_t queued_frames_ = 0, queued_frame_bytes_ = 0;
+  void clear_work();  // drops every queued item (reset, failure), counted
   sc_core::sc_event work_event_;
   PacedResumptions paced_;       // rate-limited SQ resumptions, aside until due
   sc_core::sc_event pace_;

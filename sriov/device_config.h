@@ -15,8 +15,9 @@ namespace hcaemu::sriov {
 struct FunctionShape {
   uint64_t bar0_size = 0;     // HCA registers + UAR pages
   uint32_t msix_vectors = 0;  // MSI-X table size
-  // hcaemu's memory for the function's MKEY translation tables, in entries (8 bytes each): past it
-  // CREATE_MKEY fails with the exceeded-limit status, so no guest takes the memory of all.
+  // hcaemu's memory for the function's translation tables (MKEY MTTs and queue page lists), in
+  // entries (8 bytes each): a command past it fails with the exceeded-limit status, so no guest
+  // takes the memory of all.
   uint64_t translation_entries = uint64_t(1) << 24;
 };
 

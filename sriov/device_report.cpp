@@ -16,6 +16,15 @@ void log_summary(FunctionPort& port) {
              e.rx_steering_miss, e.rx_no_rq, e.tx_error_cqes, port.hca().unclaimed_sq_doorbells());
 }
 
+// What the function refused because it failed or was flooded (issue 14); silent when nothing was.
+void log_protection(FunctionPort& port) {
+  const auto& c = port.hca().counters();
+  if (c.failures == 0 && c.rx_frames_dropped_queue_full == 0) return;
+  log().info("{}: failed on a host fault {} time(s) (doorbells and frames dropped meanwhile {}); frames dropped "
+             "with its receive queue full {}",
+             port.name(), c.failures, c.dropped_while_failed, c.rx_frames_dropped_queue_full);
+}
+
 void log_details(FunctionPort& port) {
   const auto& e = port.hca().eth_counters();
   log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
@@ -60,6 +69,8 @@ void log_device_counters(HcaDevice& device) {
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_details(device.vf(i));
   log_summary(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_summary(device.vf(i));
+  log_protection(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_protection(device.vf(i));
   const auto& sw = device.eswitch().counters();
   log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
              "runt {}, spoofed source {}, group copies to unsubscribed vports {}",

@@ -108,11 +108,8 @@ void create_mkey(CommandCall& call) {
       call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
       return;
     }
-    if (declared > r.limits.max_translation_entries - std::min(r.translation_entries, r.limits.max_translation_entries)) {
-      if (call.function().budget_log.allow())
-        log().warn("function {}: CREATE_MKEY of {} translation entries past the budget ({} of {} in use)",
-                   call.function().identity.vhca_id, declared, r.translation_entries, r.limits.max_translation_entries);
-      call.fail(CommandStatus::kExceedLimit, syndrome(kCreateMkey, kCheckBudget));
+    if (!r.translation_fits(declared)) {  // checked before reading a single entry
+      take_translation(call, declared);
       return;
     }
     const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
@@ -127,9 +124,10 @@ void create_mkey(CommandCall& call) {
     }
   }
   std::copy(ctx.begin(), ctx.end(), mkey.context.begin());
-  const uint64_t entries = mkey.mtt.size();
+  auto charge = take_translation(call, mkey.mtt.size());
+  if (!charge) return;
+  mkey.mtt_charge = std::move(*charge);
   if (uint32_t index = insert(call, r.mkeys, r.limits.log_max_mkey, std::move(mkey))) {
-    r.translation_entries += entries;
     ++pd->refs;
     set(call.out(), kObjectNumber, index);
   }
@@ -150,8 +148,7 @@ void destroy_mkey(CommandCall& call) {
   Mkey* mkey = lookup(call, r.mkeys, index, kCheckLookup);
   if (mkey == nullptr) return;
   if (ProtectionDomain* pd = r.pds.find(mkey->pd)) --pd->refs;
-  r.translation_entries -= std::min<uint64_t>(r.translation_entries, mkey->mtt.size());
-  r.mkeys.erase(index);
+  r.mkeys.erase(index);  // its MTT charge gives the entries back
 }
 
 // --- SRQ / XRC SRQ / RMP ---

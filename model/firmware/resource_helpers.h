@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 
+#include "common/log.h"
 #include "model/firmware/command_table.h"
 #include "model/function_context.h"
 
@@ -75,12 +76,34 @@ inline std::span<const uint8_t> pas_of(CommandCall& call, uint32_t pas_offset) {
   return call.in().size() > pas_offset ? call.in().subspan(pas_offset) : std::span<const uint8_t>{};
 }
 
-// Builds a queue buffer; `log_page_size` absolute, `offset` in bytes.
+// `entries` more translation entries (MTT or page list) for the function, or the command fails
+// with the PRM's exceeded-limit status when they would take it past its budget (ResourceLimits).
+inline std::optional<BudgetCharge> take_translation(CommandCall& call, uint64_t entries) {
+  Resources& r = call.function().resources;
+  if (!r.translation_fits(entries)) {
+    if (call.function().budget_log.allow())
+      log().warn("function {}: {:#x} with {} translation entries past the budget ({} of {} in use)",
+                 call.function().identity.vhca_id, call.opcode(), entries, r.translation_entries,
+                 r.limits.max_translation_entries);
+    call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckBudget));
+    return std::nullopt;
+  }
+  return BudgetCharge(r.translation_entries, entries);
+}
+
+// Builds a queue buffer; `log_page_size` absolute, `offset` in bytes. Its entries count against the
+// function's translation budget while it lives.
 inline std::optional<PageList> page_list(CommandCall& call, uint32_t pas_offset, uint32_t log_page_size,
                                          uint64_t offset, uint64_t size) {
   PageListError error = PageListError::kNone;
   auto list = PageList::build(pas_of(call, pas_offset), log_page_size, offset, size, error);
-  if (!list) call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), uint16_t(kCheckPas + uint16_t(error))));
+  if (!list) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), uint16_t(kCheckPas + uint16_t(error))));
+    return std::nullopt;
+  }
+  auto charge = take_translation(call, list->pages().size());
+  if (!charge) return std::nullopt;
+  list->charge = std::move(*charge);
   return list;
 }
 

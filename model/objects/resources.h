@@ -37,8 +37,9 @@ struct ResourceLimits {
   uint32_t log_max_msg = 30;
   uint32_t roce_address_table_size = 256;
   uint32_t num_ports = 1;
-  // Not a cap: hcaemu's own memory for the MKEYs' translation tables (8 bytes an entry), all of a
-  // function's MKEYs together. Past it CREATE_MKEY fails with the PRM's exceeded-limit status.
+  // Not a cap: hcaemu's own memory for the function's translation tables (8 bytes an entry): the
+  // MKEYs' MTTs and the page lists of its queues (EQ, CQ, QP, SRQ/RMP, RQ, SQ) together. A command
+  // that would go past it fails with the PRM's exceeded-limit status.
   uint64_t max_translation_entries = uint64_t(1) << 24;
 };
 
@@ -75,6 +76,7 @@ struct Mkey {
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
+  BudgetCharge mtt_charge;              // the entries against the function's translation budget
   // A memory window (KLM mode, created free with umr_en; objects/umr.h apply_bind_umr): the MR range
   // it is bound to (one KLM) and, for a type 2 window, the QP it is bound through.
   uint32_t parent_key = 0;
@@ -164,6 +166,9 @@ struct ResourceCounters {
 
 struct Resources {
   ResourceLimits limits;
+  // Entries of every MTT and queue page list (limits.max_translation_entries); declared before the
+  // tables, whose objects' charges give their entries back here when they go.
+  uint64_t translation_entries = 0;
   ObjectTable<Uar> uars{kFirstUarIndex, kFirstUarIndex - 1, 0};  // range set from the BAR0 size
   ObjectTable<ProtectionDomain> pds{1, kMaxObjectId, 1u << 18};
   ObjectTable<TransportDomain> tds{1, kMaxObjectId, 1u << 16};
@@ -176,10 +181,7 @@ struct Resources {
   MulticastGroups multicast;         // UD QPs attached to multicast GIDs
   ResourceCounters counters;
 
-  uint64_t translation_entries = 0;  // the MTT entries of all MKEYs (limits.max_translation_entries)
-
   void clear() {
-    translation_entries = 0;
     uars.clear();
     pds.clear();
     tds.clear();
@@ -190,6 +192,10 @@ struct Resources {
     srqs.clear();
     qps.clear();
     multicast.clear();
+  }
+  // Room for `entries` more translation entries within the budget.
+  bool translation_fits(uint64_t entries) const {
+    return entries <= limits.max_translation_entries - std::min(translation_entries, limits.max_translation_entries);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "common/budget_charge.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -54,6 +55,10 @@ class PageList {
   uint64_t offset() const { return offset_; }
   uint32_t log_page_size() const { return log_page_size_; }
   const std::vector<uint64_t>& pages() const { return pages_; }
+
+  // The list's entries against the function's translation budget (firmware/resource_helpers.h),
+  // given back when the list goes.
+  BudgetCharge charge;
 
  private:
   std::vector<uint64_t> pages_;

@@ -118,11 +118,13 @@ TEST_F(ObjectsTest, MkeyRefusesBadInput) {
 // a reset gives all back, and another function's budget is its own.
 TEST_F(ObjectsTest, MkeyTranslationEntriesHaveABudget) {
   constexpr uint8_t kExceedLimit = 0x08;
-  t.f.resources.limits.max_translation_entries = 10;
+  const uint64_t queues = t.f.resources.translation_entries;  // the EQ's and CQ's page lists
+  EXPECT_EQ(queues, 2u);
+  t.f.resources.limits.max_translation_entries = queues + 10;
   ASSERT_EQ(t.run(0x200, mkey_input(1, 0x7000000, 4 * 4096, 4, pd)), kOk);
   const uint32_t first = t.object();
   ASSERT_EQ(t.run(0x200, mkey_input(1, 0x8000000, 4 * 4096, 4, pd)), kOk);
-  EXPECT_EQ(t.f.resources.translation_entries, 8u);
+  EXPECT_EQ(t.f.resources.translation_entries, queues + 8);
   const size_t keys = t.f.resources.mkeys.size();
   EXPECT_EQ(t.run(0x200, mkey_input(1, 0x9000000, 4 * 4096, 4, pd)), kExceedLimit) << "8 + 4 > 10";
   EXPECT_EQ(t.f.resources.mkeys.size(), keys) << "nothing kept";
@@ -131,12 +133,33 @@ TEST_F(ObjectsTest, MkeyTranslationEntriesHaveABudget) {
   auto destroy = TestFunction::input(0x10);
   store_be32(&destroy[0x08], first);
   ASSERT_EQ(t.run(0x202, destroy), kOk);
-  EXPECT_EQ(t.f.resources.translation_entries, 6u);
+  EXPECT_EQ(t.f.resources.translation_entries, queues + 6);
   EXPECT_EQ(t.run(0x200, mkey_input(1, 0x9000000, 4 * 4096, 4, pd)), kOk) << "the destroyed key's entries are back";
   TestFunction other;
   const uint32_t other_pd = other.alloc(0x800);
   auto big = mkey_input(1, 0x7000000, 64 * 4096, 64, other_pd);
   EXPECT_EQ(other.run(0x200, big), kOk) << "another function has its own budget";
+  t.f.reset_objects();
+  EXPECT_EQ(t.f.resources.translation_entries, 0u);
+}
+
+// Issue 14: queue page lists were not budgeted at all: a CQ of 2^22 CQEs keeps 65,536 page
+// addresses (512 KiB) in hcaemu, and a guest may make 2^16 of them from one mailbox's worth of its
+// own memory. They now count against the same budget as the MTTs: past it CREATE_CQ (and every
+// other queue) fails with the exceeded-limit status, and the entries come back when the queue goes.
+TEST_F(ObjectsTest, QueuePageListsCountAgainstTheTranslationBudget) {
+  constexpr uint8_t kExceedLimit = 0x08;
+  const uint64_t before = t.f.resources.translation_entries;
+  t.f.resources.limits.max_translation_entries = before + 16;
+  const std::vector<uint64_t> pages(16, t.page());  // one page, named 16 times: all the guest needs
+  const uint32_t big = t.create_cq(10, uar, eqn, t.page(), pages);  // 1,024 CQEs x 64 B = 16 pages
+  EXPECT_EQ(t.f.resources.translation_entries, before + 16);
+  const size_t cqs = t.f.resources.cqs.size();
+  EXPECT_EQ(t.run(0x400, t.cq_input(4, uar, eqn, t.page(), {t.page()})), kExceedLimit);
+  EXPECT_EQ(t.f.resources.cqs.size(), cqs) << "nothing kept";
+  ASSERT_EQ(t.run(0x401, with_number(big)), kOk);  // DESTROY_CQ
+  EXPECT_EQ(t.f.resources.translation_entries, before);
+  EXPECT_EQ(t.run(0x400, t.cq_input(4, uar, eqn, t.page(), {t.page()})), kOk);
   t.f.reset_objects();
   EXPECT_EQ(t.f.resources.translation_entries, 0u);
 }

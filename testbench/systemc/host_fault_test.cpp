@@ -86,5 +86,23 @@ TEST(HostFault, FailsOnlyTheFunctionWhoseClientFaultedUntilItsDriverSetsItUp) {
   });
 }
 
+// Issue 14: every frame the switch delivered was copied into the receiving function's work queue
+// without a bound, so senders faster than the receiver (a broadcast TSO storm of MSS 1 from a VF:
+// 65,536 frames per WQE) grew hcaemu's memory at will. The queue now holds at most 65,536 frames
+// (or 64 MiB), like a NIC's receive buffer: beyond, frames are dropped and counted.
+TEST(HostFault, FramesWaitingForAFunctionAreBounded) {
+  H::instance().run([] {
+    auto& pf = H::instance().device().pf();
+    std::vector<uint8_t> frame(64, 0);
+    frame[0] = 0x02;  // unicast to nobody in particular: the function drops it once it runs
+    const uint64_t dropped = pf.hca().counters().rx_frames_dropped_queue_full;
+    for (int i = 0; i < 65536 + 10; ++i) pf.hca().receive(frame);  // the engine has not run yet
+    EXPECT_EQ(pf.hca().counters().rx_frames_dropped_queue_full - dropped, 10u);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_MS));  // the engine drains the queue
+    pf.hca().receive(frame);
+    EXPECT_EQ(pf.hca().counters().rx_frames_dropped_queue_full - dropped, 10u) << "room again";
+  });
+}
+
 }  // namespace
 }  // namespace hcaemu::testbench
