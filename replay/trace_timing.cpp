@@ -90,7 +90,10 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
     if (qp.peer_qpn != 0)
       if (const traces::QpRecord* r = find(capture.hosts[qp.peer_host], qp.peer_qpn, first_ps[q])) {
         qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
-        qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        // An XRC target's receive completions go to the CQ of the XRC SRQ each message names, not
+        // to the QP's own (mlx5_ib gives it a 2-entry placeholder, whose "may be full" read would
+        // cost every replayed message 500 ns the live run never paid): the host's default CQ.
+        if (r->service != "xrc") qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
         qp.peer_rq_stride = r->rq_stride;
         if (qp.qpn == 0) qp.qpn = r->remote_qpn;  // a UC requester: only its responder names it
         ++found;

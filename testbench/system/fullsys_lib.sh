@@ -1,11 +1,12 @@
 # Shared by the full-system test drivers (source it after setting HCAEMU): a work directory that
-# goes away on exit, fail(), and start_hcaemu. KEEP_LOG=FILE keeps a copy of hcaemu's log.
+# goes away on exit (HCAEMU_TEST_KEEP_WORK=1 keeps it, for looking into a failure), fail(), and
+# start_hcaemu. KEEP_LOG=FILE keeps a copy of hcaemu's log.
 WORK=$(mktemp -d /tmp/hcaemu-fullsys.XXXXXX)
 HCAEMU_PID=
 cleanup() {
   [ -n "$HCAEMU_PID" ] && kill "$HCAEMU_PID" 2>/dev/null
   [ -n "${KEEP_LOG:-}" ] && cp "$WORK/hcaemu.log" "$KEEP_LOG" 2>/dev/null
-  rm -rf "$WORK"
+  if [ "${HCAEMU_TEST_KEEP_WORK:-0}" = 1 ]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- hcaemu log"; cat "$WORK/hcaemu.log"; exit 1; }
