@@ -775,9 +775,9 @@ struct RdmaCluster {
 
  protected:
   struct PointToPoint {};
-  explicit RdmaCluster(PointToPoint) {
-    nodes.emplace_back(0, wire, 1);
-    nodes.emplace_back(1, wire, 0);
+  explicit RdmaCluster(PointToPoint, uint64_t memory_bytes = HostFunction::kDefaultMemory) {
+    nodes.emplace_back(0, wire, 1, memory_bytes);
+    nodes.emplace_back(1, wire, 0, memory_bytes);
   }
 
  public:
@@ -863,7 +863,8 @@ struct RdmaCluster {
 struct RdmaPair : RdmaCluster {
   RdmaNode& a;
   RdmaNode& b;
-  RdmaPair() : RdmaCluster(PointToPoint{}), a(nodes[0]), b(nodes[1]) {}
+  explicit RdmaPair(uint64_t memory_bytes = HostFunction::kDefaultMemory)
+      : RdmaCluster(PointToPoint{}, memory_bytes), a(nodes[0]), b(nodes[1]) {}
 
   using RdmaCluster::bring_up;
   using RdmaCluster::connect;
