@@ -1,7 +1,7 @@
 #!/bin/bash
 # Coverage-guided fuzzing of the parsers that take untrusted input: vfio-user messages, command
 # queue entries and mailboxes, send/receive WQEs, RoCEv2 frames (alone and into live RC/UC/UD/XRC
-# QPs), config space writes, packet captures and workload
+# QPs), config space writes, the vfio-user server with fds and a late backend, packet captures and workload
 # files. Builds the libFuzzer targets with clang (every library instrumented, ASan and UBSan on)
 # into ${HCAEMU_FUZZ_BUILD_DIR:-build-fuzz} and runs each for a bounded time from its seed corpus
 # (testbench/fuzz-corpus/TARGET); what a run finds goes to a scratch corpus, or with
@@ -15,7 +15,7 @@ SECONDS_EACH=60
 UPDATE=0
 TARGETS=()
 ALL=(fuzz_vfio_user_messages fuzz_command_queue fuzz_send_wqe fuzz_roce_packet fuzz_capture fuzz_workload fuzz_fabric fuzz_qp_table
-     fuzz_rdma_wire fuzz_config_space)
+     fuzz_rdma_wire fuzz_config_space fuzz_vfio_user_fds)
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_EACH=$2; shift 2 ;;
