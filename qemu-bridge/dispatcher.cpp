@@ -79,14 +79,16 @@ void MessageDispatcher::detach_sink() {
 MessageDispatcher::Framing MessageDispatcher::check_header(const Header& h) {
   if (h.size < kHeaderSize) {
     rejects_.add(Reject::kBadHeader);
-    log().warn("vfio-user: rejected message id {} cmd {}: size {} < header, dropping connection", h.msg_id,
-               h.command, h.size);
+    if (reject_log_[size_t(Reject::kBadHeader)].allow())  // a client reconnecting to do it again and again
+      log().warn("vfio-user: rejected message id {} cmd {}: size {} < header, dropping connection ({} so far)",
+                 h.msg_id, h.command, h.size, rejects_.get(Reject::kBadHeader));
     return Framing::kDisconnect;
   }
   if (h.size > max_message_size()) {
     rejects_.add(Reject::kTooLarge);
-    log().warn("vfio-user: rejected {} id {}: size {} above limit {}, skipping body", command_name(h.command),
-               h.msg_id, h.size, max_message_size());
+    if (reject_log_[size_t(Reject::kTooLarge)].allow())
+      log().warn("vfio-user: rejected {} id {}: size {} above limit {}, skipping body ({} so far)",
+                 command_name(h.command), h.msg_id, h.size, max_message_size(), rejects_.get(Reject::kTooLarge));
     if (!h.is_reply() && !h.no_reply()) send(build_error_reply(h, E2BIG));
     return Framing::kSkip;
   }
@@ -399,7 +401,9 @@ void MessageDispatcher::handle_reply(Message& m) {
   auto it = pending_.find(m.hdr.msg_id);
   if (it == pending_.end() || it->second->cmd != m.hdr.command || it->second->done) {
     rejects_.add(Reject::kUnexpectedReply);
-    log().warn("vfio-user: rejected reply id {} cmd {}: no pending request", m.hdr.msg_id, m.hdr.command);
+    if (reject_log_[size_t(Reject::kUnexpectedReply)].allow())
+      log().warn("vfio-user: rejected reply id {} cmd {}: no pending request ({} so far)", m.hdr.msg_id, m.hdr.command,
+                 rejects_.get(Reject::kUnexpectedReply));
     return;
   }
   Pending& p = *it->second;
@@ -416,7 +420,8 @@ void MessageDispatcher::handle_reply(Message& m) {
     } else {
       p.err = EIO;
       rejects_.add(Reject::kBadPayload);
-      log().warn("vfio-user: rejected DMA_READ reply id {}: malformed", m.hdr.msg_id);
+      if (reject_log_[size_t(Reject::kBadPayload)].allow())
+        log().warn("vfio-user: rejected DMA_READ reply id {}: malformed", m.hdr.msg_id);
     }
   }
   p.done = true;
@@ -498,7 +503,9 @@ int MessageDispatcher::dma_round_trip(uint16_t cmd, uint64_t addr, std::span<uin
     pending_.erase(id);
     if (!sent) return ENOTCONN;
     if (!p.done || p.err == ETIMEDOUT) {
-      log().warn("vfio-user: {} id {} iova {:#x} timed out", command_name(cmd), id, p.addr);
+      const uint64_t n = dma_timeouts_.fetch_add(1) + 1;  // any thread: an atomic count, not a LogLimiter
+      if (LogLimiter::logs(n))
+        log().warn("vfio-user: {} id {} iova {:#x} timed out ({} so far)", command_name(cmd), id, p.addr, n);
       return ETIMEDOUT;
     }
     if (p.err != 0) return p.err;

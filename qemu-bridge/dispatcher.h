@@ -196,6 +196,7 @@ class MessageDispatcher final : public DmaMessenger, public pcie::MsixSender {
   std::array<std::vector<UniqueFd>, kNumIrqs> irqs_;
   std::atomic<uint64_t> irq_would_block_{0};
   std::array<LogLimiter, size_t(Reject::kCount)> reject_log_{};  // rejects_ keeps the totals
+  std::atomic<uint64_t> dma_timeouts_{0};
 
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;

@@ -153,7 +153,8 @@ void VfioUserServer::accept_client() {
   }
   if (client_fd_) {
     dispatcher_.count_reject(Reject::kSecondClient);
-    log().warn("vfio-user: refused a second client on {} (one is connected)", path_);
+    if (accept_log_.allow())
+      log().warn("vfio-user: refused a second client on {} (one is connected)", path_);
     return;  // fd closes here
   }
   // Every receive and send uses MSG_DONTWAIT: nothing here blocks on the client.
@@ -165,8 +166,9 @@ void VfioUserServer::accept_client() {
     client_conn_ = conn;
     broken_ = false;
   }
-  accepted_.fetch_add(1);
-  log().info("vfio-user: client connected on {}", path_);
+  const uint64_t n = accepted_.fetch_add(1) + 1;
+  // A client that reconnects in a loop would fill the log with these two lines.
+  if (LogLimiter::logs(n)) log().info("vfio-user: client connected on {} (connection {})", path_, n);
 }
 
 void VfioUserServer::drop_client(const char* why) {
@@ -180,7 +182,7 @@ void VfioUserServer::drop_client(const char* why) {
   }
   decoder_.reset();
   dispatcher_.disconnect();
-  log().info("vfio-user: client disconnected from {} ({})", path_, why);
+  if (LogLimiter::logs(accepted_.load())) log().info("vfio-user: client disconnected from {} ({})", path_, why);
 }
 
 // Reads what is available, never more than the decoder wants, so that SCM_RIGHTS fds (which the
@@ -266,7 +268,9 @@ bool VfioUserServer::flush_outbox_locked() {
 }
 
 void VfioUserServer::break_connection_locked(const char* why) {
-  log().warn("vfio-user: sending on {} failed: {}; dropping the client", path_, why);
+  if (send_failure_log_.allow())  // write_mu_ held
+    log().warn("vfio-user: sending on {} failed: {}; dropping the client ({} so far)", path_, why,
+               send_failure_log_.seen());
   broken_ = true;
   outbox_.clear();
   outbox_sent_ = outbox_bytes_ = 0;

@@ -95,7 +95,8 @@ class VfioUserServer final : private MessageSink {
   UniqueFd listen_fd_;
   uint64_t refused_peers_ = 0;
   std::chrono::steady_clock::time_point accept_paused_until_{};  // accept() ran out of fds: wait a little
-  LogLimiter accept_log_;
+  LogLimiter accept_log_;          // refused peers and second clients (I/O thread)
+  LogLimiter send_failure_log_;    // guarded by write_mu_
   UniqueFd wake_fd_;
 
   mutable std::mutex write_mu_;  // guards client_fd_ writes, client_conn_, broken_, the outbox
