@@ -1,6 +1,7 @@
 #!/bin/bash
 # Prints every benchmark figure of the project in one run (nothing here is a pass/fail test):
-# the model-side bridge and command-engine benchmarks, then the guest-side figures (MMIO round
+# the model-side bridge and command-engine benchmarks, another function's delay under a misbehaving
+# client, then the guest-side figures (MMIO round
 # trip, posted writes, hcaemu idle CPU/RSS, guest boot time, mlx5 bring-up times), TCP between two
 # VMs through the emulated NIC beside virtio-net, then RDMA between two VMs on the emulated HCA
 # beside Soft-RoCE (bench/rdma_compare.sh). Each figure is preceded by the command that produced
@@ -21,6 +22,7 @@ run() {  # prints the command, then its figures; a failed benchmark does not sto
 run "$BUILD/bench/bridge_bench"
 run "$BUILD/bench/command_bench"
 run "$BUILD/bench/engine_bench"
+run "$BUILD/bench/isolation_delay" "$BUILD/install/bin/hcaemu"
 run "$ROOT/bench/guest_figures.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm" "$BUILD/bench/mmio_probe"
 run "$ROOT/bench/bringup_figures.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm"
 run "$ROOT/bench/tcp_compare.sh" "$BUILD/install/bin/hcaemu" "$BUILD/install/bin/hcavm"
