@@ -8,6 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/prm/bits.h"
@@ -135,6 +140,13 @@ struct FlowEntry {
   std::vector<uint8_t> raw;                   // flow_context + destination list as set (QUERY_FLOW_TABLE_ENTRY)
 };
 
+// A table's entries by group and masked match value (flow_index.cpp), so that steering a frame
+// costs one hash lookup per group instead of a scan of every entry: a guest may install 2^20.
+struct FlowGroupIndex {
+  uint32_t group = 0;
+  std::unordered_map<std::string, std::set<uint32_t>> by_value;  // masked match value -> flow indices
+};
+
 struct FlowTable {
   uint8_t type = 0;
   uint8_t level = 0;
@@ -145,6 +157,7 @@ struct FlowTable {
   bool other_vport = false;
   std::array<uint8_t, 0x28> context{};        // flow_table_context (QUERY_FLOW_TABLE)
   std::map<uint32_t, FlowEntry> entries;      // by flow index
+  std::map<uint32_t, FlowGroupIndex> index;   // by the group's start index: groups in flow index order
   uint32_t groups = 0;
   uint32_t refs = 0;                          // miss references and entries forwarding here
 };
@@ -169,7 +182,7 @@ struct EthObjects {
   ObjectTable<EthReceiveQueue> rqs{kFirstRqn, kLastRqn, 1u << 16};
   ObjectTable<EthSendQueue> sqs{kFirstSqn, kLastSqn, 1u << 16};
   ObjectTable<FlowTable> flow_tables{1, 0xffffff, 1u << 16};
-  ObjectTable<FlowGroup> flow_groups{1, 0xffffff, 1u << 20};
+  ObjectTable<FlowGroup> flow_groups{1, 0xffffff, 1u << 12};  // firmware/eth_flow.cpp says why
   ObjectTable<FlowCounter> flow_counters{1, 0xffffff, 1u << 16};
   // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
   std::map<uint8_t, uint32_t> roots;

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "model/queues/completion_queue.h"
 #include "model/queues/doorbell_unit.h"
+#include "model/eth/flow_index.h"
 #include "model/eth/frame.h"
 #include "model/function_context.h"
 
@@ -356,20 +357,6 @@ bool EthQueues::self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> fr
 
 namespace {
 
-bool matches(const FlowGroup& group, const FlowEntry& entry, const std::array<uint8_t, 0x40>& outer) {
-  if (group.criteria.size() < kMatchParamSize || entry.match_value.size() < kMatchParamSize) return false;
-  // criteria_enable bit n covers the n-th 0x40-byte block of fte_match_param; only the outer
-  // headers are computed, the others match only when their mask is empty.
-  for (uint32_t block = 0; block < kMatchParamSize / 0x40; ++block) {
-    if ((group.criteria_enable & (1u << block)) == 0) continue;
-    for (uint32_t i = 0; i < 0x40; ++i) {
-      const uint8_t mask = group.criteria[block * 0x40 + i];
-      const uint8_t key = block == 0 ? outer[i] : 0;
-      if ((mask & (key ^ entry.match_value[block * 0x40 + i])) != 0) return false;
-    }
-  }
-  return true;
-}
 
 uint32_t flow_hash(std::span<const uint8_t> frame, const frame::Parsed& p) {
   if (p.ip_version == 0) return 0;
@@ -409,15 +396,12 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::op
     log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
                 table->entries.size(), table->miss_action, table->miss_table);
     uint32_t next = 0;
-    bool matched = false;
-    for (const auto& [index, entry] : table->entries) {
-      const FlowGroup* group = f_.eth.flow_groups.find(entry.group);
-      const bool hit = group != nullptr && matches(*group, entry, key);
-      log().trace("steer:   entry {} group {} enable {:#x} action {:#x} dests {} -> {}", index, entry.group,
-                  group ? group->criteria_enable : 0, entry.action, entry.destinations.size(),
-                  hit ? "match" : "no match");
-      if (!hit) continue;
-      matched = true;
+    const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
+    const bool matched = hit.has_value();
+    if (matched) {
+      const FlowEntry& entry = table->entries.at(*hit);
+      log().trace("steer:   entry {} group {} action {:#x} dests {}", *hit, entry.group, entry.action,
+                  entry.destinations.size());
       for (uint32_t id : entry.counters)
         if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
       if (entry.action & flow_action::kDrop) {
@@ -436,7 +420,6 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::op
           next = d.id;
         }
       }
-      break;
     }
     if (!matched && table->miss_action == 1) next = table->miss_table;
     table_id = next;

@@ -6,6 +6,7 @@
 // table_type at 0x10 [31:24], table_id at 0x14 [23:0], group_id at 0x18, flow_index at 0x20.
 #include "model/eth/objects.h"
 #include "common/log.h"
+#include "model/eth/flow_index.h"
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
 
@@ -212,7 +213,10 @@ void create_flow_group(CommandCall& call) {
     }
   const auto criteria = sub(call.in(), kGroupCriteria, kMatchParamSize);
   group.criteria.assign(criteria.begin(), criteria.end());
-  const uint32_t id = fw::insert(call, f.eth.flow_groups, 20, std::move(group));
+  // At most 2^12 groups a function: steering looks a frame up once per group of a table
+  // (eth/flow_index.h), so the groups, not the entries, bound its cost (mlx5e uses a few dozen).
+  constexpr uint32_t kLogMaxFlowGroups = 12;
+  const uint32_t id = fw::insert(call, f.eth.flow_groups, kLogMaxFlowGroups, std::move(group));
   if (id == 0) return;
   ++table->groups;
   set(call.out(), kOutObjectId, id);
@@ -301,8 +305,13 @@ void set_fte(CommandCall& call) {
   entry.match_value.assign(match.begin(), match.end());
   const auto raw = sub(call.in(), kFlowContext, kDestinationList - kFlowContext + (destinations + counters) * kDestinationSize);
   entry.raw.assign(raw.begin(), raw.end());
-  if (exists) reference_entry(f, table->entries[index], -1);
+  if (exists) {
+    const FlowEntry& old = table->entries[index];
+    reference_entry(f, old, -1);
+    if (const FlowGroup* old_group = f.eth.flow_groups.find(old.group)) unindex_flow_entry(*table, *old_group, index, old);
+  }
   reference_entry(f, entry, +1);
+  index_flow_entry(*table, *group, index, entry);
   table->entries[index] = std::move(entry);
 }
 
@@ -328,7 +337,10 @@ void delete_fte(CommandCall& call) {
   uint32_t index = 0;
   FlowTable* table = entry_table(call, index);
   if (table == nullptr) return;
-  reference_entry(call.function(), table->entries[index], -1);
+  const FlowEntry& entry = table->entries[index];
+  reference_entry(call.function(), entry, -1);
+  if (const FlowGroup* group = call.function().eth.flow_groups.find(entry.group))
+    unindex_flow_entry(*table, *group, index, entry);
   table->entries.erase(index);
 }
 
