@@ -12,6 +12,7 @@
 #include "model/eth/objects.h"
 #include "model/firmware/hca_caps.h"
 #include "model/firmware/port_registers.h"
+#include "model/objects/object_quotas.h"
 #include "model/objects/queue_counters.h"
 #include "model/objects/resources.h"
 #include "pcie/host_port.h"
@@ -30,6 +31,7 @@ struct FunctionIdentity {
   uint16_t vhca_id = 0;             // 0 for the PF, 1 + n for VF n
   uint32_t msix_vectors = 64;       // MSI-X table size (pcie FunctionConfig::msix_vectors); sizes max_num_eqs
   std::array<uint8_t, 6> mac = default_mac(vhca_id);  // permanent address in the NIC vport context
+  ObjectQuotas quotas{};            // objects it may hold (caps log_max_*; the admin's configuration)
 };
 
 struct FunctionContext {
@@ -86,6 +88,9 @@ struct FunctionContext {
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();
+  // The identity's object quotas into the object tables' limits and the caps' `cur` (reset_objects
+  // does it too).
+  void apply_quotas();
 };
 
 }  // namespace hcaemu::model

@@ -5,6 +5,7 @@
 #include <bit>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace hcaemu::sriov {
 
@@ -52,13 +53,19 @@ void take_function(const json& object, const char* key, FunctionShape& shape) {
   const json& f = object.at(key);
   const std::string where = std::string(key) + ".";
   if (!f.is_object()) fail("\"" + std::string(key) + "\" must be an object");
-  check_known_keys(f, {"bar0_mib", "msix_vectors", "translation_entries"}, where);
+  check_known_keys(f, {"bar0_mib", "msix_vectors", "translation_entries", "log_max_qp", "log_max_cq", "log_max_mkey",
+                       "log_max_srq"},
+                   where);
   uint64_t mib = shape.bar0_size >> 20;
   take(f, "bar0_mib", mib, where);
   if (mib > (1ull << 20)) fail("\"" + where + "bar0_mib\" is too large");
   shape.bar0_size = mib << 20;
   take(f, "msix_vectors", shape.msix_vectors, where);
   take(f, "translation_entries", shape.translation_entries, where);
+  take(f, "log_max_qp", shape.quotas.log_max_qp, where);
+  take(f, "log_max_cq", shape.quotas.log_max_cq, where);
+  take(f, "log_max_mkey", shape.quotas.log_max_mkey, where);
+  take(f, "log_max_srq", shape.quotas.log_max_srq, where);
 }
 
 }  // namespace
@@ -108,9 +115,18 @@ void DeviceConfig::validate() const {
   power_of_two_bar(vf.bar0_size, "vf");
   if (pf.msix_vectors < 1 || pf.msix_vectors > 512) fail("\"pf.msix_vectors\" must be 1..512 (the table shares BAR2 with the PBA)");
   if (vf.msix_vectors < 1 || vf.msix_vectors > 512) fail("\"vf.msix_vectors\" must be 1..512 (the table shares BAR2 with the PBA)");
-  for (const auto& [shape, key] : {std::pair{&pf, "pf"}, std::pair{&vf, "vf"}})
+  for (const auto& [shape, key] : {std::pair{&pf, "pf"}, std::pair{&vf, "vf"}}) {
     if (shape->translation_entries < (1u << 10) || shape->translation_entries > (uint64_t(1) << 28))
       fail(std::string("\"") + key + ".translation_entries\" must be 1024..268435456 (8 bytes each)");
+    using Q = model::ObjectQuotas;
+    for (const auto& [value, name, most] : {std::tuple{shape->quotas.log_max_qp, "log_max_qp", Q::kMaxLogQp},
+                                            std::tuple{shape->quotas.log_max_cq, "log_max_cq", Q::kMaxLogCq},
+                                            std::tuple{shape->quotas.log_max_mkey, "log_max_mkey", Q::kMaxLogMkey},
+                                            std::tuple{shape->quotas.log_max_srq, "log_max_srq", Q::kMaxLogSrq}})
+      if (value < Q::kMinLog || value > most)
+        fail(std::string("\"") + key + "." + name + "\" must be " + std::to_string(Q::kMinLog) + ".." +
+             std::to_string(most) + " (a power of two of objects)");
+  }
   if (total_vfs > 127) fail("\"total_vfs\" must be at most 127 (ConnectX firmware limit per PF)");
   if (link_generation < 1 || link_generation > 5) fail("\"pcie.generation\" must be 1..5");
   for (const auto& [vf, settings] : vfs)
@@ -192,6 +208,14 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
   return config;
 }
 
+namespace {
+json shape_json(const FunctionShape& f) {
+  return {{"bar0_mib", f.bar0_size >> 20}, {"msix_vectors", f.msix_vectors}, {"translation_entries", f.translation_entries},
+          {"log_max_qp", f.quotas.log_max_qp}, {"log_max_cq", f.quotas.log_max_cq},
+          {"log_max_mkey", f.quotas.log_max_mkey}, {"log_max_srq", f.quotas.log_max_srq}};
+}
+}  // namespace
+
 std::string to_json(const DeviceConfig& c) {
   char fw[32];
   std::snprintf(fw, sizeof fw, "%u.%u.%u", c.firmware.major, c.firmware.minor, c.firmware.subminor);
@@ -205,10 +229,8 @@ std::string to_json(const DeviceConfig& c) {
             {"subsystem_id", c.subsystem_id},
             {"revision", c.revision},
             {"firmware", fw},
-            {"pf", {{"bar0_mib", c.pf.bar0_size >> 20}, {"msix_vectors", c.pf.msix_vectors},
-                    {"translation_entries", c.pf.translation_entries}}},
-            {"vf", {{"bar0_mib", c.vf.bar0_size >> 20}, {"msix_vectors", c.vf.msix_vectors},
-                    {"translation_entries", c.vf.translation_entries}}},
+            {"pf", shape_json(c.pf)},
+            {"vf", shape_json(c.vf)},
             {"total_vfs", c.total_vfs},
             {"pcie", {{"generation", c.link_generation}, {"width", c.link_width}}},
             {"serial_number", serial},

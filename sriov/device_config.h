@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/firmware/init_segment.h"
+#include "model/objects/object_quotas.h"
 
 namespace hcaemu::sriov {
 
@@ -19,6 +20,8 @@ struct FunctionShape {
   // entries (8 bytes each): a command past it fails with the exceeded-limit status, so no guest
   // takes the memory of all.
   uint64_t translation_entries = uint64_t(1) << 24;
+  // Objects the function may hold (log_max_qp, _cq, _mkey, _srq; its caps say the same).
+  model::ObjectQuotas quotas{};
 };
 
 // What the host admin sets per VF (the role of `ip link set PF vf N ...`).

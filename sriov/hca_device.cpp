@@ -109,7 +109,9 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     sriov_->set_listener(this);
   }
   const pcie::LinkConfig link = link_config(config_);
-  pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size, model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0)},
+  pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size,
+                                           model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0),
+                                                                   config_.pf.quotas},
                                             config_.firmware);
   pf_port_->attach_pf(*pf_pci_);
   pf_port_->hca().set_translation_budget(config_.pf.translation_entries);
@@ -118,7 +120,8 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     const std::string vf_name = "vf" + std::to_string(i);
     auto port = std::make_unique<FunctionPort>(vf_name.c_str(), vf_name, link, config_.vf.bar0_size,
                                                model::FunctionIdentity{true, uint16_t(i + 1), config_.vf.msix_vectors,
-                                                                       config_.function_mac(uint16_t(i + 1))},
+                                                                       config_.function_mac(uint16_t(i + 1)),
+                                                                       config_.vf.quotas},
                                                config_.firmware);
     port->set_vf_shape(sriov_->config().vf_bars, config_.vf.msix_vectors);
     port->hca().set_translation_budget(config_.vf.translation_entries);

@@ -1,5 +1,7 @@
 #include "model/firmware/firmware.h"
 
+#include <algorithm>
+
 #include "common/endian.h"
 #include "common/log.h"
 
@@ -38,6 +40,15 @@ std::string_view CommandTable::name(uint16_t opcode) const {
   return it == handlers_.end() ? std::string_view("UNKNOWN") : it->second.name;
 }
 
+void FunctionContext::apply_quotas() {
+  const ObjectQuotas& q = identity.quotas;
+  resources.limits.log_max_qp = q.log_max_qp;
+  resources.limits.log_max_cq = q.log_max_cq;
+  resources.limits.log_max_mkey = q.log_max_mkey;
+  resources.limits.log_max_srq = q.log_max_srq;
+  caps.log_max_qp = std::min(caps.log_max_qp, q.log_max_qp);  // `cur` never above `max`
+}
+
 void FunctionContext::reset_objects() {
   hca_enabled = false;
   hca_initialized = false;
@@ -46,6 +57,7 @@ void FunctionContext::reset_objects() {
   eth.clear();        // Ethernet objects first: they reference CQs, PDs, TDs
   resources.clear();  // every UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
   caps = HcaCapSettings{};  // caps `cur` back to `max`
+  apply_quotas();
   port.reset();             // registers and port state back to power-on
   vport = VportState{};     // vport context, address lists, RoCE addresses
   q_counters.clear();
@@ -64,7 +76,10 @@ void register_all_commands(CommandTable& table) {
 }
 }  // namespace
 
-Firmware::Firmware(FunctionContext& function) : function_(function) { register_all_commands(table_); }
+Firmware::Firmware(FunctionContext& function) : function_(function) {
+  register_all_commands(table_);
+  function_.apply_quotas();  // the identity's quotas hold from the first command
+}
 
 std::string_view Firmware::command_name(uint16_t opcode) {
   static const CommandTable names = [] {

@@ -380,6 +380,10 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
     case CapType::kGeneral:
       fill(page, kGeneralCaps);
       set(page, gen::kVhcaId, identity.vhca_id);
+      set(page, gen::kLogMaxQp, identity.quotas.log_max_qp);  // the admin's per-function quotas
+      set(page, gen::kLogMaxCq, identity.quotas.log_max_cq);
+      set(page, gen::kLogMaxMkey, identity.quotas.log_max_mkey);
+      set(page, gen::kLogMaxSrq, identity.quotas.log_max_srq);
       set(page, gen::kLogMaxEq, log_max_eq(identity));
       set(page, gen::kMaxNumEqs, max_num_eqs(identity));
       return;

@@ -25,7 +25,10 @@ constexpr uint16_t kMax = 0, kCur = 1;
 
 // One function and its firmware, driven the way the driver drives them.
 struct Function {
-  explicit Function(FunctionIdentity id = {}) : fw(context) { context.identity = id; }
+  explicit Function(FunctionIdentity id = {}) : fw(context) {
+    context.identity = id;
+    context.apply_quotas();
+  }
   FunctionContext context;
   Firmware fw;
   std::vector<uint8_t> out;
@@ -220,6 +223,27 @@ TEST(FwHcaProbe, MaxNumEqsFollowsTheMsixTable) {
   EXPECT_EQ(big.cap(0x8c, 15, 0), 204u);
   EXPECT_GE(1u << big.cap(0x1c, 3, 0), 204u) << "log_max_eq covers max_num_eqs";
   EXPECT_EQ(big.cap(0x04, 15, 0), 2u) << "vhca_id of the VF";
+}
+
+// Issue 14: the admin's per-function object quotas (hcaemu's configuration, pf/vf.log_max_*) are
+// what the caps report, max and cur, and what the object tables hold to: one CQ past log_max_cq
+// fails with the exceeded-limit status.
+TEST(FwHcaProbe, ObjectQuotasAreTheCapsAndTheLimits) {
+  model::ObjectQuotas quotas;
+  quotas.log_max_qp = 12, quotas.log_max_cq = 8, quotas.log_max_mkey = 10, quotas.log_max_srq = 9;
+  Function vf({.is_vf = true, .vhca_id = 1, .msix_vectors = 16, .quotas = quotas});
+  ASSERT_EQ(vf.query_cap(kGeneral, kMax), kOk);
+  EXPECT_EQ(vf.cap(0x10, 4, 0), 12u) << "log_max_qp";
+  EXPECT_EQ(vf.cap(0x18, 4, 0), 8u) << "log_max_cq";
+  EXPECT_EQ(vf.cap(0x1c, 21, 16), 10u) << "log_max_mkey";
+  EXPECT_EQ(vf.cap(0x14, 20, 16), 9u) << "log_max_srq";
+  ASSERT_EQ(vf.query_cap(kGeneral, kCur), kOk);
+  EXPECT_EQ(vf.cap(0x10, 4, 0), 12u) << "cur never above max";
+  EXPECT_EQ(vf.context.resources.limits.log_max_cq, 8u);
+  EXPECT_EQ(vf.context.resources.limits.log_max_qp, 12u);
+  vf.context.reset_objects();
+  EXPECT_EQ(vf.context.resources.limits.log_max_mkey, 10u) << "a reset keeps the quotas";
+  EXPECT_EQ(vf.context.caps.log_max_qp, 12u);
 }
 
 TEST(FwHcaProbe, Mlx5eAndRoceCaps) {

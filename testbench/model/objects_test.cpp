@@ -143,6 +143,20 @@ TEST_F(ObjectsTest, MkeyTranslationEntriesHaveABudget) {
   EXPECT_EQ(t.f.resources.translation_entries, 0u);
 }
 
+// Issue 14: one CQ past the function's quota (its identity's log_max_cq, the admin's configuration)
+// fails with the exceeded-limit status; destroying one makes room again.
+TEST_F(ObjectsTest, TheObjectQuotaBoundsCreation) {
+  constexpr uint8_t kExceedLimit = 0x08;
+  t.f.identity.quotas.log_max_cq = 8;
+  t.f.apply_quotas();
+  std::vector<uint32_t> made;
+  for (size_t n = t.f.resources.cqs.size(); n < 256; ++n) made.push_back(t.create_cq(0, uar, eqn, t.page(), {t.page()}));
+  EXPECT_EQ(t.f.resources.cqs.size(), 256u);
+  EXPECT_EQ(t.run(0x400, t.cq_input(0, uar, eqn, t.page(), {t.page()})), kExceedLimit);
+  ASSERT_EQ(t.run(0x401, with_number(made.back())), kOk);
+  EXPECT_EQ(t.run(0x400, t.cq_input(0, uar, eqn, t.page(), {t.page()})), kOk);
+}
+
 // Issue 14: queue page lists were not budgeted at all: a CQ of 2^22 CQEs keeps 65,536 page
 // addresses (512 KiB) in hcaemu, and a guest may make 2^16 of them from one mailbox's worth of its
 // own memory. They now count against the same budget as the MTTs: past it CREATE_CQ (and every

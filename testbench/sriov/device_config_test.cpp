@@ -101,6 +101,19 @@ TEST_F(DeviceConfigTest, SpoofCheckIsOnAndTrustOffForEveryVfUnlessSet) {
   EXPECT_NE(error_of(R"({"vfs":{"1":{"rate":1}}})").find("rate"), std::string::npos);
 }
 
+// Issue 14: per-function object quotas, as powers of two, within what the device offers.
+TEST_F(DeviceConfigTest, ObjectQuotasPerFunction) {
+  DeviceConfig c = load_device_config(write(R"({"vf":{"log_max_qp":12,"log_max_cq":10,"log_max_mkey":11,"log_max_srq":9}})"));
+  EXPECT_EQ(c.vf.quotas.log_max_qp, 12u);
+  EXPECT_EQ(c.vf.quotas.log_max_srq, 9u);
+  EXPECT_EQ(c.pf.quotas.log_max_qp, 17u) << "the device's maxima by default";
+  DeviceConfig back = load_device_config(write(to_json(c)));
+  EXPECT_EQ(back.vf.quotas.log_max_cq, 10u);
+  EXPECT_EQ(back.vf.quotas.log_max_mkey, 11u);
+  EXPECT_NE(error_of(R"({"vf":{"log_max_qp":18}})").find("log_max_qp"), std::string::npos);
+  EXPECT_NE(error_of(R"({"pf":{"log_max_cq":3}})").find("log_max_cq"), std::string::npos);
+}
+
 TEST_F(DeviceConfigTest, MissingFileIsAClearError) {
   EXPECT_THROW(load_device_config("/nonexistent/hcaemu.json"), std::runtime_error);
 }
