@@ -42,6 +42,7 @@ struct Options {
   fs::path config_file;
   std::string log_level = "info";
   std::string pcap_file;
+  uint64_t pcap_limit_mib = 4096;
   std::string timing_preset = "connectx6dx-100g";
   std::string timing_file;
   std::string trace_prefix;
@@ -82,6 +83,9 @@ int parse_options(int argc, char** argv, Options& o) {
        "default: ConnectX firmware values) or paper (Zhu et al., SIGCOMM 2015); off without the option")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
+      ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
+       "stop writing the --pcap file at this size, in MiB (later frames are counted; 0: no limit), so a guest "
+       "flooding the wire cannot fill the disk")
       ("trace", po::value<std::string>(&o.trace_prefix),
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
@@ -269,7 +273,7 @@ int sc_main(int argc, char** argv) {
   bridge::KernelQueue control("control");
   FunctionServers servers(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));
   try {
-    recorder.emplace(device, options.pcap_file, options.trace_prefix);
+    recorder.emplace(device, options.pcap_file, options.trace_prefix, options.pcap_limit_mib << 20);
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 2;

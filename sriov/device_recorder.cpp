@@ -23,7 +23,8 @@ const char* service_name(uint8_t st) {
 
 }  // namespace
 
-DeviceRecorder::DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix)
+DeviceRecorder::DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix,
+                               uint64_t pcap_limit_bytes)
     : pcap_file_(pcap_file), trace_prefix_(trace_prefix) {
   std::string error;
   if (!pcap_file.empty() && !(pcap_ = traces::PcapWriter::open(pcap_file.string(), &error)))
@@ -33,7 +34,14 @@ DeviceRecorder::DeviceRecorder(HcaDevice& device, const std::filesystem::path& p
   if (trace_ && !(qp_table_ = traces::QpTableWriter::open(traces::qp_table_path(trace_prefix), &error)))
     throw std::runtime_error("--trace " + trace_prefix + ": " + error);
   if (pcap_) {
-    device.eswitch().set_tap([this](std::span<const uint8_t> frame) { pcap_->write(pcie::model_time_ps(), frame); });
+    pcap_->set_limit(pcap_limit_bytes);
+    device.eswitch().set_tap([this](std::span<const uint8_t> frame) {
+      const uint64_t over = pcap_->frames_over_limit();
+      pcap_->write(pcie::model_time_ps(), frame);
+      if (over == 0 && pcap_->frames_over_limit() == 1)
+        log().warn("pcap: {} reached its size limit (--pcap-limit-mib); later frames are counted, not written",
+                   pcap_file_.string());
+    });
   }
   if (trace_) attach_trace(device);
 }
@@ -90,7 +98,11 @@ void DeviceRecorder::attach_trace(HcaDevice& device) {
 }
 
 void DeviceRecorder::close() {
-  if (pcap_) log().info("pcap: {} frames written to {}", pcap_->frames(), pcap_file_.string());
+  if (pcap_)
+    log().info("pcap: {} frames written to {}{}", pcap_->frames(), pcap_file_.string(),
+               pcap_->frames_over_limit() != 0
+                   ? fmt::format(" ({} more past its size limit, not written)", pcap_->frames_over_limit())
+                   : std::string());
   if (trace_) {
     trace_->close();
     log().info("trace: {} events written to {}.json and {}.csv", trace_->events(), trace_prefix_, trace_prefix_);

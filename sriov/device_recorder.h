@@ -17,7 +17,9 @@ namespace hcaemu::sriov {
 class DeviceRecorder {
  public:
   // Empty paths record nothing. Throws std::runtime_error naming the file it cannot open.
-  DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix);
+  // `pcap_limit_bytes`: the capture file's size at most (0: no limit; frames past it are counted).
+  DeviceRecorder(HcaDevice& device, const std::filesystem::path& pcap_file, const std::string& trace_prefix,
+                 uint64_t pcap_limit_bytes = 0);
   void close();
 
  private:

@@ -47,6 +47,9 @@ void PcapWriter::write(uint64_t model_time_ps, std::span<const uint8_t> frame) {
   header.ts.tv_usec = suseconds_t(ns % kNsPerSecond);  // nanoseconds: the file's precision is NANO
   header.caplen = uint32_t(std::min<size_t>(frame.size(), kSnapLength));
   header.len = uint32_t(frame.size());
+  constexpr uint64_t kRecordHeader = 16;
+  if (limit_ != 0 && bytes_ + kRecordHeader + header.caplen > limit_) return void(++over_limit_);
+  bytes_ += kRecordHeader + header.caplen;
   pcap_dump(reinterpret_cast<u_char*>(handles_->dumper), &header, frame.data());
   ++frames_;
 }

@@ -54,6 +54,33 @@ TEST(PcapWriter, FramesReadBackWithNanosecondModelTime) {
   std::filesystem::remove(path);
 }
 
+// Issue 14: a guest flooding the wire grew the capture without bound (the host's disk). With a
+// limit the file stops at it, whole records only, and the frames past it are counted.
+TEST(PcapWriter, StopsAtItsSizeLimitAndCountsTheRest) {
+  const std::string path = temp_path("limit.pcap");
+  const std::vector<uint8_t> frame(1000, 0x5a);
+  {
+    std::string error;
+    auto w = PcapWriter::open(path, &error);
+    ASSERT_NE(w, nullptr) << error;
+    w->set_limit(10 * 1024);
+    for (int i = 0; i < 100; ++i) w->write(uint64_t(i) * 1000, frame);
+    EXPECT_EQ(w->frames(), 10u) << "24 + 10 x (16 + 1000) bytes fit in 10 KiB";
+    EXPECT_EQ(w->frames_over_limit(), 90u);
+  }
+  EXPECT_EQ(std::filesystem::file_size(path), 24u + 10 * 1016);
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+  ASSERT_NE(p, nullptr) << err;
+  int read = 0;
+  pcap_pkthdr* h = nullptr;
+  const u_char* data = nullptr;
+  while (pcap_next_ex(p, &h, &data) == 1) ++read;
+  EXPECT_EQ(read, 10) << "a well-formed file of the frames it took";
+  pcap_close(p);
+  std::filesystem::remove(path);
+}
+
 TEST(PcapWriter, OpenFailureSaysWhy) {
   std::string error;
   auto w = PcapWriter::open("/nonexistent-dir-hcaemu/x.pcap", &error);
