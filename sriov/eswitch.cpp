@@ -13,7 +13,7 @@ bool Eswitch::Vport::owns(const Mac& m) const {
 }
 
 bool Eswitch::Vport::subscribed(const Mac& group) const {
-  return all_groups || std::find(groups.begin(), groups.end(), group) != groups.end();
+  return (trusted && asks_all_groups) || std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
 namespace {
@@ -52,7 +52,13 @@ bool Eswitch::set_unicast_list(uint16_t vport, std::span<const Mac> macs) {
 bool Eswitch::set_group_filter(uint16_t vport, std::span<const Mac> groups, bool all_groups) {
   if (vport >= vports_.size()) return false;
   assign_if_changed(vports_[vport].groups, groups);
-  vports_[vport].all_groups = all_groups;
+  vports_[vport].asks_all_groups = all_groups;
+  return true;
+}
+
+bool Eswitch::set_trusted(uint16_t vport, bool on) {
+  if (vport >= vports_.size()) return false;
+  vports_[vport].trusted = on;
   return true;
 }
 

@@ -47,8 +47,11 @@ class Eswitch {
   bool set_loopback(uint16_t vport, Loopback loopback);
   bool set_admin_up(uint16_t vport, bool up);
   bool set_unicast_list(uint16_t vport, std::span<const Mac> macs);  // in addition to the permanent MAC
-  // The group addresses the vport receives (broadcast only when listed), or every group address.
+  // The group addresses the vport receives (broadcast only when listed); `all_groups`: its driver
+  // asks for every group address (allmulti or promiscuous), which only a trusted vport gets.
   bool set_group_filter(uint16_t vport, std::span<const Mac> groups, bool all_groups);
+  // Whether the vport's ask for all groups is honoured (a VF's `trust`, off for VFs by default).
+  bool set_trusted(uint16_t vport, bool on);
   // Source MAC spoof check (a VF's `spoofchk`, on for VFs by default): a frame whose source is not
   // the vport's permanent MAC is dropped and counted, so a VF cannot pose as another function.
   bool set_spoof_check(uint16_t vport, bool on);
@@ -67,7 +70,8 @@ class Eswitch {
     Mac mac{};
     std::vector<Mac> unicast;
     std::vector<Mac> groups;
-    bool all_groups = false;
+    bool asks_all_groups = false;
+    bool trusted = true;
     bool up = true;
     bool spoof_check = false;
     Deliver deliver;

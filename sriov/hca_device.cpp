@@ -66,7 +66,11 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
   eswitch_.set_loopback(vport, [&port](std::span<const uint8_t> frame, uint32_t sender_td) {
     port.hca().receive(frame, sender_td);
   });
-  if (identity.is_vf) eswitch_.set_spoof_check(vport, config_.vf_settings(uint16_t(identity.vhca_id - 1)).spoofchk);
+  if (identity.is_vf) {  // the PF is the host's function: no spoof check, trusted
+    const VfSettings settings = config_.vf_settings(uint16_t(identity.vhca_id - 1));
+    eswitch_.set_spoof_check(vport, settings.spoofchk);
+    eswitch_.set_trusted(vport, settings.trust);
+  }
   port.hca().set_unicast_owner_check([this, &port](const std::array<uint8_t, 6>& mac) { return owned_by_other(port, mac); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
   port.hca().set_port(uplinks_.back().get());
@@ -88,9 +92,7 @@ void HcaDevice::sync_vports() {
     const model::FunctionContext& f = port.hca().context();
     eswitch_.set_admin_up(vport, port.present() && f.vport.up(f.port.state()));
     eswitch_.set_unicast_list(vport, f.vport.uc_addresses);
-    // The PF is the host's function; a VF's allmulti/promiscuous mode counts only when it is trusted.
-    const bool trusted = !f.identity.is_vf || config_.vf_settings(uint16_t(f.identity.vhca_id - 1)).trust;
-    eswitch_.set_group_filter(vport, f.vport.mc_addresses, trusted && (f.vport.promisc_mc || f.vport.promisc_all));
+    eswitch_.set_group_filter(vport, f.vport.mc_addresses, f.vport.promisc_mc || f.vport.promisc_all);
   };
   sync(0, *pf_port_);
   for (size_t i = 0; i < vf_ports_.size(); ++i) sync(uint16_t(i + 1), *vf_ports_[i]);

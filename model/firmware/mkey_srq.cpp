@@ -108,10 +108,9 @@ void create_mkey(CommandCall& call) {
       call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
       return;
     }
-    if (!r.translation_fits(declared)) {  // checked before reading a single entry
-      take_translation(call, declared);
-      return;
-    }
+    auto charge = take_translation(call, declared);  // taken before reading a single entry
+    if (!charge) return;
+    mkey.mtt_charge = std::move(*charge);
     const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
     mkey.mtt.reserve(declared);
     for (uint64_t i = 0; i < declared; ++i) {
@@ -124,9 +123,6 @@ void create_mkey(CommandCall& call) {
     }
   }
   std::copy(ctx.begin(), ctx.end(), mkey.context.begin());
-  auto charge = take_translation(call, mkey.mtt.size());
-  if (!charge) return;
-  mkey.mtt_charge = std::move(*charge);
   if (uint32_t index = insert(call, r.mkeys, r.limits.log_max_mkey, std::move(mkey))) {
     ++pd->refs;
     set(call.out(), kObjectNumber, index);

@@ -83,8 +83,8 @@ struct RdmaCounters {
   uint64_t rx_wrong_source = 0;  // to a connected QP from an address other than its path's
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
   uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma/umr_queue.cpp)
-  uint64_t mw_binds = 0, mw_bind_errors = 0;
-  uint64_t srq_limit_events = 0;  // SRQ_RQ_LIMIT events posted (ARM_RQ's limit reached)  // UMR WQEs on user QPs: memory windows bound, keys invalidated
+  uint64_t mw_binds = 0, mw_bind_errors = 0;  // UMR WQEs on user QPs: memory windows bound, keys invalidated
+  uint64_t srq_limit_events = 0;  // SRQ_RQ_LIMIT events posted (ARM_RQ's limit reached)
   uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
   uint64_t datagrams_sent = 0, datagrams_received = 0;

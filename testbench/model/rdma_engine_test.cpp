@@ -53,9 +53,15 @@ struct RdmaTest : ::testing::Test {
   RdmaNode& a = p.a;
   RdmaNode& b = p.b;
 
-  // An RC connection whose B side receives through `srq`, up to RTS.
-  Connection connect_through(Srq& srq, Cq& sa, Cq& ra, Cq& sb, Cq& rb) {
-    Connection c{&a.create_qp(sa, ra), &b.create_qp(sb, rb, 0, qp_st::kRc, &srq)};
+  // An SRQ at B and the CQs (send and receive at A, at B) of RC connections that receive through it.
+  struct SharedReceive {
+    Srq& srq;
+    Cq &sa, &ra, &sb, &rb;
+  };
+  SharedReceive shared_receive() { return {b.make_srq(), a.make_cq(), a.make_cq(), b.make_cq(), b.make_cq()}; }
+  // An RC connection whose B side receives through `s.srq`, up to RTS.
+  Connection connect_through(SharedReceive& s) {
+    Connection c{&a.create_qp(s.sa, s.ra), &b.create_qp(s.sb, s.rb, 0, qp_st::kRc, &s.srq)};
     p.bring_up(*c.a, *c.b, {});
     return c;
   }
@@ -212,13 +218,10 @@ TEST_F(RdmaTest, SendWithInvalidateOfAKeyThatCannotBeInvalidated) {
 // WQE of the shared list whichever QP it arrives on, the CQE names the QP and the SRQ; with the SRQ
 // empty the responder sends an RNR NAK and the message lands once a WQE is posted.
 TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
-  Srq& srq = b.make_srq();
-  Cq& sa = a.make_cq();
-  Cq& ra = a.make_cq();
-  Cq& sb = b.make_cq();
-  Cq& rb = b.make_cq();
-  Connection c1 = connect_through(srq, sa, ra, sb, rb);
-  Connection c2 = connect_through(srq, sa, ra, sb, rb);
+  SharedReceive shared = shared_receive();
+  auto& [srq, sa, ra, sb, rb] = shared;
+  Connection c1 = connect_through(shared);
+  Connection c2 = connect_through(shared);
   const Mr src = a.reg_mr(4096), dst = b.reg_mr(3 * 4096);
   a.put(src, 0, pattern(4096, 61));
   const uint16_t w0 = b.post_srq_recv(srq, {{dst.va(0), 4096, dst.key}});
@@ -267,12 +270,9 @@ TEST_F(RdmaTest, TwoQpsReceiveThroughOneSrq) {
 // (ARM_RQ, read back by QUERY_SRQ); once fewer WQEs than it remain, one SRQ_RQ_LIMIT event names the
 // SRQ on the EQ subscribed to it, and the limit disarms.
 TEST_F(RdmaTest, SrqLimitEventOnceFewerWqesRemainThanArmed) {
-  Srq& srq = b.make_srq();
-  Cq& sa = a.make_cq();
-  Cq& ra = a.make_cq();
-  Cq& sb = b.make_cq();
-  Cq& rb = b.make_cq();
-  Connection c = connect_through(srq, sa, ra, sb, rb);
+  SharedReceive shared = shared_receive();
+  auto& [srq, sa, ra, sb, rb] = shared;
+  Connection c = connect_through(shared);
   const uint64_t async_ring = b.page();
   const uint32_t async_eq = b.create_eq(4, b.uar, 0, 1ull << 0x14, {async_ring});
   const Mr src = a.reg_mr(4096), dst = b.reg_mr(4096);

@@ -52,8 +52,8 @@ TEST(Eswitch, FloodsBroadcastAndMulticastToSubscribersExceptTheSender) {
 // Issue 14: group frames were flooded to every vport, so one VF saw every multicast stream of the
 // others (IPv6 neighbour solicitations, a RoCE multicast group it never joined). A vport now
 // receives only the groups its driver listed (MODIFY_NIC_VPORT_CONTEXT's multicast list), or all of
-// them when the switch honours its allmulti/promiscuous mode (trusted functions only: the caller's
-// decision, tested in HcaDevice).
+// them when the switch honours its allmulti/promiscuous mode (trusted vports only: the PF, and a VF
+// the admin trusts).
 TEST(Eswitch, GroupFramesReachOnlySubscribedVports) {
   ThreeVports t;
   const Mac stream{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
@@ -71,7 +71,11 @@ TEST(Eswitch, GroupFramesReachOnlySubscribedVports) {
   t.sw.transmit(0, frame_to(stream));
   t.sw.transmit(0, frame_to(kBroadcast));
   EXPECT_EQ(t.got, (std::vector<int>{1, 3, 3}));
+  ASSERT_TRUE(t.sw.set_trusted(1, false));  // an untrusted vport asks for all groups in vain
+  t.sw.transmit(0, frame_to(stream));
+  EXPECT_EQ(t.got, (std::vector<int>{1, 3, 4}));
   EXPECT_FALSE(t.sw.set_group_filter(9, {}, true));
+  EXPECT_FALSE(t.sw.set_trusted(9, true));
 }
 
 TEST(Eswitch, DropsUnknownUnicastRuntsAndDownVports) {
