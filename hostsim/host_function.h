@@ -26,9 +26,11 @@ struct HostFunction {
   uint64_t next_page = kRamBase + 0x10000;
 
   explicit HostFunction(uint64_t memory_bytes = kDefaultMemory) : memory(kRamBase, memory_bytes) {
-    f.memory = &memory;
+    f.attach_memory(&memory);
     f.msix = &msix;
     f.bar0_size = 32 << 20;
+    f.identity.memic = device_memory_window(f.bar0_size);
+    f.place_device_memory();
   }
 
   static std::vector<uint8_t> input(size_t size) { return std::vector<uint8_t>(size, 0); }

@@ -669,7 +669,7 @@ struct RdmaNode : HostFunction {
   std::unique_ptr<pcie::TimedHostMemory> attach_timed_dma(const model::TimingPreset& preset) {
     auto dma = std::make_unique<pcie::TimedHostMemory>(preset.link_config());
     dma->attach(&memory);
-    f.memory = dma.get();
+    f.attach_memory(dma.get());
     engine.set_timing(model::RdmaTiming::from_preset(preset));
     engine.set_timer_clock({});  // timers count in the SystemC kernel's model time
     return dma;

@@ -12,6 +12,7 @@
 #include "model/eth/objects.h"
 #include "model/firmware/hca_caps.h"
 #include "model/firmware/port_registers.h"
+#include "model/objects/device_memory.h"
 #include "model/objects/object_quotas.h"
 #include "model/objects/queue_counters.h"
 #include "model/objects/resources.h"
@@ -32,11 +33,14 @@ struct FunctionIdentity {
   uint32_t msix_vectors = 64;       // MSI-X table size (pcie FunctionConfig::msix_vectors); sizes max_num_eqs
   std::array<uint8_t, 6> mac = default_mac(vhca_id);  // permanent address in the NIC vport context
   ObjectQuotas quotas{};            // objects it may hold (caps log_max_*; the admin's configuration)
+  DeviceMemoryWindow memic{};       // its device memory in BAR0 (device_mem_cap); none when 0 bytes
 };
 
 struct FunctionContext {
   FunctionIdentity identity;
-  pcie::HostMemory* memory = nullptr;  // DMA into the function's host memory (bounds-checked)
+  // The function's DMA: its host memory (bounds-checked by the client) and, at
+  // kDeviceMemoryAddress, its device memory. Set by attach_memory; null while no host is attached.
+  pcie::HostMemory* memory = nullptr;
   pcie::MsixSender* msix = nullptr;    // the function's MSI-X vectors
 
   // Lifecycle (mlx5-device-bringup.md section 4.1).
@@ -53,6 +57,9 @@ struct FunctionContext {
   // --- queues and resources (firmware/uar_pd_eq_cq.cpp) ---
   uint64_t bar0_size = 0;  // BAR0 bytes: UAR index * 4 KiB must stay inside it
   Resources resources{};     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
+
+  DeviceMemory device_memory{};  // MEMIC (objects/device_memory.h): ALLOC_MEMIC, BAR0 loads and stores
+  FunctionMemory routed_memory{device_memory};
 
   // --- Ethernet objects (firmware/eth.cpp, firmware/eth_flow.cpp) ---
   EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters
@@ -85,6 +92,13 @@ struct FunctionContext {
   // The device clock CQE timestamps read: ticks of the internal timer (model-time nanoseconds,
   // init_seg::kInternalTimerKhz). Set by the owner of the data path; unset, CQEs carry 0.
   std::function<uint64_t()> clock_ticks{};
+
+  // DMA goes to `host` (null: no host attached) and to the device memory of identity.memic.
+  void attach_memory(pcie::HostMemory* host) {
+    routed_memory.set_host(host);
+    memory = host != nullptr ? &routed_memory : nullptr;
+  }
+  void place_device_memory() { device_memory.configure(identity.memic); }
 
   // Back to the state after power-on: every object released (FLR, DISABLE_HCA).
   void reset_objects();

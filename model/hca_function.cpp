@@ -23,6 +23,8 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
         firmware_.execute(request, output);
       }) {
   context_.bar0_size = bar0_size;
+  if (context_.identity.memic.bytes == 0) context_.identity.memic = device_memory_window(bar0_size);
+  context_.place_device_memory();
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data,
                                 uint64_t written_ps) {
@@ -58,7 +60,7 @@ void HcaFunction::apply_timing(const TimingPreset& preset) {
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {
-  context_.memory = memory;
+  context_.attach_memory(memory);
   host_faults_seen_ = memory != nullptr ? memory->host_faults() : 0;  // only new faults fail the function
   context_.msix = msix;
   if (pending_slots_ != 0 && !commands_queued_) {
@@ -176,6 +178,17 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
     return;
   }
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  if (context_.device_memory.contains(offset, length)) {
+    // Device memory is plain memory: stores land at once, in the order the host made them, so a
+    // WQE whose SGE names them (rung after them) sees them.
+    ++counters_.device_memory_accesses;
+    const uint64_t at = offset - context_.device_memory.window().bar_offset;
+    if (trans.is_read())
+      context_.device_memory.read(at, std::span(data, length));
+    else
+      context_.device_memory.write(at, std::span<const uint8_t>(data, length));
+    return;
+  }
   const bool in_init_segment = offset < init_seg::kSize;
   if (trans.is_read()) {
     ++counters_.bar_reads;

@@ -56,6 +56,7 @@ void FunctionContext::reset_objects() {
   pages.clear();
   eth.clear();        // Ethernet objects first: they reference CQs, PDs, TDs
   resources.clear();  // every UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
+  device_memory.release_all();
   caps = HcaCapSettings{};  // caps `cur` back to `max`
   apply_quotas();
   port.reset();             // registers and port state back to power-on
@@ -73,6 +74,7 @@ void register_all_commands(CommandTable& table) {
   register_eth_commands(table);
   register_counter_commands(table);
   register_mad_commands(table);
+  register_memic_commands(table);
 }
 }  // namespace
 

@@ -19,6 +19,7 @@ void register_resource_commands(CommandTable& table);  // firmware/uar_pd_eq_cq.
 void register_eth_commands(CommandTable& table);  // firmware/eth.cpp + firmware/eth_flow.cpp: TIS, TIR, RQT, RQ, SQ, flow steering
 void register_counter_commands(CommandTable& table);  // firmware/counters.cpp: Q counter sets
 void register_mad_commands(CommandTable& table);      // firmware/mad.cpp: MAD_IFC (no SMA on RoCE)
+void register_memic_commands(CommandTable& table);    // firmware/memic.cpp: ALLOC/DEALLOC_MEMIC
 
 class Firmware {
  public:

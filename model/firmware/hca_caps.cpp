@@ -51,6 +51,7 @@ constexpr Field kPkeyTableSize{0x30, 15, 0};                  // pkey_table_size
 constexpr Field kVportGroupManager{0x34, 31, 31};             // vport_group_manager
 constexpr Field kNicFlowTable{0x34, 25, 25};                  // nic_flow_table
 constexpr Field kEswitchManager{0x34, 24, 24};                // eswitch_manager
+constexpr Field kDeviceMemory{0x34, 23, 23};                  // device_memory: a DEV_MEM cap page
 constexpr Field kMcamReg{0x34, 22, 22};                       // mcam_reg
 constexpr Field kPcamReg{0x34, 21, 21};                       // pcam_reg
 constexpr Field kLocalCaAckDelay{0x34, 20, 16};               // local_ca_ack_delay
@@ -335,8 +336,21 @@ constexpr CapValue kFlowTableCaps[] = {
     {ft::kLogMaxFlow, 20},
 };
 
+// --- device_mem_cap (type 0xf): the function's MEMIC window (objects/device_memory.h) -----------
+namespace dm {
+constexpr Field kMemic{0x00, 31, 31};                         // memic
+constexpr Field kLogMinMemicAllocSize{0x04, 20, 16};          // log_min_memic_alloc_size
+constexpr Field kLogMaxMemicAddrAlignment{0x04, 7, 0};        // log_max_memic_addr_alignment
+constexpr Field kMemicBarStartAddrHigh{0x08, 31, 0};          // memic_bar_start_addr (64 bits)
+constexpr Field kMemicBarStartAddrLow{0x0c, 31, 0};
+constexpr Field kMemicBarSize{0x10, 31, 0};                   // memic_bar_size
+constexpr Field kMaxMemicSize{0x14, 31, 0};                   // max_memic_size
+// memic_operations (0x40) stays 0: no MEMIC atomic ops (MODIFY_MEMIC is not offered), and no SW
+// ICM (general_obj_types has no SW_ICM bit), so mlx5 DR does not take its ICM from here.
+}  // namespace dm
+
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
-                   kFlowTableBytes = 0x1000;
+                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -386,6 +400,7 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       set(page, gen::kLogMaxSrq, identity.quotas.log_max_srq);
       set(page, gen::kLogMaxEq, log_max_eq(identity));
       set(page, gen::kMaxNumEqs, max_num_eqs(identity));
+      set(page, gen::kDeviceMemory, identity.memic.bytes != 0);
       return;
     case CapType::kEthernetOffloads:
       fill(page, kEthernetCaps);
@@ -403,6 +418,16 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
         page[ft::kFtFieldBitmaskSupport + i] = 0xff;
       }
       return;
+    case CapType::kDeviceMemory:
+      if (identity.memic.bytes == 0) return;
+      set(page, dm::kMemic, 1);
+      set(page, dm::kLogMinMemicAllocSize, std::countr_zero(DeviceMemory::kAllocationGranule));
+      set(page, dm::kLogMaxMemicAddrAlignment, DeviceMemory::kMaxLogAlignment);
+      set(page, dm::kMemicBarStartAddrHigh, uint32_t(identity.memic.bar_offset >> 32));
+      set(page, dm::kMemicBarStartAddrLow, uint32_t(identity.memic.bar_offset));
+      set(page, dm::kMemicBarSize, identity.memic.bytes);
+      set(page, dm::kMaxMemicSize, identity.memic.bytes);
+      return;
     default:
       return;
   }
@@ -417,6 +442,7 @@ uint32_t cap_struct_bytes(uint16_t type) {
     case CapType::kAtomic: return kAtomicBytes;
     case CapType::kRoce: return kRoceBytes;
     case CapType::kFlowTable: return kFlowTableBytes;
+    case CapType::kDeviceMemory: return kDeviceMemoryBytes;
     default: return 0;  // ODP (pg=0) and the rest are never offered
   }
 }

@@ -21,6 +21,7 @@ enum class CapType : uint16_t {
   kAtomic = 0x3,
   kRoce = 0x4,
   kFlowTable = 0x7,
+  kDeviceMemory = 0xf,  // queried when cmd_hca_cap.device_memory is set
 };
 enum class CapMode : uint16_t { kMax = 0, kCur = 1 };
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "model/objects/device_memory.h"
+
 namespace hcaemu::model {
 namespace {
 
@@ -110,7 +112,12 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
                                 std::vector<DmaChunk>& out) {
   switch (m.access_mode) {
     case Mkey::kAccessPa:
+      // Host addresses only: the device memory's addresses are a MEMIC key's to give.
+      if (va >= kDeviceMemoryAddress || length > kDeviceMemoryAddress - va) return ProtectionError::kTranslation;
       append(out, va, length);
+      return ProtectionError::kNone;
+    case Mkey::kAccessMemic:
+      append(out, kDeviceMemoryAddress + m.device_offset + va, length);  // covers() bounded va by the length
       return ProtectionError::kNone;
     case Mkey::kAccessMtt:
       return translate_mtt(m, va, length, out);

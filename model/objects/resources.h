@@ -66,13 +66,14 @@ struct Mkey {
   std::array<uint8_t, 0x40> context{};  // mkc as created (QUERY_MKEY)
   uint8_t variant = 0;                  // mkey_7_0: key = (index << 8) | variant
   uint32_t pd = 0;
-  uint8_t access_mode = 0;              // 0 PA, 1 MTT
+  uint8_t access_mode = 0;              // 0 PA, 1 MTT, 2 KLM (a window), 5 MEMIC
   bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
   bool free = false;                    // created in the free state (to be enabled by UMR)
   bool umr_en = false;
   bool remote_invalidate = false;       // en_rinval: a SEND with Invalidate may free it
   bool length64 = false;                // the whole address space (PA mode)
-  uint64_t start = 0;                   // iova
+  uint64_t start = 0;                   // iova (0 for MEMIC: a device memory key is zero-based)
+  uint64_t device_offset = 0;           // MEMIC: where va 0 is in the device memory window
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
@@ -83,7 +84,7 @@ struct Mkey {
   uint64_t parent_address = 0;
   uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
 
-  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2;
+  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessMemic = 5;
   static constexpr uint32_t kNoQpn = 0xffffff;
   bool is_window() const { return access_mode == kAccessKlm; }
   // [va, last] inside the key's range (length64: the whole address space).

@@ -2,6 +2,7 @@
 // flag, bounds at the first and last byte, PA and MTT modes with page crossings, overflow, and
 // the chunk copies through a simulated host memory.
 #include "model/objects/memory_protection.h"
+#include "model/objects/device_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -172,13 +173,15 @@ TEST(MemoryProtection, OverflowAndHugeLengths) {
   const uint32_t top = k.add(Keys::pa(~uint64_t(0) - 0xfff, 0x1000));  // the last page of the space
   std::vector<DmaChunk> out;
   const uint64_t max = ~uint64_t(0);
-  EXPECT_EQ(tr(k.r, all, max - 15, 16, out), ProtectionError::kNone);  // ends at the last byte
   EXPECT_EQ(tr(k.r, all, max - 15, 17, out), ProtectionError::kBounds);  // wraps
   EXPECT_EQ(tr(k.r, all, max, max, out), ProtectionError::kBounds);
-  EXPECT_EQ(tr(k.r, top, max - 0xfff, 0x1000, out), ProtectionError::kNone);
-  EXPECT_EQ(tr(k.r, top, max, 1, out), ProtectionError::kNone);
   EXPECT_EQ(tr(k.r, top, max, 2, out), ProtectionError::kBounds);
   EXPECT_EQ(tr(k.r, top, 0, 1, out), ProtectionError::kBounds);
+  // In bounds, but host addresses end where the device memory's begin (kDeviceMemoryAddress).
+  EXPECT_EQ(tr(k.r, top, max, 1, out), ProtectionError::kTranslation);
+  const uint64_t host_max = kDeviceMemoryAddress - 1;
+  EXPECT_EQ(tr(k.r, all, host_max - 15, 16, out), ProtectionError::kNone);  // ends at the last host byte
+  EXPECT_EQ(tr(k.r, all, host_max - 15, 17, out), ProtectionError::kTranslation);
   // More than a message in one go.
   out.clear();
   EXPECT_EQ(tr(k.r, all, 0, (uint64_t(1) << 31) + 1, out), ProtectionError::kBounds);

@@ -68,7 +68,7 @@ SC_MODULE(TwoPosters) {
 TEST(ConcurrentCompletionWrites, TwoProcessesNeverShareASlot) {
   SlowMemory memory;
   model::FunctionContext f;
-  f.memory = &memory;
+  f.attach_memory(&memory);
   model::EventQueue eq;
   eq.log_size = 6;
   eq.ring = one_page(0x10000);

@@ -1,0 +1,99 @@
+#include "model/objects/device_memory.h"
+
+#include <algorithm>
+
+namespace hcaemu::model {
+
+DeviceMemoryWindow device_memory_window(uint64_t bar0_size) {
+  constexpr uint64_t kMaxBytes = 256 << 10, kPage = 4096;
+  const uint64_t bytes = std::min(kMaxBytes, bar0_size / 8 / kPage * kPage);
+  if (bytes == 0) return {};
+  return {.bar_offset = bar0_size - bytes, .bytes = uint32_t(bytes)};
+}
+
+void DeviceMemory::configure(DeviceMemoryWindow window) {
+  window_ = window;
+  bytes_.assign(window.bytes, 0);
+  allocations_.clear();
+}
+
+bool DeviceMemory::contains(uint64_t bar_offset, uint64_t length) const {
+  return bar_offset >= window_.bar_offset && bar_offset - window_.bar_offset <= window_.bytes &&
+         length <= window_.bytes - (bar_offset - window_.bar_offset);
+}
+
+DeviceMemory::AllocError DeviceMemory::allocate(uint64_t range_start, uint64_t range_size, uint32_t size,
+                                                uint32_t log_alignment, uint64_t& placed) {
+  if (size == 0 || size % kAllocationGranule != 0 || log_alignment > kMaxLogAlignment || range_size < size ||
+      !contains(range_start, range_size))
+    return AllocError::kBadParameter;
+  const uint64_t align = uint64_t(1) << (kLogMinAlignment + log_alignment);
+  const uint64_t range_end = range_start + range_size;
+  uint64_t at = (range_start + align - 1) / align * align;
+  // Allocations in order of address: step past each one that overlaps the candidate.
+  for (auto it = allocations_.begin(); at + size <= range_end; ) {
+    while (it != allocations_.end() && it->first + it->second <= at) ++it;
+    if (it == allocations_.end() || it->first >= at + size) {
+      allocations_.emplace(at, size);
+      std::fill_n(bytes_.begin() + ptrdiff_t(at - window_.bar_offset), size, uint8_t(0));
+      placed = at;
+      return AllocError::kNone;
+    }
+    at = (it->first + it->second + align - 1) / align * align;
+  }
+  return AllocError::kNoRoom;
+}
+
+bool DeviceMemory::release(uint64_t bar_offset, uint32_t size) {
+  auto it = allocations_.find(bar_offset);
+  if (it == allocations_.end() || it->second != size) return false;
+  std::fill_n(bytes_.begin() + ptrdiff_t(bar_offset - window_.bar_offset), size, uint8_t(0));
+  allocations_.erase(it);
+  return true;
+}
+
+void DeviceMemory::release_all() {
+  allocations_.clear();
+  std::fill(bytes_.begin(), bytes_.end(), uint8_t(0));
+}
+
+bool DeviceMemory::read(uint64_t window_offset, std::span<uint8_t> out) const {
+  if (window_offset > bytes_.size() || out.size() > bytes_.size() - window_offset) return false;
+  std::copy_n(bytes_.begin() + ptrdiff_t(window_offset), out.size(), out.begin());
+  return true;
+}
+
+bool DeviceMemory::write(uint64_t window_offset, std::span<const uint8_t> in) {
+  if (window_offset > bytes_.size() || in.size() > bytes_.size() - window_offset) return false;
+  std::copy(in.begin(), in.end(), bytes_.begin() + ptrdiff_t(window_offset));
+  return true;
+}
+
+namespace {
+// Splits [addr, addr + size) at kDeviceMemoryAddress: the host part (bytes below it), then the rest.
+uint64_t host_part(uint64_t addr, uint64_t size) {
+  return addr >= kDeviceMemoryAddress ? 0 : std::min<uint64_t>(size, kDeviceMemoryAddress - addr);
+}
+}  // namespace
+
+bool FunctionMemory::read(uint64_t addr, std::span<uint8_t> dst) {
+  const uint64_t n = host_part(addr, dst.size());
+  if (n > 0 && (host_ == nullptr || !host_->read(addr, dst.first(n)))) return false;
+  return n == dst.size() || device_.read(addr + n - kDeviceMemoryAddress, dst.subspan(n));
+}
+
+bool FunctionMemory::write(uint64_t addr, std::span<const uint8_t> src) {
+  const uint64_t n = host_part(addr, src.size());
+  // A range over both (chunks merged across the boundary) writes its device part first.
+  if (n < src.size() && !device_.write(addr + n - kDeviceMemoryAddress, src.subspan(n))) return false;
+  return n == 0 || (host_ != nullptr && host_->write(addr, src.first(n)));
+}
+
+bool FunctionMemory::read_pipelined(uint64_t addr, std::span<uint8_t> dst, uint64_t issue_ps, uint64_t& ready_ps) {
+  ready_ps = issue_ps;  // device memory is on the chip: no PCIe round trip
+  const uint64_t n = host_part(addr, dst.size());
+  if (n > 0 && (host_ == nullptr || !host_->read_pipelined(addr, dst.first(n), issue_ps, ready_ps))) return false;
+  return n == dst.size() || device_.read(addr + n - kDeviceMemoryAddress, dst.subspan(n));
+}
+
+}  // namespace hcaemu::model
