@@ -13,6 +13,7 @@
 #include "qemu-bridge/dma_reply_waiter.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
+#include "qemu-bridge/netdev_link.h"
 #include "qemu-bridge/server.h"
 #include "sriov/device_recorder.h"
 #include "sriov/device_report.h"
@@ -50,6 +51,7 @@ struct Options {
   bool wall_clock_timers = true;
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
+  std::string uplink;  // empty: no physical port; else a qemu-bridge/netdev_link.h spec
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -86,6 +88,15 @@ int parse_options(int argc, char** argv, Options& o) {
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
        "stop writing the --pcap file at this size, in MiB (later frames are counted; 0: no limit), so a guest "
        "flooding the wire cannot fill the disk")
+      ("uplink", po::value<std::string>(&o.uplink),
+       "connect the HCA's physical port to a socket in QEMU's netdev framing, so VMs with virtio-net "
+       "(Soft-RoCE, TCP), another hcaemu or a switch share its Ethernet: frames for addresses no function "
+       "owns leave through it, frames arriving are switched to the function owning their destination. "
+       "SPEC is stream,listen=unix:PATH | stream,listen=tcp:HOST:PORT (a VM joins with -netdev "
+       "stream,server=off,addr.type=unix,addr.path=PATH) | stream,connect=unix:PATH | "
+       "stream,connect=tcp:HOST:PORT (retried every second) | dgram,local=udp:HOST:PORT,remote=udp:HOST:PORT "
+       "| dgram,local=unix:PATH,remote=unix:PATH (one frame per datagram, as -netdev dgram). A stream "
+       "port's link is up while its peer is connected")
       ("trace", po::value<std::string>(&o.trace_prefix),
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
@@ -278,6 +289,42 @@ int sc_main(int argc, char** argv) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 2;
   }
+  // The physical port. Frames that arrive go into the kernel through the control queue (bounded:
+  // past kMaxUplinkInFlight waiting there, the link's frames are dropped and counted).
+  std::unique_ptr<bridge::NetdevLink> uplink;
+  constexpr size_t kMaxUplinkInFlight = 4096;
+  std::atomic<size_t> uplink_in_flight{0};
+  std::atomic<uint64_t> uplink_dropped_busy{0};
+  if (!options.uplink.empty()) {
+    std::string error;
+    const std::optional<bridge::LinkSpec> spec = bridge::parse_link_spec(options.uplink, error);
+    if (!spec) {
+      std::cerr << "hcaemu: --uplink " << options.uplink << ": " << error << "\n";
+      return 2;
+    }
+    auto receive = [&](std::vector<uint8_t> frame) {
+      if (uplink_in_flight.load() >= kMaxUplinkInFlight) return void(++uplink_dropped_busy);
+      ++uplink_in_flight;
+      control.post([&, frame = std::move(frame)] {
+        --uplink_in_flight;
+        device.eswitch().receive_from_uplink(frame);
+      });
+    };
+    auto carrier = [&](bool up) {
+      control.post([&, up] {
+        device.eswitch().set_uplink_up(up);
+        log().info("uplink0: link {}", up ? "up" : "down");
+      });
+    };
+    try {
+      uplink = std::make_unique<bridge::NetdevLink>("uplink0", *spec, receive, carrier);
+    } catch (const std::exception& e) {
+      std::cerr << "hcaemu: --uplink " << options.uplink << ": " << e.what() << "\n";
+      return 2;
+    }
+    device.eswitch().set_uplink([&](std::span<const uint8_t> frame) { uplink->send(frame); });
+    device.eswitch().set_uplink_up(uplink->peer_connected());
+  }
   try {
     servers.serve_pf();
   } catch (const std::exception& e) {
@@ -305,6 +352,16 @@ int sc_main(int argc, char** argv) {
   sc_core::sc_start();
 
   recorder->close();
+  if (uplink) {
+    uplink->stop();
+    const bridge::LinkCounters& c = uplink->counters();
+    log().info("uplink0 ({}): sent {}, received {}, dropped: no peer {}, backlog {}, model busy {}, oversized {}, "
+               "garbage framing {}, cut by a disconnect {}; peers: connected {}, disconnected {}, second refused {}",
+               uplink->spec().text, c.tx_frames.load(), c.rx_frames.load(), c.tx_dropped_no_peer.load(),
+               c.tx_dropped_backlog.load(), uplink_dropped_busy.load(), c.rx_oversized.load(),
+               c.rx_bad_framing.load(), c.rx_cut_frames.load(), c.connects.load(), c.disconnects.load(),
+               c.second_peers_refused.load());
+  }
   sriov::log_device_counters(device);
   servers.stop();
   pthread_kill(signal_waiter.native_handle(), SIGTERM);

@@ -76,6 +76,11 @@ void log_device_counters(HcaDevice& device) {
              "runt {}, spoofed source {}, group copies to unsubscribed vports {}",
              sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
              sw.drop_runt, sw.drop_spoofed, sw.group_unsubscribed);
+  if (device.eswitch().has_uplink())
+    log().info("eswitch uplink: sent {}, received {}, dropped: link down {}, unknown unicast in {}, local source in {}, "
+               "runt in {}",
+               sw.uplink_tx, sw.uplink_rx, sw.drop_uplink_down, sw.drop_uplink_unknown, sw.drop_uplink_local_source,
+               sw.drop_uplink_runt);
 }
 
 }  // namespace hcaemu::sriov

@@ -106,6 +106,7 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
       ++counters_.looped_back;
       sender.loopback(frame, sender_td);
     }
+    if (uplink_) to_uplink(frame);
     return;
   }
   for (size_t i = 0; i < vports_.size(); ++i) {
@@ -118,7 +119,38 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
     ++counters_.forwarded;
     return deliver(vports_[i], frame);
   }
+  if (uplink_) return to_uplink(frame);
   ++counters_.drop_unknown_unicast;
+}
+
+void Eswitch::to_uplink(std::span<const uint8_t> frame) {
+  if (!uplink_up_) return void(++counters_.drop_uplink_down);
+  ++counters_.uplink_tx;
+  uplink_(frame);
+}
+
+void Eswitch::receive_from_uplink(std::span<const uint8_t> frame) {
+  if (!uplink_ || !uplink_up_) return void(++counters_.drop_uplink_down);
+  if (tap_) tap_(frame);
+  if (frame.size() < kEthHeader) return void(++counters_.drop_uplink_runt);
+  Mac dst, src;
+  std::copy_n(frame.begin(), dst.size(), dst.begin());
+  std::copy_n(frame.begin() + 6, src.size(), src.begin());
+  for (const Vport& v : vports_)
+    if (v.owns(src)) return void(++counters_.drop_uplink_local_source);
+  ++counters_.uplink_rx;
+  if (is_group(dst)) {
+    for (Vport& v : vports_) {
+      if (v.up && !v.subscribed(dst))
+        ++counters_.group_unsubscribed;
+      else
+        deliver(v, frame);
+    }
+    return;
+  }
+  for (Vport& v : vports_)
+    if (v.owns(dst)) return deliver(v, frame);
+  ++counters_.drop_uplink_unknown;
 }
 
 }  // namespace hcaemu::sriov

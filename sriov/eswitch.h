@@ -9,6 +9,11 @@
 // two QPs of one function talk this way), or is dropped when the vport has none. Unknown unicast is dropped, not flooded:
 // every function's addresses are known to the switch, and flooding would show one VF's traffic to
 // the others. A vport whose admin state is down neither sends nor receives. Pure C++, no SystemC.
+//
+// With an uplink (the physical port, set_uplink), unknown unicast leaves through it instead, and so
+// does every group frame of a vport; frames that arrive on it go to the vport that owns their
+// destination, group frames to each subscribed vport. An uplink frame whose source is a vport's
+// address (a loop, or a host outside posing as a function) is dropped, as is unknown unicast.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -31,6 +36,11 @@ struct EswitchCounters {
   uint64_t looped_back = 0;
   uint64_t drop_unknown_unicast = 0, drop_runt = 0, drop_bad_vport = 0, drop_sender_down = 0, drop_to_self = 0;
   uint64_t drop_spoofed = 0;
+  uint64_t uplink_tx = 0, uplink_rx = 0;
+  uint64_t drop_uplink_down = 0;              // frames for the uplink while its link is down
+  uint64_t drop_uplink_unknown = 0;           // unicast from the uplink that no vport owns
+  uint64_t drop_uplink_local_source = 0;      // from the uplink with a vport's address as source
+  uint64_t drop_uplink_runt = 0;
 };
 
 class Eswitch {
@@ -58,8 +68,17 @@ class Eswitch {
 
   // A frame sent by `vport` (its SQ engine's EthernetPort::transmit), through a TIS of `sender_td`.
   void transmit(uint16_t vport, std::span<const uint8_t> frame, uint32_t sender_td = 0);
-  // Sees every frame a vport sends, before forwarding (the pcap tap).
+  // Sees every frame a vport sends, before forwarding, and every frame the uplink brings (the pcap tap).
   void set_tap(Deliver tap) { tap_ = std::move(tap); }
+
+  // The physical port: where frames for the outside go (null: none, unknown unicast is dropped).
+  void set_uplink(Deliver out) { uplink_ = std::move(out); }
+  bool has_uplink() const { return bool(uplink_); }
+  // Carrier: while down, frames for the uplink are dropped and counted, and none come in.
+  void set_uplink_up(bool up) { uplink_up_ = up; }
+  bool uplink_up() const { return uplink_ && uplink_up_; }
+  // A frame that arrived on the uplink.
+  void receive_from_uplink(std::span<const uint8_t> frame);
 
   size_t vports() const { return vports_.size(); }
   const VportCounters& counters(uint16_t vport) const { return vports_.at(vport).counters; }
@@ -81,9 +100,12 @@ class Eswitch {
     bool subscribed(const Mac& group) const;
   };
   void deliver(Vport& to, std::span<const uint8_t> frame);
+  void to_uplink(std::span<const uint8_t> frame);
 
   std::vector<Vport> vports_;
   Deliver tap_;
+  Deliver uplink_;
+  bool uplink_up_ = true;
   EswitchCounters counters_;
 };
 

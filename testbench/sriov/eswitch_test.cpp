@@ -149,5 +149,57 @@ TEST(Eswitch, SpoofCheckDropsAForeignSourceMac) {
   EXPECT_FALSE(t.sw.set_spoof_check(7, true));
 }
 
+
+// Issue 15: the physical port. What no vport owns leaves through the uplink, group frames too; what
+// comes in goes to its owner (group frames to subscribers), never back out, and a frame posing with
+// a local function's address as its source is dropped.
+std::vector<uint8_t> frame_from(const Mac& dst, const Mac& src) {
+  std::vector<uint8_t> f = frame_to(dst);
+  std::copy(src.begin(), src.end(), f.begin() + 6);
+  return f;
+}
+
+TEST(Eswitch, TheUplinkTakesUnknownUnicastAndGroupsAndDeliversWhatArrives) {
+  ThreeVports t;
+  const Mac outside{0x52, 0x54, 0, 9, 0, 2};
+  std::vector<std::vector<uint8_t>> wire;
+  t.sw.set_uplink([&](std::span<const uint8_t> f) { wire.emplace_back(f.begin(), f.end()); });
+  t.sw.transmit(1, frame_from(outside, t.mac[1]));
+  t.sw.transmit(1, frame_from(kBroadcast, t.mac[1]));
+  t.sw.transmit(1, frame_from(t.mac[2], t.mac[1]));
+  ASSERT_EQ(wire.size(), 2u) << "unknown unicast and the broadcast, not the frame for a local vport";
+  EXPECT_EQ(wire[0], frame_from(outside, t.mac[1]));
+  EXPECT_EQ(t.got, (std::vector<int>{1, 0, 2}));
+
+  t.sw.receive_from_uplink(frame_from(t.mac[0], outside));
+  t.sw.receive_from_uplink(frame_from(kBroadcast, outside));
+  EXPECT_EQ(t.got, (std::vector<int>{3, 1, 3}));
+  EXPECT_EQ(wire.size(), 2u) << "nothing from the uplink goes back out";
+  t.sw.receive_from_uplink(frame_from({2, 0, 0, 0, 0, 0x99}, outside));
+  t.sw.receive_from_uplink(frame_from(t.mac[0], t.mac[2]));
+  t.sw.receive_from_uplink(std::vector<uint8_t>(10, 0));
+  EXPECT_EQ(t.got, (std::vector<int>{3, 1, 3}));
+  EXPECT_EQ(t.sw.counters().uplink_tx, 2u);
+  EXPECT_EQ(t.sw.counters().uplink_rx, 3u);
+  EXPECT_EQ(t.sw.counters().drop_uplink_unknown, 1u);
+  EXPECT_EQ(t.sw.counters().drop_uplink_local_source, 1u);
+  EXPECT_EQ(t.sw.counters().drop_uplink_runt, 1u);
+
+  t.sw.set_uplink_up(false);
+  t.sw.transmit(1, frame_from(outside, t.mac[1]));
+  t.sw.receive_from_uplink(frame_from(t.mac[0], outside));
+  EXPECT_EQ(wire.size(), 2u);
+  EXPECT_EQ(t.got, (std::vector<int>{3, 1, 3}));
+  EXPECT_EQ(t.sw.counters().drop_uplink_down, 2u);
+}
+
+TEST(Eswitch, WithoutAnUplinkUnknownUnicastIsDropped) {
+  ThreeVports t;
+  t.sw.transmit(0, frame_from({0x52, 0x54, 0, 9, 0, 2}, t.mac[0]));
+  EXPECT_EQ(t.sw.counters().drop_unknown_unicast, 1u);
+  t.sw.receive_from_uplink(frame_from(t.mac[0], {0x52, 0x54, 0, 9, 0, 2}));
+  EXPECT_EQ(t.got, (std::vector<int>{0, 0, 0}));
+}
+
 }  // namespace
 }  // namespace hcaemu::sriov

@@ -43,14 +43,15 @@ rxe_nics() {
 
 # run_rdma_pair LABEL SETUP DEV NETDEV: boots both guests (extra hcavm arguments in the arrays
 # SERVER_VM and CLIENT_VM), waits for them, prints what they checked and ran; sets SERVER_RC and
-# CLIENT_RC. Whole logs: $WORK/LABEL-server.log, $WORK/LABEL-client.log.
+# CLIENT_RC. Whole logs: $WORK/LABEL-server.log, $WORK/LABEL-client.log. SETUP and DEV may name the
+# server's and the client's apart as SERVER/CLIENT (mlx5/rxe: the HCA against Soft-RoCE).
 run_rdma_pair() {
-  local label=$1 setup=$2 dev=$3 netdev=$4 role me peer pids=()
+  local label=$1 setup=$2 dev=$3 netdev=$4 role me peer pids=() my_setup my_dev
   for role in server client; do
-    me=1 peer=2
-    [ $role = client ] && me=2 peer=1
+    me=1 peer=2 my_setup=${setup%/*} my_dev=${dev%/*}
+    [ $role = client ] && me=2 peer=1 my_setup=${setup#*/} my_dev=${dev#*/}
     {
-      printf 'ROLE=%s\nME=%s\nPEER=%s\nSETUP=%s\nDEV=%s\nNETDEV=%s\n' $role $me $peer "$setup" "$dev" "$netdev"
+      printf 'ROLE=%s\nME=%s\nPEER=%s\nSETUP=%s\nDEV=%s\nNETDEV=%s\n' $role $me $peer "$my_setup" "$my_dev" "$netdev"
       printf 'RDMA_TESTS="%s"\nRDMA_GID=%s\n' "$RDMA_TESTS" "${RDMA_GID:-linklocal}"
       printf 'WAIT_FOR=%s\n' "${WAIT_FOR:-}"
       printf 'BENCH_BW_ITERS=%s\nBENCH_LAT_ITERS=%s\n' "${BENCH_BW_ITERS:-2000}" "${BENCH_LAT_ITERS:-500}"

@@ -1,0 +1,123 @@
+#pragma once
+// The HCA's physical port on a socket, in QEMU's netdev framing, so an ordinary VM (`-netdev
+// stream` or `-netdev dgram` behind virtio-net, with Soft-RoCE or plain TCP), another hcaemu or a
+// switch process shares the Ethernet segment with the emulated functions.
+//
+//   stream,listen=unix:PATH | stream,listen=tcp:HOST:PORT     wait for one peer (QEMU server=off)
+//   stream,connect=unix:PATH | stream,connect=tcp:HOST:PORT   connect, retrying every second
+//   dgram,local=udp:HOST:PORT,remote=udp:HOST:PORT            one frame per datagram (QEMU dgram)
+//   dgram,local=unix:PATH,remote=unix:PATH
+//
+// Threads: one I/O thread per link polls its sockets and an eventfd. Frames that arrive are handed
+// to `receive` on that thread (the owner posts them into the SystemC kernel); send() may be called
+// from any thread and never blocks: frames wait in a bounded outbox that the I/O thread drains, and
+// past its bound they are dropped and counted, so a peer that stops reading cannot stall the model.
+// A peer that sends garbage framing (a length of 0 or above 68 KiB) is disconnected; a frame above
+// max_frame is skipped; both are counted and logged at a bounded rate. A stream link's carrier is
+// up while a peer is connected; a datagram link's is always up.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include "qemu-bridge/unique_fd.h"
+
+namespace hcaemu::bridge {
+
+struct SocketAddress {
+  enum class Family { kUnix, kInet };
+  Family family = Family::kUnix;
+  std::string path;  // kUnix
+  std::string host;  // kInet
+  uint16_t port = 0;
+  std::string text() const;
+};
+
+struct LinkSpec {
+  enum class Kind { kStreamListen, kStreamConnect, kDatagram };
+  Kind kind = Kind::kStreamListen;
+  SocketAddress local;   // listen / dgram local
+  SocketAddress remote;  // connect / dgram remote
+  std::string text;      // as given
+};
+
+// Parses an --uplink value; nullopt with `error` saying what is wrong.
+std::optional<LinkSpec> parse_link_spec(std::string_view text, std::string& error);
+
+struct LinkCounters {
+  std::atomic<uint64_t> tx_frames{0}, rx_frames{0};
+  std::atomic<uint64_t> tx_dropped_backlog{0};  // the outbox was full (a slow or absent peer)
+  std::atomic<uint64_t> tx_dropped_no_peer{0};  // no peer connected (stream) or the peer refused (dgram)
+  std::atomic<uint64_t> rx_oversized{0};        // frames above max_frame, skipped
+  std::atomic<uint64_t> rx_bad_framing{0};      // connections dropped for garbage framing
+  std::atomic<uint64_t> rx_cut_frames{0};       // a peer that went away in the middle of a frame
+  std::atomic<uint64_t> connects{0}, disconnects{0}, second_peers_refused{0};
+};
+
+struct LinkOptions {
+  uint32_t max_frame = 9216 + 18;       // jumbo MTU plus Ethernet and 802.1Q headers
+  size_t max_outbox_bytes = 8u << 20;   // frames waiting for the peer
+  unsigned reconnect_ms = 1000;
+};
+
+class NetdevLink {
+ public:
+  using Receive = std::function<void(std::vector<uint8_t> frame)>;  // I/O thread
+  using Carrier = std::function<void(bool up)>;                     // I/O thread
+
+  // Opens the sockets (a listening UNIX socket replaces a stale socket file; any other file there is
+  // refused) and starts the I/O thread. Throws std::system_error / std::runtime_error on failure.
+  NetdevLink(std::string name, LinkSpec spec, Receive receive, Carrier carrier, LinkOptions options = {});
+  ~NetdevLink();
+  NetdevLink(const NetdevLink&) = delete;
+  NetdevLink& operator=(const NetdevLink&) = delete;
+
+  void send(std::span<const uint8_t> frame);  // any thread, never blocks
+  void stop();                                // joins the I/O thread; idempotent
+  const LinkCounters& counters() const { return counters_; }
+  const std::string& name() const { return name_; }
+  const LinkSpec& spec() const { return spec_; }
+  bool peer_connected() const { return connected_.load(); }
+
+ private:
+  void run();
+  void open_sockets();
+  void try_connect();
+  void accept_peer();
+  void drop_peer(const char* why);
+  void set_carrier(bool up);
+  void wake();
+
+  std::string name_;
+  LinkSpec spec_;
+  Receive receive_;
+  Carrier carrier_;
+  LinkOptions options_;
+  LinkCounters counters_;
+
+  vfio_user::UniqueFd listen_fd_, peer_fd_, wake_fd_;
+  sockaddr_storage remote_{};  // a UNIX datagram link's remote (each datagram is addressed to it)
+  socklen_t remote_length_ = 0;
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> stopping_{false};
+  bool carrier_up_ = false;
+  uint64_t next_connect_ms_ = 0;
+
+  std::mutex outbox_mutex_;
+  std::deque<std::vector<uint8_t>> outbox_;  // encoded stream bytes or whole datagrams
+  size_t outbox_bytes_ = 0;
+  size_t head_written_ = 0;  // bytes of outbox_.front() already on a stream
+
+  std::thread thread_;
+};
+
+}  // namespace hcaemu::bridge

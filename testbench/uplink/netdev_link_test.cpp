@@ -1,0 +1,178 @@
+// The uplink's socket end (qemu-bridge/netdev_link.h): --uplink specs, two links exchanging frames
+// over QEMU's stream framing and over datagrams, and a peer that sends garbage, oversized frames or
+// goes away mid-frame: counted, disconnected, and the link takes the next peer.
+#include "qemu-bridge/netdev_link.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "transport/stream_framing.h"
+
+namespace hcaemu::bridge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Frames a link received, waited for with a generous bound (the links run on their own threads).
+struct Inbox {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::vector<uint8_t>> frames;
+  bool carrier = false;
+  NetdevLink::Receive receive() {
+    return [this](std::vector<uint8_t> f) {
+      std::lock_guard lock(mutex);
+      frames.push_back(std::move(f));
+      changed.notify_all();
+    };
+  }
+  NetdevLink::Carrier carrier_fn() {
+    return [this](bool up) {
+      std::lock_guard lock(mutex);
+      carrier = up;
+      changed.notify_all();
+    };
+  }
+  bool wait(const std::function<bool()>& done) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(10), done);
+  }
+};
+
+std::vector<uint8_t> frame_of(size_t size, uint8_t seed) {
+  std::vector<uint8_t> f(size);
+  std::iota(f.begin(), f.end(), seed);
+  return f;
+}
+
+LinkSpec spec(const std::string& text) {
+  std::string error;
+  auto s = parse_link_spec(text, error);
+  EXPECT_TRUE(s) << text << ": " << error;
+  return s.value_or(LinkSpec{});
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("hcaemu-link-" + std::to_string(::getpid()) + "-" +
+                                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string at(const char* name) const { return (path / name).string(); }
+};
+
+int raw_connect(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+  for (int i = 0; i < 100 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return fd;
+}
+
+TEST(LinkSpec, ParsesTheFourEndpointsAndSaysWhatIsWrong) {
+  EXPECT_EQ(spec("stream,listen=unix:/tmp/u.sock").kind, LinkSpec::Kind::kStreamListen);
+  const LinkSpec tcp = spec("stream,connect=tcp:127.0.0.1:7000");
+  EXPECT_EQ(tcp.kind, LinkSpec::Kind::kStreamConnect);
+  EXPECT_EQ(tcp.remote.host, "127.0.0.1");
+  EXPECT_EQ(tcp.remote.port, 7000);
+  const LinkSpec udp = spec("dgram,local=udp:127.0.0.1:5000,remote=udp:localhost:5001");
+  EXPECT_EQ(udp.kind, LinkSpec::Kind::kDatagram);
+  EXPECT_EQ(udp.remote.host, "localhost");
+  std::string error;
+  for (const char* bad : {"", "stream", "stream,listen=unix:/a,connect=unix:/b", "token,listen=unix:/a",
+                          "stream,listen=tcp:host", "stream,listen=tcp:host:0", "stream,listen=tcp:host:70000",
+                          "stream,listen=udp:h:1", "dgram,local=udp:h:1", "dgram,local=unix:/a,remote=udp:h:2",
+                          "stream,bogus=1", "stream,listen"}) {
+    error.clear();
+    EXPECT_FALSE(parse_link_spec(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+TEST(NetdevLink, TwoStreamEndsExchangeFramesBothWays) {
+  TempDir dir;
+  Inbox a, b;
+  NetdevLink server("a", spec("stream,listen=unix:" + dir.at("l.sock")), a.receive(), a.carrier_fn());
+  NetdevLink client("b", spec("stream,connect=unix:" + dir.at("l.sock")), b.receive(), b.carrier_fn());
+  ASSERT_TRUE(a.wait([&] { return a.carrier; }));
+  ASSERT_TRUE(b.wait([&] { return b.carrier; }));
+  for (int i = 0; i < 50; ++i) server.send(frame_of(60 + i * 20, uint8_t(i)));
+  client.send(frame_of(1514, 7));
+  ASSERT_TRUE(b.wait([&] { return b.frames.size() == 50; }));
+  ASSERT_TRUE(a.wait([&] { return a.frames.size() == 1; }));
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(b.frames[i], frame_of(60 + i * 20, uint8_t(i)));
+  EXPECT_EQ(a.frames[0], frame_of(1514, 7));
+  client.stop();
+  EXPECT_TRUE(a.wait([&] { return !a.carrier; })) << "the server's carrier follows its peer";
+  server.send(frame_of(60, 0));
+  EXPECT_GE(server.counters().tx_dropped_no_peer.load(), 1u);
+}
+
+TEST(NetdevLink, GarbageFramingDropsThePeerAndTheNextOneIsServed) {
+  TempDir dir;
+  Inbox a;
+  NetdevLink server("a", spec("stream,listen=unix:" + dir.at("l.sock")), a.receive(), a.carrier_fn());
+  int fd = raw_connect(dir.at("l.sock"));
+  const uint8_t garbage[8] = {0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4};
+  ASSERT_EQ(::write(fd, garbage, sizeof(garbage)), 8);
+  uint8_t byte = 0;
+  EXPECT_EQ(::read(fd, &byte, 1), 0) << "hcaemu closed the connection";
+  ::close(fd);
+  EXPECT_EQ(server.counters().rx_bad_framing.load(), 1u);
+  // Next peer: an oversized frame is skipped, the one after it arrives; then it leaves mid-frame.
+  fd = raw_connect(dir.at("l.sock"));
+  auto bytes = transport::stream_encode(frame_of(20000, 0));
+  const auto good = transport::stream_encode(frame_of(64, 5));
+  bytes.insert(bytes.end(), good.begin(), good.end());
+  const auto cut = transport::stream_encode(frame_of(500, 1));
+  bytes.insert(bytes.end(), cut.begin(), cut.begin() + 100);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+  ASSERT_TRUE(a.wait([&] { return a.frames.size() == 1; }));
+  EXPECT_EQ(a.frames[0], frame_of(64, 5));
+  ::close(fd);
+  ASSERT_TRUE(a.wait([&] { return !a.carrier; }));
+  EXPECT_EQ(server.counters().rx_oversized.load(), 1u);
+  EXPECT_EQ(server.counters().rx_cut_frames.load(), 1u);
+  EXPECT_EQ(server.counters().disconnects.load(), 2u);
+}
+
+TEST(NetdevLink, ASecondPeerIsRefusedWhileOneIsConnected) {
+  TempDir dir;
+  Inbox a;
+  NetdevLink server("a", spec("stream,listen=unix:" + dir.at("l.sock")), a.receive(), a.carrier_fn());
+  const int first = raw_connect(dir.at("l.sock"));
+  ASSERT_TRUE(a.wait([&] { return a.carrier; }));
+  const int second = raw_connect(dir.at("l.sock"));
+  uint8_t byte = 0;
+  EXPECT_EQ(::read(second, &byte, 1), 0);
+  EXPECT_EQ(server.counters().second_peers_refused.load(), 1u);
+  EXPECT_TRUE(server.peer_connected());
+  ::close(first);
+  ::close(second);
+}
+
+TEST(NetdevLink, DatagramEndsExchangeOneFramePerDatagram) {
+  TempDir dir;
+  Inbox a, b;
+  NetdevLink one("a", spec("dgram,local=unix:" + dir.at("a") + ",remote=unix:" + dir.at("b")), a.receive(), a.carrier_fn());
+  NetdevLink two("b", spec("dgram,local=unix:" + dir.at("b") + ",remote=unix:" + dir.at("a")), b.receive(), b.carrier_fn());
+  // One's socket connected to a path that had no socket yet: it sends once the other is bound.
+  two.send(frame_of(100, 3));
+  one.send(frame_of(200, 4));
+  ASSERT_TRUE(a.wait([&] { return a.frames.size() == 1; }));
+  ASSERT_TRUE(b.wait([&] { return b.frames.size() == 1; }));
+  EXPECT_EQ(a.frames[0], frame_of(100, 3));
+  EXPECT_EQ(b.frames[0], frame_of(200, 4));
+}
+
+}  // namespace
+}  // namespace hcaemu::bridge
