@@ -312,7 +312,7 @@ int sc_main(int argc, char** argv) {
     };
     auto carrier = [&](bool up) {
       control.post([&, up] {
-        device.eswitch().set_uplink_up(up);
+        device.set_physical_link(up);
         log().info("uplink0: link {}", up ? "up" : "down");
       });
     };
@@ -323,7 +323,7 @@ int sc_main(int argc, char** argv) {
       return 2;
     }
     device.eswitch().set_uplink([&](std::span<const uint8_t> frame) { uplink->send(frame); });
-    device.eswitch().set_uplink_up(uplink->peer_connected());
+    if (!uplink->peer_connected()) device.set_physical_link(false);  // until a peer comes (elaboration: no EQE yet)
   }
   try {
     servers.serve_pf();

@@ -69,6 +69,10 @@ void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) 
   }
 }
 
+void HcaFunction::set_physical_link(bool up) {
+  if (context_.port.set_link(up) && active_) enqueue({.kind = WorkKind::kPortChange});
+}
+
 void HcaFunction::set_active(bool active) {
   if (active_ == active) return;
   function_reset();
@@ -260,6 +264,9 @@ void HcaFunction::run_item(WorkItem& item) {
       break;
     case WorkKind::kSqResume:
       rdma_.resume_sq(item.sq);
+      break;
+    case WorkKind::kPortChange:
+      if (context_.hca_initialized) post_port_change(context_);
       break;
   }
 }

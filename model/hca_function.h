@@ -64,6 +64,10 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   void set_active(bool active);
   bool active() const { return active_; }
 
+  // The physical link (the uplink's carrier) came up or went down: the port's operational state
+  // follows at once, and the driver hears it through a PORT_CHANGE EQE (kernel thread).
+  void set_physical_link(bool up);
+
   // Function-level reset (FLR, DEVICE_RESET, VF disable): every piece of function state goes.
   void function_reset();
   // A DMA failed through the host's fault (host_port.h: a client truncated its memory or left a DMA
@@ -122,7 +126,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   // waits them out once when the item is done, so no handler ever finds its objects changed under
   // it. Serialising the items keeps one function's queues, CQs and EQs from being advanced by two
   // processes at once (a lost EQE stalled mlx5e before).
-  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer, kSqResume };
+  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer, kSqResume, kPortChange };
   struct WorkItem {
     WorkKind kind;
     uint64_t offset = 0;                 // doorbell: BAR0 offset

@@ -185,6 +185,11 @@ void HcaDevice::set_congestion_control(const model::DcqcnParameters* parameters)
   for_each_function([&](model::HcaFunction& hca) { hca.set_congestion_control(parameters); });
 }
 
+void HcaDevice::set_physical_link(bool up) {
+  eswitch_.set_uplink_up(up);
+  for_each_function([&](model::HcaFunction& hca) { hca.set_physical_link(up); });
+}
+
 void HcaDevice::for_each_function(const std::function<void(model::HcaFunction&)>& each) {
   each(pf_port_->hca());
   for (auto& port : vf_ports_) each(port->hca());

@@ -37,6 +37,10 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   std::string set_num_vfs(uint16_t count);
 
   Eswitch& eswitch() { return eswitch_; }
+  // The physical port's link (the uplink's carrier): the switch stops using the uplink while it is
+  // down, and every function's port goes DOWN with it (PORT_CHANGE EQEs; mlx5e drops its carrier,
+  // mlx5_ib its port state), as a ConnectX's PF and its VFs (vport state "auto") do. Kernel thread.
+  void set_physical_link(bool up);
 
   // Every function's pipeline timing and timer policy (elaboration).
   void apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers);

@@ -21,6 +21,10 @@ void register_counter_commands(CommandTable& table);  // firmware/counters.cpp: 
 void register_mad_commands(CommandTable& table);      // firmware/mad.cpp: MAD_IFC (no SMA on RoCE)
 void register_memic_commands(CommandTable& table);    // firmware/memic.cpp: ALLOC/DEALLOC_MEMIC
 
+// A PORT_CHANGE EQE (ACTIVE or DOWN, as the port now is) on the EQs that asked for them: after a
+// PAOS write or the physical link changing (firmware/hca.cpp).
+void post_port_change(FunctionContext& f);
+
 class Firmware {
  public:
   explicit Firmware(FunctionContext& function);

@@ -157,11 +157,6 @@ void set_driver_version(CommandCall& call) {
 constexpr uint8_t kPortChangeActive = 4, kPortChangeDown = 1;
 constexpr uint32_t kPortChangePortByte = 8;  // data byte 8, bits 7:4 = port number
 
-void post_port_change(FunctionContext& f) {
-  std::array<uint8_t, eqe::kDataSize> data{};
-  data[kPortChangePortByte] = uint8_t(1 << 4);
-  eq_post(f, eqe::kPortChange, f.port.state().up() ? kPortChangeActive : kPortChangeDown, data);
-}
 
 // --- ACCESS_REG: access_register_in -------------------------------------------------------------
 constexpr Field kRegisterId{0x08, 15, 0};  // register_id
@@ -625,6 +620,12 @@ void query_roce_address(CommandCall& call) {
 }
 
 }  // namespace
+
+void post_port_change(FunctionContext& f) {
+  std::array<uint8_t, eqe::kDataSize> data{};
+  data[kPortChangePortByte] = uint8_t(1 << 4);
+  eq_post(f, eqe::kPortChange, f.port.state().up() ? kPortChangeActive : kPortChangeDown, data);
+}
 
 void register_hca_commands(CommandTable& table) {
   table.add(kQueryHcaCap, "QUERY_HCA_CAP", query_hca_cap);

@@ -41,7 +41,8 @@ inline constexpr size_t kNodeDescriptionBytes = 64;
 // State behind the port registers. Plain data (snapshots); reset() puts it back to power-on.
 struct PortState {
   uint8_t admin_status = kPortUp;  // PAOS; the link is up from power-on, as on real boards
-  uint8_t oper_status = kPortUp;   // follows admin_status (no cable to lose)
+  uint8_t oper_status = kPortUp;   // up when admin_status is up and the physical link is
+  bool link_up = true;             // the physical link (the uplink's carrier; up without an uplink)
   uint16_t admin_mtu = kDefaultHwMtu;  // PMTU; oper_mtu = admin_mtu
   uint32_t eth_proto_admin = kEthProto100GBaseCr4;  // PTYS
   bool an_disable_admin = false;
@@ -78,7 +79,21 @@ class PortRegisters {
 
   PortState& state() { return state_; }
   const PortState& state() const { return state_; }
-  void reset() { state_ = default_port_state(); }  // FLR / DISABLE_HCA
+  // FLR / DISABLE_HCA: registers back to power-on; the physical link stays as it is (a cable).
+  void reset() {
+    const bool link = state_.link_up;
+    state_ = default_port_state();
+    set_link(link);
+  }
+  // The physical link came up or went down; true when that changed oper_status (a PORT_CHANGE EQE is due).
+  bool set_link(bool up) {
+    state_.link_up = up;
+    const uint8_t oper = state_.admin_status == kPortUp && up ? kPortUp : kPortDown;
+    if (oper == state_.oper_status) return false;
+    state_.oper_status = oper;
+    ++state_.oper_changes;
+    return true;
+  }
 
  private:
   PortState state_;

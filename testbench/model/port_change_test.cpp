@@ -35,6 +35,39 @@ TEST(PortChange, PaosDownAndUpPostEventsToTheAsyncEq) {
   EXPECT_NE(eqe[0x01], 0x09);
 }
 
+// Issue 15: the physical link (the uplink's carrier) takes the port down and up whatever PAOS
+// asks; the driver hears each change on its async EQ and reads the vport state from it, and a
+// function reset keeps the link as it is (a cable does not plug itself back in).
+TEST(PortChange, ThePhysicalLinkTakesThePortDownAndUp) {
+  test::TestFunction t;
+  const uint64_t ring = t.page();
+  const uint32_t uar = t.alloc(0x802);
+  ASSERT_NE(t.create_eq(6, uar, 0, 1ull << 0x09, {ring}), 0u);
+  t.f.hca_initialized = true;
+  auto vport_up = [&] {
+    EXPECT_EQ(t.run(0x750, std::vector<uint8_t>(0x10, 0), 0x10), 0) << "QUERY_VPORT_STATE";
+    return (t.out32(0x0c) & 0xf) == 1;
+  };
+  ASSERT_TRUE(vport_up());
+  ASSERT_TRUE(t.f.port.set_link(false));
+  post_port_change(t.f);
+  auto eqe = t.read(ring, 64);
+  EXPECT_EQ(eqe[0x01], 0x09);
+  EXPECT_EQ(eqe[0x03], 1) << "DOWN";
+  EXPECT_FALSE(vport_up());
+  ASSERT_EQ(t.run(0x805, paos_write(1), 0x20, 0), 0) << "PAOS admin up while the link is down";
+  EXPECT_FALSE(t.f.port.state().up());
+  EXPECT_NE(t.read(ring + 64, 64)[0x01], 0x09) << "no change, no event";
+  t.f.port.reset();
+  EXPECT_FALSE(t.f.port.state().up()) << "a reset keeps the link down";
+  EXPECT_FALSE(t.f.port.set_link(false));
+  ASSERT_TRUE(t.f.port.set_link(true));
+  post_port_change(t.f);
+  eqe = t.read(ring + 64, 64);
+  EXPECT_EQ(eqe[0x03], 4) << "ACTIVE";
+  EXPECT_TRUE(vport_up());
+}
+
 }  // namespace
 }  // namespace hcaemu::model
 

@@ -54,6 +54,7 @@ run_rdma_pair() {
       printf 'ROLE=%s\nME=%s\nPEER=%s\nSETUP=%s\nDEV=%s\nNETDEV=%s\n' $role $me $peer "$my_setup" "$my_dev" "$netdev"
       printf 'RDMA_TESTS="%s"\nRDMA_GID=%s\n' "$RDMA_TESTS" "${RDMA_GID:-linklocal}"
       printf 'WAIT_FOR=%s\n' "${WAIT_FOR:-}"
+      printf 'CARRIER_CHECK=%s\n' "${CARRIER_CHECK:-}"
       printf 'BENCH_BW_ITERS=%s\nBENCH_LAT_ITERS=%s\n' "${BENCH_BW_ITERS:-2000}" "${BENCH_LAT_ITERS:-500}"
       cat "$RDMA_LIB_DIR/guest/rdma_peer.sh"
     } > "$WORK/$label-$role.sh"

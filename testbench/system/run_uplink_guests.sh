@@ -6,7 +6,8 @@
 # (rdma_cm) and perftest's ib_write_bw, ib_read_bw, ib_send_lat, ib_atomic_bw (RC) and ib_send_bw -c
 # UD (guest/rdma_peer.sh: RDMA_TESTS="cm interop"). hcaemu's pcap (both directions of the uplink)
 # must dissect cleanly in tshark, and hcareplay must rebuild every RoCE frame of it into a message:
-# its parser checks each frame's ICRC, the ones Soft-RoCE computed too.
+# its parser checks each frame's ICRC, the ones Soft-RoCE computed too. The port follows the link:
+# the PF guest's carrier and RDMA port come up once the Soft-RoCE VM connects and go down when it leaves.
 # Usage: run_uplink_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK HCAREPLAY
 set -uo pipefail
 HCAEMU=$1
@@ -29,7 +30,8 @@ RXE_VM=(--qemu-arg -netdev --qemu-arg "stream,id=n0,server=off,addr.type=unix,ad
 # The Soft-RoCE guest's MAC ends in its host number (its link-local GID comes from it).
 SERVER_VM=("${HCA_VM[@]}")
 CLIENT_VM=("${RXE_VM[@]/0X/02}")
-run_rdma_pair hca-serves mlx5/rxe mlx5_0/rxe0 eth0
+# The PF guest also checks that its carrier and port go down once the Soft-RoCE VM has left.
+CARRIER_CHECK=1 run_rdma_pair hca-serves mlx5/rxe mlx5_0/rxe0 eth0
 rdma_pair_verdict hca-serves
 
 SERVER_VM=("${RXE_VM[@]/0X/01}")

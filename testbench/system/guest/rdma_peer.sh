@@ -290,6 +290,14 @@ if [ "$SETUP" = mlx5 ]; then
   check "no mlx5 errors in dmesg" test -z "$bad"
   [ -n "$bad" ] && echo "$bad"
 fi
+# CARRIER_CHECK=1 (the HCA's server on an uplink whose only peer is the client's VM): once the
+# client's VM is gone, the link is down, and the netdev's carrier and the RDMA port must follow.
+if [ -n "${CARRIER_CHECK:-}" ] && [ "$SETUP" = mlx5 ] && [ "$ROLE" = server ]; then
+  for _ in $(seq 90); do [ "$(cat /sys/class/net/$NETDEV/carrier 2>/dev/null)" = 0 ] && break; sleep 1; done
+  check "$NETDEV lost its carrier when the uplink's peer went away" test "$(cat /sys/class/net/$NETDEV/carrier 2>/dev/null)" = 0
+  for _ in $(seq 10); do grep -q DOWN $PORT_DIR/state 2>/dev/null && break; sleep 1; done
+  check "$DEV port 1 went DOWN with it ($(cat $PORT_DIR/state 2>/dev/null))" grep -q DOWN $PORT_DIR/state
+fi
 blocked=$(dmesg | grep -A3 "blocked for more than")
 check "no kernel task blocked (hung task detector)" test -z "$blocked"
 [ -n "$blocked" ] && echo "$blocked"
