@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "fabric/link_faults.h"
 #include "qemu-bridge/dma_reply_waiter.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
@@ -52,6 +53,7 @@ struct Options {
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
   std::string uplink;  // empty: no physical port; else a qemu-bridge/netdev_link.h spec
+  std::string uplink_faults;  // empty: none; else fabric/link_faults.h settings
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -97,6 +99,10 @@ int parse_options(int argc, char** argv, Options& o) {
        "stream,connect=tcp:HOST:PORT (retried every second) | dgram,local=udp:HOST:PORT,remote=udp:HOST:PORT "
        "| dgram,local=unix:PATH,remote=unix:PATH (one frame per datagram, as -netdev dgram). A stream "
        "port's link is up while its peer is connected")
+      ("uplink-faults", po::value<std::string>(&o.uplink_faults),
+       "inject faults into the uplink's frames, both ways: loss=P,corrupt=P,duplicate=P,seed=N (P a "
+       "fraction or a percentage, e.g. loss=1%,corrupt=0.1%); a corrupted frame has one bit flipped past "
+       "its headers, so the receiver drops it on its ICRC or checksum. Counted and reported at exit")
       ("trace", po::value<std::string>(&o.trace_prefix),
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
@@ -295,6 +301,11 @@ int sc_main(int argc, char** argv) {
   constexpr size_t kMaxUplinkInFlight = 4096;
   std::atomic<size_t> uplink_in_flight{0};
   std::atomic<uint64_t> uplink_dropped_busy{0};
+  std::optional<fabric::LinkFaults> faults_out, faults_in;
+  if (!options.uplink_faults.empty() && options.uplink.empty()) {
+    std::cerr << "hcaemu: --uplink-faults needs an --uplink\n";
+    return 2;
+  }
   if (!options.uplink.empty()) {
     std::string error;
     const std::optional<bridge::LinkSpec> spec = bridge::parse_link_spec(options.uplink, error);
@@ -302,12 +313,24 @@ int sc_main(int argc, char** argv) {
       std::cerr << "hcaemu: --uplink " << options.uplink << ": " << error << "\n";
       return 2;
     }
+    if (!options.uplink_faults.empty()) {
+      const std::optional<fabric::LinkFaultSettings> faults = fabric::parse_link_faults(options.uplink_faults, error);
+      if (!faults) {
+        std::cerr << "hcaemu: --uplink-faults " << options.uplink_faults << ": " << error << "\n";
+        return 2;
+      }
+      // One generator per direction, each used on the kernel thread in the order frames cross.
+      faults_out.emplace(*faults);
+      faults_in.emplace(fabric::LinkFaultSettings{*faults}.with_seed(faults->seed ^ 0x696e));
+      log().info("uplink0: injecting faults: {}", faults->text());
+    }
     auto receive = [&](std::vector<uint8_t> frame) {
       if (uplink_in_flight.load() >= kMaxUplinkInFlight) return void(++uplink_dropped_busy);
       ++uplink_in_flight;
       control.post([&, frame = std::move(frame)] {
         --uplink_in_flight;
-        device.eswitch().receive_from_uplink(frame);
+        if (!faults_in) return device.eswitch().receive_from_uplink(frame);
+        for (const auto& carried : faults_in->carry(frame)) device.eswitch().receive_from_uplink(carried);
       });
     };
     auto carrier = [&](bool up) {
@@ -322,7 +345,10 @@ int sc_main(int argc, char** argv) {
       std::cerr << "hcaemu: --uplink " << options.uplink << ": " << e.what() << "\n";
       return 2;
     }
-    device.eswitch().set_uplink([&](std::span<const uint8_t> frame) { uplink->send(frame); });
+    device.eswitch().set_uplink([&](std::span<const uint8_t> frame) {
+      if (!faults_out) return uplink->send(frame);
+      for (const auto& carried : faults_out->carry(frame)) uplink->send(carried);
+    });
     if (!uplink->peer_connected()) device.set_physical_link(false);  // until a peer comes (elaboration: no EQE yet)
   }
   try {
@@ -361,6 +387,12 @@ int sc_main(int argc, char** argv) {
                c.tx_dropped_backlog.load(), uplink_dropped_busy.load(), c.rx_oversized.load(),
                c.rx_bad_framing.load(), c.rx_cut_frames.load(), c.connects.load(), c.disconnects.load(),
                c.second_peers_refused.load());
+    for (const auto* f : {faults_out ? &*faults_out : nullptr, faults_in ? &*faults_in : nullptr}) {
+      if (f == nullptr) continue;
+      const fabric::LinkFaultCounters& fc = f->counters();
+      log().info("uplink0 faults {}: {} frames, lost {}, corrupted {}, duplicated {}", f == &*faults_out ? "out" : "in",
+                 fc.frames, fc.lost, fc.corrupted, fc.duplicated);
+    }
   }
   sriov::log_device_counters(device);
   servers.stop();

@@ -42,7 +42,9 @@ void log_rdma(FunctionPort& port) {
              port.name(), r.wqes, r.messages_completed, r.tx_packets, r.rx_packets, r.acks_sent, r.acks_received,
              r.naks_sent, r.naks_received, r.rnr_naks_sent, r.rnr_naks_received, r.retransmits, r.timeouts,
              r.duplicates, r.error_cqes, r.flushed_wqes);
-  log().debug("{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
+  // At info level once the wire damaged frames (a link with faults): the receiving side's view of them.
+  const auto level = r.rx_bad_icrc != 0 || r.rx_parse_errors != 0 ? spdlog::level::info : spdlog::level::debug;
+  log().log(level, "{}: rdma drops: not addressed to it {}, parse errors {}, bad ICRC {}, unknown QP {}, QP not ready {}, "
               "not from the QP's path {}, RoCE v1 {}; local protection {}, remote access {}, invalid requests {}, "
               "bad WQEs {}, DMA faults {}, other services {}",
               port.name(), r.rx_not_addressed, r.rx_parse_errors, r.rx_bad_icrc, r.rx_unknown_qp, r.rx_qp_not_ready,

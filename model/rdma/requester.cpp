@@ -406,7 +406,12 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
     return SqStep::kStop;
   }
   RequesterPort port(*this, qpn, qp, 0);
-  if (!requester_.admit(qp.rc.req, wqe.fence != 0, port)) return SqStep::kStop;  // fenced: waits for responses
+  const bool needs_response = wqe.opcode == wqe_op::kRdmaRead || wqe.opcode == wqe_op::kAtomicCs ||
+                              wqe.opcode == wqe_op::kAtomicFa || wqe.opcode == wqe_op::kMaskedAtomicCs ||
+                              wqe.opcode == wqe_op::kMaskedAtomicFa;
+  const uint32_t depth = 1u << get(qp.context, qpc::kLogSraMax);
+  if (!requester_.admit(qp.rc.req, wqe.fence != 0, port, needs_response, depth))
+    return SqStep::kStop;  // fenced, or at its initiator depth: waits for responses
   if (wqe.opcode == wqe_op::kUmr) {  // a memory window bound or a key invalidated, in SQ order
     const BindError error = apply_bind_umr(f_.resources, bytes, qp.pd, qpn);
     if (error != BindError::kNone) {

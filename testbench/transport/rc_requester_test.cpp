@@ -108,6 +108,22 @@ const std::vector<Scenario>& scenarios() {
          EXPECT_TRUE(b.requester.admit(b.state, true, b.host));
          EXPECT_FALSE(b.state.fence_blocked);
        }},
+      // Found on a lossy link (issue 15's fault test): ib_atomic_bw kept 128 atomics in flight on a
+      // QP with max_rd_atomic 16; a lost response sent them all again, the responder (which keeps 16
+      // results) could not answer the older ones, and the QP ended in retry exceeded.
+      {"AReadOrAtomicWaitsAtTheInitiatorDepth",
+       [](Bench& b) {
+         b.host.messages = {message(RequestKind::kRead, 100, 64), message(RequestKind::kWrite, 101, 64),
+                            message(RequestKind::kAtomic, 102, 8)};
+         EXPECT_FALSE(b.requester.admit(b.state, false, b.host, true, 2));
+         b.expect_path({Step::kCheckFence, Step::kFenced});
+         EXPECT_TRUE(b.state.fence_blocked);
+         EXPECT_EQ(b.requester.events(RequesterEvent::kInitiatorDepth), 1u);
+         EXPECT_TRUE(b.requester.admit(b.state, false, b.host)) << "a WRITE or SEND is not held";
+         EXPECT_TRUE(b.requester.admit(b.state, false, b.host, true, 3));
+         b.host.messages[0].responded = true;
+         EXPECT_TRUE(b.requester.admit(b.state, false, b.host, true, 2));
+       }},
       {"PsnsFollowTheMtuAndTheKind",
        [](Bench& b) {
          const struct {

@@ -222,7 +222,14 @@ Step Completer::check_response(Work& w) {
 
 Step Completer::read(Work& w) {
   OutstandingMessage& m = w.host.message(w.index);
-  if (w.psn() != m.read_next_psn) {  // a response went missing: ask again from there
+  if (w.psn() != m.read_next_psn) {  // a response went missing: ask again from there, once
+    // The rest of the lost packet's stream (and of the READs behind it) keeps arriving out of
+    // sequence: asking again for each of them would send a READ per packet and have the responder
+    // stream the tail again each time. Once per missing PSN, until it arrives or the timer fires.
+    if (w.state.implied_resend && w.state.implied_psn == m.read_next_psn)
+      return note(w, CompleterEvent::kReadResponseGap, Step::kDone);
+    w.state.implied_resend = true;
+    w.state.implied_psn = m.read_next_psn;
     w.host.resend_from(m.read_next_psn);
     return note(w, CompleterEvent::kReadResponseGap, Step::kDone);
   }
@@ -286,6 +293,7 @@ Step Completer::timeout_step(Work& w) {
   w.index = 0;
   w.resend_psn = resend_point(w.host, psn_add(w.state.acked_psn, 1));
   w.after_retry = Step::kArmTimer;
+  w.state.implied_resend = false;  // everything goes again: a loss found after this is a new one
   return note(w, CompleterEvent::kTimeout, Step::kRetry);
 }
 

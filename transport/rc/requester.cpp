@@ -11,7 +11,8 @@ using Step = RequesterStep;
 
 const char* event_name(RequesterEvent event) {
   static constexpr std::array<const char*, size_t(RequesterEvent::kCount)> kNames{
-      "fenced requests", "request packets", "messages resent", "no source address", "payload faults"};
+      "fenced requests", "request packets", "messages resent", "no source address", "payload faults",
+      "READ/atomic at initiator depth"};
   return name_in(kNames, event);
 }
 
@@ -50,6 +51,8 @@ struct Requester::Work {
   RequesterHost* host = nullptr;
   OutstandingMessage* admitted = nullptr;  // assign_psns
   bool fenced = false;                     // admit
+  bool needs_response = false;             // admit: a READ or atomic
+  uint32_t initiator_depth = 0;            // admit: 0 = no limit
   bool allowed = false;
   size_t index = 0;          // the message being sent
   uint32_t from_psn = 0;
@@ -92,9 +95,11 @@ Step Requester::note(Work& w, RequesterEvent event, Step next) {
   return next;
 }
 
-bool Requester::admit(RequesterState& state, bool fenced, RequesterHost& host) {
+bool Requester::admit(RequesterState& state, bool fenced, RequesterHost& host, bool needs_response,
+                      uint32_t initiator_depth) {
   const RequesterQp qp;
-  Work w{.state = state, .qp = qp, .host = &host, .fenced = fenced};
+  Work w{.state = state, .qp = qp, .host = &host, .fenced = fenced, .needs_response = needs_response,
+         .initiator_depth = initiator_depth};
   run(Step::kCheckFence, w);
   return w.allowed;
 }
@@ -107,6 +112,20 @@ Step Requester::check_fence(Work& w) {
   }
   w.state.fence_blocked = waiting;
   if (waiting) return note(w, RequesterEvent::kFenced, Step::kFenced);
+  if (w.needs_response && w.initiator_depth != 0) {
+    // The responder keeps the state of only so many READs and atomics (its max_dest_rd_atomic,
+    // which the QP's max_rd_atomic must not exceed): more in flight and a resent one finds its
+    // saved result gone.
+    uint32_t in_flight = 0;
+    for (size_t i = 0; i < w.host->outstanding(); ++i) {
+      const OutstandingMessage& m = w.host->message(i);
+      in_flight += m.needs_response && !m.responded;
+    }
+    if (in_flight >= w.initiator_depth) {
+      w.state.fence_blocked = true;
+      return note(w, RequesterEvent::kInitiatorDepth, Step::kFenced);
+    }
+  }
   w.allowed = true;
   return Step::kDone;
 }

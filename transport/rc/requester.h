@@ -29,6 +29,7 @@ enum class RequesterEvent : uint8_t {
   kResent,        // messages sent again from a resend point
   kNoAddress,     // the QP's path has no usable source address: local QP operation error
   kPayloadFault,  // the payload's local keys or DMA failed: local protection error
+  kInitiatorDepth,  // a READ or atomic waits: max_rd_atomic of them are outstanding
   kCount
 };
 const char* event_name(RequesterEvent);
@@ -63,8 +64,11 @@ const char* step_name(RequesterStep);
 class Requester {
  public:
   // Whether a request may be admitted now; a fenced one waits while an earlier READ or atomic
-  // has no response (state.fence_blocked says so until progress releases it).
-  bool admit(RequesterState& state, bool fenced, RequesterHost& host);
+  // has no response, and a READ or atomic (`needs_response`) while `initiator_depth` of them
+  // (the QP's max_rd_atomic, IBA 9.4.4 / 11.2.4.2) still have none (state.fence_blocked says so
+  // until progress releases it).
+  bool admit(RequesterState& state, bool fenced, RequesterHost& host, bool needs_response = false,
+             uint32_t initiator_depth = 0);
   // Gives a new message its PSNs (it is not on the outstanding list yet).
   void assign_psns(RequesterState& state, const RequesterQp& qp, OutstandingMessage& message);
   // Sends message `index` from `from_psn` on.

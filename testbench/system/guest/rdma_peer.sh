@@ -3,7 +3,7 @@
 #   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
 #   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
 #   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
-#   RDMA_TESTS (words from: pingpong cm verbs perftest bench local interop)
+#   RDMA_TESTS (words from: pingpong cm verbs perftest bench local interop rc-faults)
 #   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
 # hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
 # its connection until the server listens (rdma_cm tools: waits until it does, see CM_START). Each
@@ -252,6 +252,27 @@ SH
     run "ib_send_lat -s 64" 60 "$PERF_RESULT" ib_send_lat $PERF -s 64 -n 50
     run "ib_atomic_bw (8 B)" 60 "$PERF_RESULT" ib_atomic_bw $PERF -n 20 -o 16 --report_gbits
     run "ib_send_bw -c UD -s 1024" 60 "$PERF_RESULT" ib_send_bw $PERF -c UD -s 1024 -n 20 --report_gbits
+    ;;
+  rc-faults)
+    # Over a link that loses and corrupts frames (issue 15): RC recovers by retransmission. The
+    # pingpong and rping check every buffer they receive; perftest's WRITE, READ, SEND and atomics
+    # must complete.
+    run "ibv_rc_pingpong 4 KiB x 50" 120 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 50 -c
+    modprobe rdma_ucm 2>/dev/null
+    cat > /tmp/rping_tool <<'SH'
+#!/bin/sh
+port=$2 peer=$3
+if [ -n "$peer" ]; then rping -c -a "$peer" -p "$port" -C 50 -S 4096 -V; else rping -s -a 0.0.0.0 -p "$port" -C 50 -S 4096 -V; fi || exit
+echo "rping: 50 pings of 4096 B, data validated"
+SH
+    chmod +x /tmp/rping_tool
+    CM_START=1
+    run "rping 4 KiB x 50 (rdma_cm)" 120 'rping:' /tmp/rping_tool
+    CM_START=
+    for tool in write read send; do
+      run "ib_${tool}_bw -s 65536" 120 "$PERF_RESULT" ib_${tool}_bw $PERF -s 65536 -n 20 --report_gbits
+    done
+    run "ib_atomic_bw (8 B)" 120 "$PERF_RESULT" ib_atomic_bw $PERF -n 50 --report_gbits
     ;;
   local)
     # RDMA between two QPs of one function: two processes in this guest (MPI/NCCL-style programs and
