@@ -185,6 +185,7 @@ struct RcAttributes {
   uint32_t sq_psn_a = 0x000100, sq_psn_b = 0x000200;  // A's first PSN = B's expected PSN, and back
   uint8_t mtu = 3;                                     // IB enum: 1024 bytes
   uint8_t retry_count = 7, rnr_retry = 7;
+  uint8_t log_max_rd_atomic = 4;                       // the requester's initiator depth: 16
   uint8_t ack_timeout = 14;                            // 67 ms; the engine waits at least 200 ms
   uint8_t min_rnr_nak = 1;                             // 10 us; the engine waits at least 1 ms
   bool rre = true, rwe = true, rae = true;
@@ -517,7 +518,7 @@ struct RdmaNode : HostFunction {
     auto in = modify_input(qp);
     auto qpc = qpc_of(in);
     set(qpc, Field{0x20, 31, 27}, a.ack_timeout);
-    set(qpc, Field{0x70, 23, 21}, 4);  // log_sra_max
+    set(qpc, Field{0x70, 23, 21}, a.log_max_rd_atomic);  // log_sra_max
     set(qpc, Field{0x70, 18, 16}, a.retry_count);
     set(qpc, Field{0x70, 15, 13}, a.rnr_retry);
     set(qpc, Field{0x78, 23, 0}, sq_psn);

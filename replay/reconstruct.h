@@ -51,6 +51,7 @@ struct QueuePair {
   };
   std::optional<Cq> send_cq, recv_cq, peer_send_cq, peer_recv_cq;
   uint32_t sq_wqebbs = 0;  // the requester's send queue, in 64-byte blocks (0: not known)
+  uint32_t max_rd_atomic = 0;  // the requester's READs/atomics in flight at most (0: not known)
   uint32_t peer_rq_stride = 0;  // the responder's receive WQE in bytes (0: not known, or an SRQ)
   std::optional<uint16_t> function;  // the requester's function (vhca id) in the trace
 };

@@ -702,6 +702,7 @@ void create_qps(const std::vector<const WorkloadQp*>& specs, size_t probe_qps, R
       RcAttributes attr;
       attr.mtu = ib_mtu(spec.mtu);
       attr.ack_timeout = o.ack_timeout;
+      if (spec.max_rd_atomic) attr.log_max_rd_atomic = uint8_t(std::countr_zero(*spec.max_rd_atomic));
       RdmaCluster::bring_up(a, *r.qp, b, *r.peer, attr);
     }
     runs.push_back(r);

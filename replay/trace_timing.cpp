@@ -103,6 +103,7 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
         qp.send_cq = cq(r->send_cq, r->send_cq_entries);
         qp.recv_cq = cq(r->recv_cq, r->recv_cq_entries);
         qp.sq_wqebbs = r->sq_wqebbs;
+        qp.max_rd_atomic = r->max_rd_atomic;
         qp.function = r->function;
         ++found;
       }

@@ -220,7 +220,7 @@ Workload parse(const json& j) {
   for (size_t q = 0; q < qps.size(); ++q) {
     const std::string place = "qps[" + std::to_string(q) + "]";
     only_keys(qps[q], place,
-              {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "peer_rq_stride", "send_cq", "recv_cq", "peer_send_cq",
+              {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "max_rd_atomic", "peer_rq_stride", "send_cq", "recv_cq", "peer_send_cq",
                "peer_recv_cq", "ops"});
     WorkloadQp qp;
     auto host = [&](const char* key) {
@@ -247,6 +247,10 @@ Workload parse(const json& j) {
       qp.sq_wqebbs = uint32_t(unsigned_of(qps[q].at("sq_wqebbs"), place + ".sq_wqebbs", kMaxSqWqebbs));
       if (*qp.sq_wqebbs == 0 || (*qp.sq_wqebbs & (*qp.sq_wqebbs - 1)) != 0)
         fail(place + ".sq_wqebbs", "must be a power of two from 1 to " + std::to_string(kMaxSqWqebbs));
+    }
+    if (qps[q].contains("max_rd_atomic")) {
+      qp.max_rd_atomic = uint32_t(unsigned_of(qps[q].at("max_rd_atomic"), place + ".max_rd_atomic", 128));
+      if (!std::has_single_bit(*qp.max_rd_atomic)) fail(place + ".max_rd_atomic", "must be a power of two from 1 to 128");
     }
     if (qps[q].contains("peer_rq_stride")) {
       qp.peer_rq_stride = uint32_t(unsigned_of(qps[q].at("peer_rq_stride"), place + ".peer_rq_stride", kMaxRqStride));
@@ -335,6 +339,7 @@ std::string workload_json(const Workload& w) {
                                {"service", service_name(qp.service)}, {"qpn", qp.qpn}, {"peer_qpn", qp.peer_qpn},
                                {"mtu", qp.mtu}});
     if (qp.sq_wqebbs) entry["sq_wqebbs"] = *qp.sq_wqebbs;
+    if (qp.max_rd_atomic) entry["max_rd_atomic"] = *qp.max_rd_atomic;
     if (qp.peer_rq_stride) entry["peer_rq_stride"] = *qp.peer_rq_stride;
     const std::pair<const char*, const std::optional<uint32_t>*> refs[] = {
         {"send_cq", &qp.cqs.send}, {"recv_cq", &qp.cqs.recv}, {"peer_send_cq", &qp.cqs.peer_send},
@@ -393,6 +398,8 @@ Workload lower(const Reconstruction& capture) {
     out.mtu = qp.mtu == 0 ? 1024 : mtu;
     if (qp.sq_wqebbs >= 1 && qp.sq_wqebbs <= kMaxSqWqebbs && std::has_single_bit(qp.sq_wqebbs))
       out.sq_wqebbs = qp.sq_wqebbs;
+    if (qp.max_rd_atomic >= 1 && qp.max_rd_atomic <= 128 && std::has_single_bit(qp.max_rd_atomic))
+      out.max_rd_atomic = qp.max_rd_atomic;
     if (qp.peer_rq_stride >= kMinRqStride && qp.peer_rq_stride <= kMaxRqStride && std::has_single_bit(qp.peer_rq_stride))
       out.peer_rq_stride = qp.peer_rq_stride;
     out.cqs = {.send = cq_id(w, qp.host, qp.send_cq),

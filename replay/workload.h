@@ -60,6 +60,9 @@ struct WorkloadQp {
   // The send queue's size in 64-byte blocks, as captured: how many operations may be in flight
   // (none: the replay's --max-outstanding).
   std::optional<uint32_t> sq_wqebbs;
+  // The requester's initiator depth (max_rd_atomic, a power of two up to 128), as captured: how
+  // many of its READs and atomics may wait for responses at once (none: 16, mlx5's most).
+  std::optional<uint32_t> max_rd_atomic;
   // The responder's receive WQE in bytes, as captured: the device reads it whole for every
   // message that takes a receive (none: the replay's 128).
   std::optional<uint32_t> peer_rq_stride;

@@ -132,7 +132,7 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   table.push_back(record(500000, 0, 0x11, "rc", 0x0a000001, 1));  // host a's QP 0x11, function 0
   table.push_back(record(500000, 1, 0x11, "rc", 0x0a000002, 2));  // host b's, function 1
   table.back().send_cq = 4, table.back().send_cq_entries = 2, table.back().recv_cq = 4,
-  table.back().recv_cq_entries = 2, table.back().sq_wqebbs = 32;
+  table.back().recv_cq_entries = 2, table.back().sq_wqebbs = 32, table.back().max_rd_atomic = 4;
   table.push_back(record(400000, 1, 0x11, "rc", 0x0a000002, 2));  // an older QP of the same number
   table.back().send_cq_entries = 256;
   traces::QpRecord responder = record(600000, 0, 0x20, "uc", 0x0a000001, 1);
@@ -164,10 +164,12 @@ TEST(TraceTiming, TheQpTableGivesFunctionsCqsAndSendQueues) {
   EXPECT_EQ(*w.qps[0].cqs.send, *w.qps[0].cqs.recv) << "one CQ for both, as captured";
   EXPECT_EQ(w.hosts[1].cq(*w.qps[0].cqs.send)->entries, 2u);
   EXPECT_EQ(w.qps[0].sq_wqebbs, 32u);
+  EXPECT_EQ(w.qps[0].max_rd_atomic, 4u) << "the initiator depth the run had (the replay holds READs/atomics to it)";
   EXPECT_EQ(w.qps[1].peer_rq_stride, 16u);
   const auto again = parse_workload(workload_json(w), &error);
   ASSERT_TRUE(again) << error;
   EXPECT_EQ(again->qps[0].cqs, w.qps[0].cqs);
+  EXPECT_EQ(again->qps[0].max_rd_atomic, 4u);
   EXPECT_EQ(again->qps[1].peer_rq_stride, 16u);
   EXPECT_EQ(again->hosts[1].cqs, w.hosts[1].cqs);
   std::filesystem::remove(csv);
