@@ -321,7 +321,9 @@ int sc_main(int argc, char** argv) {
       }
       // One generator per direction, each used on the kernel thread in the order frames cross.
       faults_out.emplace(*faults);
-      faults_in.emplace(fabric::LinkFaultSettings{*faults}.with_seed(faults->seed ^ 0x696e));
+      fabric::LinkFaultSettings inbound = *faults;
+      inbound.seed ^= 0x696e;
+      faults_in.emplace(inbound);
       log().info("uplink0: injecting faults: {}", faults->text());
     }
     auto receive = [&](std::vector<uint8_t> frame) {

@@ -17,12 +17,6 @@ namespace hcaemu::fabric {
 struct LinkFaultSettings {
   double loss = 0, corrupt = 0, duplicate = 0;  // probabilities per frame, 0..1
   uint64_t seed = 1;
-  bool any() const { return loss > 0 || corrupt > 0 || duplicate > 0; }
-  LinkFaultSettings with_seed(uint64_t s) const {
-    LinkFaultSettings copy = *this;
-    copy.seed = s;
-    return copy;
-  }
   std::string text() const;
 };
 
@@ -42,7 +36,6 @@ class LinkFaults {
   // What the link delivers for `frame`: nothing (lost), the frame (maybe corrupted), or it twice.
   std::vector<std::vector<uint8_t>> carry(std::span<const uint8_t> frame);
   const LinkFaultCounters& counters() const { return counters_; }
-  const LinkFaultSettings& settings() const { return settings_; }
 
  private:
   double draw();  // uniform in [0, 1)

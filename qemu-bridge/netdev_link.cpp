@@ -340,75 +340,80 @@ void NetdevLink::run() {
     }
     if (listen_at >= 0 && (fds[listen_at].revents & POLLIN)) accept_peer();
     if (peer_at < 0 || !peer_fd_) continue;
-    const short revents = fds[peer_at].revents;
-    if (revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (spec_.kind == LinkSpec::Kind::kDatagram) {
-        for (int i = 0; i < 64; ++i) {  // a burst, then back to the outbox
-          const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
-          if (got < 0) break;  // EAGAIN, or ECONNREFUSED: the remote is not up yet
-          if (got == 0 || size_t(got) > options_.max_frame) {
-            if (got != 0) ++counters_.rx_oversized;
-            continue;
-          }
-          ++counters_.rx_frames;
-          receive_(std::vector<uint8_t>(buffer.begin(), buffer.begin() + got));
-        }
-      } else {
-        const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-          if (decoder.mid_frame()) ++counters_.rx_cut_frames;
-          decoder.reset();
-          drop_peer(got == 0 ? "disconnected" : "failed");
-          continue;
-        }
-        if (got > 0) {
-          const uint64_t oversized_before = decoder.oversized();
-          const bool ok = decoder.feed(std::span(buffer.data(), size_t(got)), [&](std::span<const uint8_t> frame) {
-            ++counters_.rx_frames;
-            receive_(std::vector<uint8_t>(frame.begin(), frame.end()));
-          });
-          if (const uint64_t skipped = decoder.oversized() - oversized_before; skipped != 0) {
-            counters_.rx_oversized += skipped;
-            if (framing_log().allow()) log().warn("{}: a frame above {} bytes skipped", name_, options_.max_frame);
-          }
-          if (!ok) {
-            ++counters_.rx_bad_framing;
-            if (framing_log().allow())
-              log().warn("{}: garbage framing (length {}): dropping the peer", name_, decoder.bad_length());
-            decoder.reset();
-            drop_peer("sent garbage framing");
-            continue;
-          }
-        }
-      }
+    if (fds[peer_at].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (spec_.kind == LinkSpec::Kind::kDatagram)
+        read_datagrams(buffer);
+      else
+        read_stream(decoder, buffer);
     }
-    if (!peer_fd_) continue;
-    // Drain the outbox as far as the socket takes it.
-    std::unique_lock lock(outbox_mutex_);
-    while (!outbox_.empty()) {
-      std::vector<uint8_t>& head = outbox_.front();
-      const bool addressed = spec_.kind == LinkSpec::Kind::kDatagram && spec_.remote.family == SocketAddress::Family::kUnix;
-      const ssize_t put = ::sendto(peer_fd_.get(), head.data() + head_written_, head.size() - head_written_, MSG_NOSIGNAL,
-                                   addressed ? reinterpret_cast<const sockaddr*>(&remote_) : nullptr,
-                                   addressed ? remote_length_ : 0);
-      if (put < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-        if (spec_.kind == LinkSpec::Kind::kDatagram) {  // the remote is not there (yet): this frame is lost
-          ++counters_.tx_dropped_no_peer;
-          outbox_bytes_ -= head.size();
-          outbox_.pop_front();
-          continue;
-        }
-        lock.unlock();
-        drop_peer("failed on send");
-        break;
-      }
-      head_written_ += size_t(put);
-      if (head_written_ < head.size()) break;
-      outbox_bytes_ -= head.size();
-      head_written_ = 0;
-      outbox_.pop_front();
+    if (peer_fd_) drain_outbox();
+  }
+}
+
+void NetdevLink::read_datagrams(std::vector<uint8_t>& buffer) {
+  for (int i = 0; i < 64; ++i) {  // a burst, then back to the outbox
+    const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
+    if (got < 0) break;  // EAGAIN, or ECONNREFUSED: the remote is not up yet
+    if (got == 0 || size_t(got) > options_.max_frame) {
+      if (got != 0) ++counters_.rx_oversized;
+      continue;
     }
+    ++counters_.rx_frames;
+    receive_(std::vector<uint8_t>(buffer.begin(), buffer.begin() + got));
+  }
+}
+
+void NetdevLink::read_stream(transport::StreamDecoder& decoder, std::vector<uint8_t>& buffer) {
+  const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (decoder.mid_frame()) ++counters_.rx_cut_frames;
+    decoder.reset();
+    return drop_peer(got == 0 ? "disconnected" : "failed");
+  }
+  if (got < 0) return;
+  const uint64_t oversized_before = decoder.oversized();
+  const bool ok = decoder.feed(std::span(buffer.data(), size_t(got)), [&](std::span<const uint8_t> frame) {
+    ++counters_.rx_frames;
+    receive_(std::vector<uint8_t>(frame.begin(), frame.end()));
+  });
+  if (const uint64_t skipped = decoder.oversized() - oversized_before; skipped != 0) {
+    counters_.rx_oversized += skipped;
+    if (framing_log().allow()) log().warn("{}: a frame above {} bytes skipped", name_, options_.max_frame);
+  }
+  if (!ok) {
+    ++counters_.rx_bad_framing;
+    if (framing_log().allow())
+      log().warn("{}: garbage framing (length {}): dropping the peer", name_, decoder.bad_length());
+    decoder.reset();
+    drop_peer("sent garbage framing");
+  }
+}
+
+// The outbox, as far as the socket takes it.
+void NetdevLink::drain_outbox() {
+  std::unique_lock lock(outbox_mutex_);
+  while (!outbox_.empty()) {
+    std::vector<uint8_t>& head = outbox_.front();
+    const bool addressed = spec_.kind == LinkSpec::Kind::kDatagram && spec_.remote.family == SocketAddress::Family::kUnix;
+    const ssize_t put = ::sendto(peer_fd_.get(), head.data() + head_written_, head.size() - head_written_, MSG_NOSIGNAL,
+                                 addressed ? reinterpret_cast<const sockaddr*>(&remote_) : nullptr,
+                                 addressed ? remote_length_ : 0);
+    if (put < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      if (spec_.kind == LinkSpec::Kind::kDatagram) {  // the remote is not there (yet): this frame is lost
+        ++counters_.tx_dropped_no_peer;
+        outbox_bytes_ -= head.size();
+        outbox_.pop_front();
+        continue;
+      }
+      lock.unlock();
+      return drop_peer("failed on send");
+    }
+    head_written_ += size_t(put);
+    if (head_written_ < head.size()) return;
+    outbox_bytes_ -= head.size();
+    head_written_ = 0;
+    outbox_.pop_front();
   }
 }
 

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "qemu-bridge/unique_fd.h"
+#include "transport/stream_framing.h"
 
 namespace hcaemu::bridge {
 
@@ -93,6 +94,9 @@ class NetdevLink {
   void open_sockets();
   void try_connect();
   void accept_peer();
+  void read_datagrams(std::vector<uint8_t>& buffer);
+  void read_stream(transport::StreamDecoder& decoder, std::vector<uint8_t>& buffer);
+  void drain_outbox();
   void drop_peer(const char* why);
   void set_carrier(bool up);
   void wake();

@@ -95,13 +95,7 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
   std::copy_n(frame.begin(), dst.size(), dst.begin());
   if (is_group(dst)) {
     ++counters_.flooded;
-    for (size_t i = 0; i < vports_.size(); ++i) {
-      if (i == from) continue;
-      if (vports_[i].up && !vports_[i].subscribed(dst))
-        ++counters_.group_unsubscribed;
-      else
-        deliver(vports_[i], frame);  // counted as dropped there when the vport is down
-    }
+    deliver_to_group(dst, frame, from);
     if (sender.loopback) {
       ++counters_.looped_back;
       sender.loopback(frame, sender_td);
@@ -109,15 +103,13 @@ void Eswitch::transmit(uint16_t from, std::span<const uint8_t> frame, uint32_t s
     if (uplink_) to_uplink(frame);
     return;
   }
-  for (size_t i = 0; i < vports_.size(); ++i) {
-    if (!vports_[i].owns(dst)) continue;
-    if (i == from) {
-      if (!sender.loopback) return void(++counters_.drop_to_self);
-      ++counters_.looped_back;
-      return sender.loopback(frame, sender_td);
-    }
+  if (const size_t owner = owner_of(dst); owner == from) {
+    if (!sender.loopback) return void(++counters_.drop_to_self);
+    ++counters_.looped_back;
+    return sender.loopback(frame, sender_td);
+  } else if (owner < vports_.size()) {
     ++counters_.forwarded;
-    return deliver(vports_[i], frame);
+    return deliver(vports_[owner], frame);
   }
   if (uplink_) return to_uplink(frame);
   ++counters_.drop_unknown_unicast;
@@ -136,21 +128,27 @@ void Eswitch::receive_from_uplink(std::span<const uint8_t> frame) {
   Mac dst, src;
   std::copy_n(frame.begin(), dst.size(), dst.begin());
   std::copy_n(frame.begin() + 6, src.size(), src.begin());
-  for (const Vport& v : vports_)
-    if (v.owns(src)) return void(++counters_.drop_uplink_local_source);
+  if (owner_of(src) < vports_.size()) return void(++counters_.drop_uplink_local_source);
   ++counters_.uplink_rx;
-  if (is_group(dst)) {
-    for (Vport& v : vports_) {
-      if (v.up && !v.subscribed(dst))
-        ++counters_.group_unsubscribed;
-      else
-        deliver(v, frame);
-    }
-    return;
-  }
-  for (Vport& v : vports_)
-    if (v.owns(dst)) return deliver(v, frame);
+  if (is_group(dst)) return deliver_to_group(dst, frame, vports_.size());
+  if (const size_t owner = owner_of(dst); owner < vports_.size()) return deliver(vports_[owner], frame);
   ++counters_.drop_uplink_unknown;
+}
+
+size_t Eswitch::owner_of(const Mac& mac) const {
+  for (size_t i = 0; i < vports_.size(); ++i)
+    if (vports_[i].owns(mac)) return i;
+  return vports_.size();
+}
+
+void Eswitch::deliver_to_group(const Mac& group, std::span<const uint8_t> frame, size_t except) {
+  for (size_t i = 0; i < vports_.size(); ++i) {
+    if (i == except) continue;
+    if (vports_[i].up && !vports_[i].subscribed(group))
+      ++counters_.group_unsubscribed;
+    else
+      deliver(vports_[i], frame);  // counted as dropped there when the vport is down
+  }
 }
 
 }  // namespace hcaemu::sriov

@@ -76,7 +76,6 @@ class Eswitch {
   bool has_uplink() const { return bool(uplink_); }
   // Carrier: while down, frames for the uplink are dropped and counted, and none come in.
   void set_uplink_up(bool up) { uplink_up_ = up; }
-  bool uplink_up() const { return uplink_ && uplink_up_; }
   // A frame that arrived on the uplink.
   void receive_from_uplink(std::span<const uint8_t> frame);
 
@@ -100,6 +99,9 @@ class Eswitch {
     bool subscribed(const Mac& group) const;
   };
   void deliver(Vport& to, std::span<const uint8_t> frame);
+  // Every vport but `except` subscribed to `group` (except = vports(): none left out).
+  void deliver_to_group(const Mac& group, std::span<const uint8_t> frame, size_t except);
+  size_t owner_of(const Mac& mac) const;  // the vport owning a unicast address; vports() when none
   void to_uplink(std::span<const uint8_t> frame);
 
   std::vector<Vport> vports_;

@@ -25,8 +25,8 @@ constexpr uint32_t kPas = 0x110;             // klm_pas_mtt[] / pas[] of every c
 // create_mkey_in / mkc.
 constexpr uint32_t kMkc = 0x10, kMkcSize = 0x40;
 constexpr Field kTranslationsActualSize{0x60, 31, 0};
-constexpr uint64_t kMttFlagBits = 0x7;
-constexpr uint16_t kCheckMemicRange = 0x30;  // a MEMIC key outside the device memory window  // MTT entries carry read/write flags in their low bits
+constexpr uint64_t kMttFlagBits = 0x7;       // MTT entries carry read/write flags in their low bits
+constexpr uint16_t kCheckMemicRange = 0x30;  // a MEMIC key outside the device memory window
 
 // srqc (create_srq_in at 0x10) and xrc_srqc (create_xrc_srq_in at 0x10).
 constexpr uint32_t kSrqc = 0x10, kSrqcSize = 0x40;
@@ -55,6 +55,20 @@ constexpr Field kLogSize{0x20, 4, 0};
 }  // namespace wq
 
 // --- MKEY ---
+
+// A device memory MR (ibv_reg_dm_mr): start_addr is a BAR0 offset inside the window; the key is
+// zero-based (SGEs and RETHs name offsets into the MR). Length 0 is a key that grants no byte (the
+// suite registers one), as for any MR.
+bool place_memic_key(CommandCall& call, Mkey& mkey) {
+  const DeviceMemory& dm = call.function().device_memory;
+  if (mkey.free || mkey.length64 || !dm.contains(mkey.start, mkey.length)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckMemicRange));
+    return false;
+  }
+  mkey.device_offset = mkey.start - dm.window().bar_offset;
+  mkey.start = 0;
+  return true;
+}
 
 void create_mkey(CommandCall& call) {
   if (!start(call, kPas)) return;
@@ -87,16 +101,7 @@ void create_mkey(CommandCall& call) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
   }
-  if (memic) {  // a device memory MR (ibv_reg_dm_mr): start_addr is a BAR0 offset inside the window
-    const DeviceMemory& dm = call.function().device_memory;
-    // Length 0 is a key that grants no byte (the suite registers one), as for any MR.
-    if (mkey.free || mkey.length64 || !dm.contains(mkey.start, mkey.length)) {
-      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckMemicRange));
-      return;
-    }
-    mkey.device_offset = mkey.start - dm.window().bar_offset;
-    mkey.start = 0;  // zero-based: SGEs and RETHs name offsets into the MR
-  }
+  if (memic && !place_memic_key(call, mkey)) return;
   if (!mkey.length64 && mkey.length > ~mkey.start) {  // the region wraps the address space
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSize));
     return;

@@ -118,11 +118,7 @@ RegisterResult write_paos(PortState& s, std::span<const uint8_t> in) {
   const uint32_t admin = get(in, paos::kAdminStatus);
   if (admin != kPortUp && admin != kPortDown) return refuse(kPaosAdminStatus);
   s.admin_status = uint8_t(admin);
-  const uint8_t oper = s.admin_status == kPortUp && s.link_up ? kPortUp : kPortDown;
-  if (s.oper_status != oper) {
-    s.oper_status = oper;
-    ++s.oper_changes;
-  }
+  s.settle_oper_status();
   return {};
 }
 

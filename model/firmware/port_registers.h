@@ -54,6 +54,14 @@ struct PortState {
   uint64_t oper_changes = 0;  // oper_status transitions: each one deserves a PORT_CHANGE EQE
 
   bool up() const { return oper_status == kPortUp; }
+  // oper_status from admin_status and the link; true when it changed (a PORT_CHANGE EQE is due).
+  bool settle_oper_status() {
+    const uint8_t oper = admin_status == kPortUp && link_up ? kPortUp : kPortDown;
+    if (oper == oper_status) return false;
+    oper_status = oper;
+    ++oper_changes;
+    return true;
+  }
 };
 
 PortState default_port_state();
@@ -88,11 +96,7 @@ class PortRegisters {
   // The physical link came up or went down; true when that changed oper_status (a PORT_CHANGE EQE is due).
   bool set_link(bool up) {
     state_.link_up = up;
-    const uint8_t oper = state_.admin_status == kPortUp && up ? kPortUp : kPortDown;
-    if (oper == state_.oper_status) return false;
-    state_.oper_status = oper;
-    ++state_.oper_changes;
-    return true;
+    return state_.settle_oper_status();
   }
 
  private:

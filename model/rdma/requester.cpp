@@ -406,9 +406,8 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
     return SqStep::kStop;
   }
   RequesterPort port(*this, qpn, qp, 0);
-  const bool needs_response = wqe.opcode == wqe_op::kRdmaRead || wqe.opcode == wqe_op::kAtomicCs ||
-                              wqe.opcode == wqe_op::kAtomicFa || wqe.opcode == wqe_op::kMaskedAtomicCs ||
-                              wqe.opcode == wqe_op::kMaskedAtomicFa;
+  const transport::rc::RequestKind kind = kind_of(wqe.opcode);
+  const bool needs_response = kind == transport::rc::RequestKind::kRead || kind == transport::rc::RequestKind::kAtomic;
   const uint32_t depth = 1u << get(qp.context, qpc::kLogSraMax);
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port, needs_response, depth))
     return SqStep::kStop;  // fenced, or at its initiator depth: waits for responses
