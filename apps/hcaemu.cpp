@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -11,11 +12,14 @@
 
 #include "common/log.h"
 #include "fabric/link_faults.h"
+#include "qemu-bridge/control_commands.h"
+#include "qemu-bridge/control_server.h"
 #include "qemu-bridge/dma_reply_waiter.h"
 #include "qemu-bridge/function_backend.h"
 #include "qemu-bridge/kernel_queue.h"
 #include "qemu-bridge/netdev_link.h"
 #include "qemu-bridge/server.h"
+#include "qemu-bridge/uplink_port.h"
 #include "sriov/device_recorder.h"
 #include "sriov/device_report.h"
 #include "model/congestion/dcqcn.h"
@@ -54,6 +58,8 @@ struct Options {
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
   std::string uplink;  // empty: no physical port; else a qemu-bridge/netdev_link.h spec
   std::string uplink_faults;  // empty: none; else fabric/link_faults.h settings
+  std::string uplink_pcap;    // empty: no capture of the uplink
+  std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
 // Returns the exit code to stop with, or -1 to go on.
@@ -100,9 +106,17 @@ int parse_options(int argc, char** argv, Options& o) {
        "| dgram,local=unix:PATH,remote=unix:PATH (one frame per datagram, as -netdev dgram). A stream "
        "port's link is up while its peer is connected")
       ("uplink-faults", po::value<std::string>(&o.uplink_faults),
-       "inject faults into the uplink's frames, both ways: loss=P,corrupt=P,duplicate=P,seed=N (P a "
-       "fraction or a percentage, e.g. loss=1%,corrupt=0.1%); a corrupted frame has one bit flipped past "
-       "its headers, so the receiver drops it on its ICRC or checksum. Counted and reported at exit")
+       "inject faults into the uplink's frames: loss=P,corrupt=P,duplicate=P,reorder=P (both ways; P a "
+       "fraction or a percentage, e.g. loss=1%,corrupt=0.1%), delay=T,jitter=T,rate=R (what the port sends; "
+       "T as 100us or 2ms, R as 10gbit), seed=N. A corrupted frame has one bit flipped past its headers, so "
+       "the receiver drops it on its ICRC or checksum; a reordered one goes out after the next frame. "
+       "Counted, logged per frame with --uplink-pcap, changed while running with hcactl link set")
+      ("uplink-pcap", po::value<std::string>(&o.uplink_pcap),
+       "write the frames the uplink sends and receives to FILE (pcap, model time), and the faults the link "
+       "injected to FILE.faults.csv (model time, direction, faults, the frame's number in FILE)")
+      ("control-socket", po::value<std::string>(&o.control_socket),
+       "UNIX socket for hcactl (link up/down, faults, stats, VFs while running); default SOCKET_DIR/control.sock, "
+       "none for no control socket")
       ("trace", po::value<std::string>(&o.trace_prefix),
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
@@ -256,6 +270,63 @@ sigset_t block_stop_signals() {
   return stop_signals;
 }
 
+// The physical port, when --uplink names one; returns the exit code to stop with, or -1.
+int open_uplink(const Options& options, sriov::HcaDevice& device, bridge::KernelQueue& control,
+                std::unique_ptr<bridge::UplinkPort>& uplink) {
+  if (options.uplink.empty()) {
+    if (!options.uplink_faults.empty() || !options.uplink_pcap.empty()) {
+      std::cerr << "hcaemu: --uplink-faults and --uplink-pcap need an --uplink\n";
+      return 2;
+    }
+    return -1;
+  }
+  bridge::UplinkSettings settings;
+  std::string error;
+  const std::optional<bridge::LinkSpec> spec = bridge::parse_link_spec(options.uplink, error);
+  if (!spec) {
+    std::cerr << "hcaemu: --uplink " << options.uplink << ": " << error << "\n";
+    return 2;
+  }
+  settings.spec = *spec;
+  if (!options.uplink_faults.empty()) {
+    const std::optional<fabric::LinkFaultSettings> faults = fabric::parse_link_faults(options.uplink_faults, error);
+    if (!faults) {
+      std::cerr << "hcaemu: --uplink-faults " << options.uplink_faults << ": " << error << "\n";
+      return 2;
+    }
+    settings.faults = *faults;
+  }
+  settings.pcap_file = options.uplink_pcap;
+  settings.pcap_limit_bytes = options.pcap_limit_mib << 20;
+  try {
+    uplink = std::make_unique<bridge::UplinkPort>(settings, device, control);
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: --uplink " << options.uplink << ": " << e.what() << "\n";
+    return 2;
+  }
+  return -1;
+}
+
+// hcactl's socket: each request is run on the kernel thread (through the control queue), and its
+// answer awaited for at most 5 s, so a stopping kernel cannot hold the control thread for ever.
+std::unique_ptr<bridge::ControlServer> open_control_server(const Options& options, bridge::KernelQueue& control,
+                                                           bridge::ControlTargets& targets) {
+  if (options.control_socket == "none") return nullptr;
+  const fs::path path = options.control_socket.empty() ? options.socket_dir / "control.sock" : fs::path(options.control_socket);
+  auto handler = [&control, &targets](const std::vector<std::string>& words) {
+    auto reply = std::make_shared<std::promise<bridge::ControlReply>>();
+    std::future<bridge::ControlReply> answer = reply->get_future();
+    control.post([reply, words, &targets] { reply->set_value(bridge::run_control_command(words, targets)); });
+    if (answer.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+      return bridge::ControlReply{false, "the model did not answer within 5 s"};
+    return answer.get();
+  };
+  auto server = std::make_unique<bridge::ControlServer>(path.string(), unsigned(std::stoul(options.socket_mode, nullptr, 8)),
+                                                        handler);
+  log().info("control: hcactl --socket {}", path.string());
+  return server;
+}
+
 }  // namespace
 
 int sc_main(int argc, char** argv) {
@@ -295,64 +366,8 @@ int sc_main(int argc, char** argv) {
     std::cerr << "hcaemu: " << e.what() << "\n";
     return 2;
   }
-  // The physical port. Frames that arrive go into the kernel through the control queue (bounded:
-  // past kMaxUplinkInFlight waiting there, the link's frames are dropped and counted).
-  std::unique_ptr<bridge::NetdevLink> uplink;
-  constexpr size_t kMaxUplinkInFlight = 4096;
-  std::atomic<size_t> uplink_in_flight{0};
-  std::atomic<uint64_t> uplink_dropped_busy{0};
-  std::optional<fabric::LinkFaults> faults_out, faults_in;
-  if (!options.uplink_faults.empty() && options.uplink.empty()) {
-    std::cerr << "hcaemu: --uplink-faults needs an --uplink\n";
-    return 2;
-  }
-  if (!options.uplink.empty()) {
-    std::string error;
-    const std::optional<bridge::LinkSpec> spec = bridge::parse_link_spec(options.uplink, error);
-    if (!spec) {
-      std::cerr << "hcaemu: --uplink " << options.uplink << ": " << error << "\n";
-      return 2;
-    }
-    if (!options.uplink_faults.empty()) {
-      const std::optional<fabric::LinkFaultSettings> faults = fabric::parse_link_faults(options.uplink_faults, error);
-      if (!faults) {
-        std::cerr << "hcaemu: --uplink-faults " << options.uplink_faults << ": " << error << "\n";
-        return 2;
-      }
-      // One generator per direction, each used on the kernel thread in the order frames cross.
-      faults_out.emplace(*faults);
-      fabric::LinkFaultSettings inbound = *faults;
-      inbound.seed ^= 0x696e;
-      faults_in.emplace(inbound);
-      log().info("uplink0: injecting faults: {}", faults->text());
-    }
-    auto receive = [&](std::vector<uint8_t> frame) {
-      if (uplink_in_flight.load() >= kMaxUplinkInFlight) return void(++uplink_dropped_busy);
-      ++uplink_in_flight;
-      control.post([&, frame = std::move(frame)] {
-        --uplink_in_flight;
-        if (!faults_in) return device.eswitch().receive_from_uplink(frame);
-        for (const auto& carried : faults_in->carry(frame)) device.eswitch().receive_from_uplink(carried);
-      });
-    };
-    auto carrier = [&](bool up) {
-      control.post([&, up] {
-        device.set_physical_link(up);
-        log().info("uplink0: link {}", up ? "up" : "down");
-      });
-    };
-    try {
-      uplink = std::make_unique<bridge::NetdevLink>("uplink0", *spec, receive, carrier);
-    } catch (const std::exception& e) {
-      std::cerr << "hcaemu: --uplink " << options.uplink << ": " << e.what() << "\n";
-      return 2;
-    }
-    device.eswitch().set_uplink([&](std::span<const uint8_t> frame) {
-      if (!faults_out) return uplink->send(frame);
-      for (const auto& carried : faults_out->carry(frame)) uplink->send(carried);
-    });
-    if (!uplink->peer_connected()) device.set_physical_link(false);  // until a peer comes (elaboration: no EQE yet)
-  }
+  std::unique_ptr<bridge::UplinkPort> uplink;
+  if (int code = open_uplink(options, device, control, uplink); code >= 0) return code;
   try {
     servers.serve_pf();
   } catch (const std::exception& e) {
@@ -360,6 +375,15 @@ int sc_main(int argc, char** argv) {
     return 1;
   }
   device.on_vfs_changed([&](uint16_t count) { servers.serve_vfs(count); });
+  bridge::ControlTargets targets{device, {}};
+  if (uplink) targets.uplinks.push_back(uplink.get());
+  std::unique_ptr<bridge::ControlServer> control_server;
+  try {
+    control_server = open_control_server(options, control, targets);
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: control socket: " << e.what() << "\n";
+    return 1;
+  }
   control.post([&] {
     if (options.vfs > 0) {
       if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
@@ -380,21 +404,10 @@ int sc_main(int argc, char** argv) {
   sc_core::sc_start();
 
   recorder->close();
+  if (control_server) control_server->stop();
   if (uplink) {
     uplink->stop();
-    const bridge::LinkCounters& c = uplink->counters();
-    log().info("uplink0 ({}): sent {}, received {}, dropped: no peer {}, backlog {}, model busy {}, oversized {}, "
-               "garbage framing {}, cut by a disconnect {}; peers: connected {}, disconnected {}, second refused {}",
-               uplink->spec().text, c.tx_frames.load(), c.rx_frames.load(), c.tx_dropped_no_peer.load(),
-               c.tx_dropped_backlog.load(), uplink_dropped_busy.load(), c.rx_oversized.load(),
-               c.rx_bad_framing.load(), c.rx_cut_frames.load(), c.connects.load(), c.disconnects.load(),
-               c.second_peers_refused.load());
-    for (const auto* f : {faults_out ? &*faults_out : nullptr, faults_in ? &*faults_in : nullptr}) {
-      if (f == nullptr) continue;
-      const fabric::LinkFaultCounters& fc = f->counters();
-      log().info("uplink0 faults {}: {} frames, lost {}, corrupted {}, duplicated {}", f == &*faults_out ? "out" : "in",
-                 fc.frames, fc.lost, fc.corrupted, fc.duplicated);
-    }
+    log().info("{}", uplink->counters());
   }
   sriov::log_device_counters(device);
   servers.stop();

@@ -8,3 +8,10 @@ add_library(hcaemu_bridge STATIC
 target_link_libraries(hcaemu_bridge PUBLIC hcaemu_vfio_user hcaemu_sriov)
 install(PROGRAMS ${_bridge_dir}/scripts/provide-qemu.sh ${_bridge_dir}/scripts/build-guest-image.sh
         DESTINATION ${CMAKE_INSTALL_DATADIR}/hcaemu/scripts)
+
+# The uplink as hcaemu runs it (socket, faults, port pcap) and the control commands acting on it.
+add_library(hcaemu_uplink_port STATIC
+  ${_bridge_dir}/uplink_port.cpp
+  ${_bridge_dir}/control_commands.cpp)
+target_link_libraries(hcaemu_uplink_port PUBLIC hcaemu_bridge hcaemu_netdev_link hcaemu_fabric hcaemu_traces
+                      hcaemu_control_server)

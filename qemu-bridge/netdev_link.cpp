@@ -28,11 +28,11 @@ namespace {
   throw std::system_error(err, std::generic_category(), what);
 }
 
-uint64_t now_ms() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
+
+uint64_t now_ms() { return now_ns() / 1000000; }
 
 // "unix:PATH" or "tcp:HOST:PORT" / "udp:HOST:PORT" (`inet` names the one the kind wants).
 std::optional<SocketAddress> parse_address(std::string_view text, std::string_view inet, std::string& error) {
@@ -239,6 +239,14 @@ void NetdevLink::set_carrier(bool up) {
   if (carrier_) carrier_(up);
 }
 
+void NetdevLink::set_pace(Pace pace) {
+  {
+    std::lock_guard lock(outbox_mutex_);
+    pace_ = std::move(pace);
+  }
+  wake();
+}
+
 void NetdevLink::send(std::span<const uint8_t> frame) {
   if (!connected_) return void(++counters_.tx_dropped_no_peer);
   std::vector<uint8_t> bytes = spec_.kind == LinkSpec::Kind::kDatagram
@@ -248,7 +256,8 @@ void NetdevLink::send(std::span<const uint8_t> frame) {
     std::lock_guard lock(outbox_mutex_);
     if (outbox_bytes_ + bytes.size() > options_.max_outbox_bytes) return void(++counters_.tx_dropped_backlog);
     outbox_bytes_ += bytes.size();
-    outbox_.push_back(std::move(bytes));
+    const uint64_t release = pace_ ? pace_(now_ns(), frame.size()) : 0;
+    outbox_.push_back({std::move(bytes), release});
   }
   ++counters_.tx_frames;
   wake();
@@ -324,12 +333,13 @@ void NetdevLink::run() {
       bool pending;
       {
         std::lock_guard lock(outbox_mutex_);
-        pending = !outbox_.empty();
+        pending = !outbox_.empty() && outbox_.front().release_ns <= now_ns();
       }
       fds[n++] = {peer_fd_.get(), short(POLLIN | (pending ? POLLOUT : 0)), 0};
     }
-    const int timeout = spec_.kind == LinkSpec::Kind::kStreamConnect && !peer_fd_ ? int(options_.reconnect_ms) : -1;
-    if (::poll(fds, n, timeout) < 0) {
+    const int64_t timeout = poll_timeout_ns();
+    const timespec wait{time_t(timeout / 1000000000), long(timeout % 1000000000)};
+    if (::ppoll(fds, n, timeout < 0 ? nullptr : &wait, nullptr) < 0) {
       if (errno == EINTR) continue;
       log().error("{}: poll: {}", name_, std::strerror(errno));
       return;
@@ -389,11 +399,24 @@ void NetdevLink::read_stream(transport::StreamDecoder& decoder, std::vector<uint
   }
 }
 
-// The outbox, as far as the socket takes it.
+int64_t NetdevLink::poll_timeout_ns() const {
+  int64_t timeout = spec_.kind == LinkSpec::Kind::kStreamConnect && !peer_fd_ ? int64_t(options_.reconnect_ms) * 1000000 : -1;
+  std::lock_guard lock(outbox_mutex_);
+  if (peer_fd_ && !outbox_.empty() && outbox_.front().release_ns != 0) {
+    const uint64_t now = now_ns(), due = outbox_.front().release_ns;
+    const int64_t wait = due <= now ? 0 : int64_t(due - now);
+    timeout = timeout < 0 ? wait : std::min(timeout, wait);
+  }
+  return timeout;
+}
+
+// The outbox, as far as the socket takes it and as far as its frames are due.
 void NetdevLink::drain_outbox() {
   std::unique_lock lock(outbox_mutex_);
+  const uint64_t now = now_ns();
   while (!outbox_.empty()) {
-    std::vector<uint8_t>& head = outbox_.front();
+    if (outbox_.front().release_ns > now) return;
+    std::vector<uint8_t>& head = outbox_.front().bytes;
     const bool addressed = spec_.kind == LinkSpec::Kind::kDatagram && spec_.remote.family == SocketAddress::Family::kUnix;
     const ssize_t put = ::sendto(peer_fd_.get(), head.data() + head_written_, head.size() - head_written_, MSG_NOSIGNAL,
                                  addressed ? reinterpret_cast<const sockaddr*>(&remote_) : nullptr,

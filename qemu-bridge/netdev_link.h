@@ -74,6 +74,9 @@ class NetdevLink {
  public:
   using Receive = std::function<void(std::vector<uint8_t> frame)>;  // I/O thread
   using Carrier = std::function<void(bool up)>;                     // I/O thread
+  // When a frame of `bytes` handed to send() at `now_ns` (steady clock) may leave: a link that
+  // shapes time (rate limit, delay, jitter: fabric::LinkShaper). Called under the outbox lock.
+  using Pace = std::function<uint64_t(uint64_t now_ns, size_t bytes)>;
 
   // Opens the sockets (a listening UNIX socket replaces a stale socket file; any other file there is
   // refused) and starts the I/O thread. Throws std::system_error / std::runtime_error on failure.
@@ -83,6 +86,7 @@ class NetdevLink {
   NetdevLink& operator=(const NetdevLink&) = delete;
 
   void send(std::span<const uint8_t> frame);  // any thread, never blocks
+  void set_pace(Pace pace);                   // any thread; empty: frames leave at once
   void stop();                                // joins the I/O thread; idempotent
   const LinkCounters& counters() const { return counters_; }
   const std::string& name() const { return name_; }
@@ -97,6 +101,7 @@ class NetdevLink {
   void read_datagrams(std::vector<uint8_t>& buffer);
   void read_stream(transport::StreamDecoder& decoder, std::vector<uint8_t>& buffer);
   void drain_outbox();
+  int64_t poll_timeout_ns() const;  // until the next reconnect or the next paced frame; -1: none
   void drop_peer(const char* why);
   void set_carrier(bool up);
   void wake();
@@ -116,8 +121,13 @@ class NetdevLink {
   bool carrier_up_ = false;
   uint64_t next_connect_ms_ = 0;
 
-  std::mutex outbox_mutex_;
-  std::deque<std::vector<uint8_t>> outbox_;  // encoded stream bytes or whole datagrams
+  mutable std::mutex outbox_mutex_;
+  struct Outgoing {
+    std::vector<uint8_t> bytes;  // encoded stream bytes or a whole datagram
+    uint64_t release_ns = 0;     // steady clock; 0: at once
+  };
+  std::deque<Outgoing> outbox_;
+  Pace pace_;
   size_t outbox_bytes_ = 0;
   size_t head_written_ = 0;  // bytes of outbox_.front() already on a stream
 

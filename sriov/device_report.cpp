@@ -85,4 +85,46 @@ void log_device_counters(HcaDevice& device) {
                sw.drop_uplink_runt);
 }
 
+std::string device_counters_text(HcaDevice& device) {
+  std::string out;
+  auto add = [&](const char* key, uint64_t value) { out += " " + std::string(key) + "=" + std::to_string(value); };
+  auto function = [&](FunctionPort& port) {
+    const auto& r = port.hca().rdma_counters();
+    const auto& e = port.hca().eth_counters();
+    out += port.name();
+    add("rdma_tx_packets", r.tx_packets);
+    add("rdma_tx_bytes", r.tx_bytes);
+    add("rdma_rx_packets", r.rx_packets);
+    add("rdma_rx_bytes", r.rx_bytes);
+    add("messages_completed", r.messages_completed);
+    add("retransmits", r.retransmits);
+    add("timeouts", r.timeouts);
+    add("duplicates", r.duplicates);
+    add("naks_sent", r.naks_sent);
+    add("rx_bad_icrc", r.rx_bad_icrc);
+    add("rx_parse_errors", r.rx_parse_errors);
+    add("error_cqes", r.error_cqes);
+    add("flushed_wqes", r.flushed_wqes);
+    add("np_cnp_sent", r.np_cnp_sent);
+    add("rp_cnp_handled", r.rp_cnp_handled);
+    add("eth_tx_frames", e.tx_frames);
+    add("eth_rx_frames", e.rx_frames);
+    out += "\n";
+  };
+  function(device.pf());
+  for (uint16_t i = 0; i < device.enabled_vfs(); ++i) function(device.vf(i));
+  const auto& sw = device.eswitch().counters();
+  out += "eswitch";
+  add("forwarded", sw.forwarded);
+  add("flooded", sw.flooded);
+  add("looped_back", sw.looped_back);
+  add("uplink_tx", sw.uplink_tx);
+  add("uplink_rx", sw.uplink_rx);
+  add("drop_uplink_down", sw.drop_uplink_down);
+  add("drop_uplink_unknown", sw.drop_uplink_unknown);
+  add("drop_unknown_unicast", sw.drop_unknown_unicast);
+  add("drop_spoofed", sw.drop_spoofed);
+  return out + "\n";
+}
+
 }  // namespace hcaemu::sriov

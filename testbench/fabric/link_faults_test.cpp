@@ -68,5 +68,66 @@ TEST(LinkFaults, SettingsParseOrNameWhatIsWrong) {
   }
 }
 
+TEST(LinkFaults, TimesRatesAndReorderParseOverABase) {
+  std::string error;
+  const auto s = parse_link_faults("delay=100us,jitter=2ms,rate=10gbit,reorder=1%", error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->delay_ns, 100000u);
+  EXPECT_EQ(s->jitter_ns, 2000000u);
+  EXPECT_DOUBLE_EQ(s->rate_bps, 10e9);
+  EXPECT_DOUBLE_EQ(s->reorder, 0.01);
+  EXPECT_TRUE(s->shapes_time());
+  const auto changed = parse_link_faults("loss=1%,rate=0", error, *s);
+  ASSERT_TRUE(changed) << error;
+  EXPECT_DOUBLE_EQ(changed->loss, 0.01);
+  EXPECT_EQ(changed->delay_ns, 100000u) << "keys not named keep the base's values";
+  EXPECT_DOUBLE_EQ(changed->rate_bps, 0);
+  EXPECT_NE(changed->text().find("delay 100us"), std::string::npos) << changed->text();
+  for (const char* bad : {"delay=11s", "delay=5", "delay=1xs", "rate=10qbit", "rate=100", "rate=20000gbit"}) {
+    error.clear();
+    EXPECT_FALSE(parse_link_faults(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+TEST(LinkFaults, AReorderedFrameGoesOutRightAfterTheNextOne) {
+  LinkFaults l({.reorder = 1, .seed = 5});
+  const std::vector<uint8_t> a(80, 1), b(80, 2), c(80, 3);
+  EXPECT_TRUE(l.carry(a).empty()) << "held back";
+  EXPECT_EQ(l.last_faults(), LinkFaults::kHeldBack);
+  EXPECT_EQ(l.carry(b), (std::vector<std::vector<uint8_t>>{b, a})) << "the held frame follows the next one";
+  EXPECT_TRUE(l.carry(c).empty()) << "and the one after is held in turn";
+  l.reconfigure({.loss = 1, .seed = 5});
+  EXPECT_EQ(l.carry(a), (std::vector<std::vector<uint8_t>>{c})) << "a lost frame still releases the held one";
+  EXPECT_EQ(l.last_faults(), LinkFaults::kLost);
+  EXPECT_EQ(l.counters().reordered, 2u);
+  EXPECT_EQ(l.counters().lost, 1u);
+  EXPECT_EQ(l.counters().frames, 4u) << "counts go on across reconfigure";
+}
+
+TEST(LinkShaper, TheRateSerialisesTheDelayAddsAndJitterNeverReorders) {
+  LinkShaper rate({.rate_bps = 1e9});
+  // 1480 + 20 bytes at 1 Gb/s: 12 us each, back to back from the first one's arrival.
+  EXPECT_EQ(rate.release_ns(1000, 1480), 1000u + 12000u);
+  EXPECT_EQ(rate.release_ns(1000, 1480), 1000u + 24000u);
+  EXPECT_EQ(rate.release_ns(100000, 1480), 112000u) << "an idle wire starts again at the arrival";
+  LinkShaper delay({.delay_ns = 50000});
+  EXPECT_EQ(delay.release_ns(7, 100), 50007u);
+  LinkShaper jitter({.delay_ns = 1000, .jitter_ns = 100000, .seed = 9});
+  LinkShaper again({.delay_ns = 1000, .jitter_ns = 100000, .seed = 9});
+  uint64_t last = 0;
+  bool varied = false;
+  for (uint64_t t = 0; t < 1000000; t += 1000) {
+    const uint64_t r = jitter.release_ns(t, 64);
+    EXPECT_EQ(r, again.release_ns(t, 64)) << "the same seed, the same times";
+    EXPECT_GE(r, last) << "never before an earlier frame";
+    EXPECT_GE(r, t + 1000);
+    EXPECT_LT(r, t + 1000 + 100000 + 100000);
+    varied = varied || (last != 0 && r - t != 1000);
+    last = r;
+  }
+  EXPECT_TRUE(varied);
+}
+
 }  // namespace
 }  // namespace hcaemu::fabric

@@ -174,5 +174,24 @@ TEST(NetdevLink, DatagramEndsExchangeOneFramePerDatagram) {
   EXPECT_EQ(b.frames[0], frame_of(200, 4));
 }
 
+TEST(NetdevLink, APacedFrameLeavesNoSoonerThanItsReleaseTimeAndInOrder) {
+  TempDir dir;
+  Inbox a, b;
+  NetdevLink server("a", spec("stream,listen=unix:" + dir.at("p.sock")), a.receive(), a.carrier_fn());
+  NetdevLink client("b", spec("stream,connect=unix:" + dir.at("p.sock")), b.receive(), b.carrier_fn());
+  ASSERT_TRUE(a.wait([&] { return a.carrier; }));
+  std::atomic<uint64_t> released{0};
+  server.set_pace([&](uint64_t now_ns, size_t) { return released = now_ns + 30000000; });  // 30 ms
+  const auto sent = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) server.send(frame_of(100, uint8_t(i)));
+  ASSERT_TRUE(b.wait([&] { return b.frames.size() == 5; }));
+  // Only a lower bound: the link may be late on a busy machine, never early.
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(30));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(b.frames[i], frame_of(100, uint8_t(i)));
+  server.set_pace({});
+  server.send(frame_of(60, 9));
+  ASSERT_TRUE(b.wait([&] { return b.frames.size() == 6; })) << "without a pace, at once";
+}
+
 }  // namespace
 }  // namespace hcaemu::bridge

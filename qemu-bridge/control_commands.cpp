@@ -1,0 +1,96 @@
+#include "qemu-bridge/control_commands.h"
+
+#include <charconv>
+
+#include "qemu-bridge/control_help.h"
+#include "sriov/device_report.h"
+
+namespace hcaemu::bridge {
+namespace {
+
+ControlReply error(std::string text) { return {false, std::move(text)}; }
+
+UplinkPort* find_uplink(ControlTargets& targets, const std::string& name) {
+  for (UplinkPort* port : targets.uplinks)
+    if (port->name() == name) return port;
+  return nullptr;
+}
+
+std::string uplink_names(const ControlTargets& targets) {
+  if (targets.uplinks.empty()) return "none: hcaemu runs without --uplink";
+  std::string names;
+  for (const UplinkPort* port : targets.uplinks) names += (names.empty() ? "" : ", ") + port->name();
+  return names;
+}
+
+// link set NAME KEY VALUE [KEY VALUE ...] (or KEY=VALUE): settings not named keep their values.
+ControlReply link_set(const std::vector<std::string>& words, UplinkPort& port) {
+  std::string text;
+  for (size_t i = 3; i < words.size(); ++i) {
+    std::string item = words[i];
+    if (item.find('=') == std::string::npos) {
+      if (i + 1 >= words.size()) return error("\"" + item + "\" has no value (link set NAME KEY VALUE ...)");
+      item += "=" + words[++i];
+    }
+    text += (text.empty() ? "" : ",") + item;
+  }
+  if (text.empty()) return error("nothing to set (keys: loss, corrupt, duplicate, reorder, delay, jitter, rate, seed)");
+  std::string problem;
+  const auto settings = fabric::parse_link_faults(text, problem, port.faults());
+  if (!settings) return error(problem);
+  port.set_faults(*settings);
+  return {true, port.status()};
+}
+
+ControlReply link(const std::vector<std::string>& words, ControlTargets& targets) {
+  const std::string verb = words.size() > 1 ? words[1] : "show";
+  if (verb == "show") {
+    if (targets.uplinks.empty()) return {true, "no uplink: hcaemu runs without --uplink"};
+    std::string out;
+    for (UplinkPort* port : targets.uplinks) {
+      if (words.size() > 2 && port->name() != words[2]) continue;
+      out += port->status() + "\n";
+    }
+    if (out.empty()) return error("no link \"" + words[2] + "\" (links: " + uplink_names(targets) + ")");
+    return {true, out};
+  }
+  if (verb != "set" && verb != "up" && verb != "down") return error("unknown link command \"" + verb + "\" (show, set, up, down)");
+  if (words.size() < 3) return error("link " + verb + " needs a link name (links: " + uplink_names(targets) + ")");
+  UplinkPort* port = find_uplink(targets, words[2]);
+  if (port == nullptr) return error("no link \"" + words[2] + "\" (links: " + uplink_names(targets) + ")");
+  if (verb == "set") return link_set(words, *port);
+  if (words.size() > 3) return error("link " + verb + " takes only the link's name");
+  port->set_admin_up(verb == "up");
+  return {true, port->status()};
+}
+
+ControlReply vfs(const std::vector<std::string>& words, ControlTargets& targets) {
+  if (words.size() == 1)
+    return {true, std::to_string(targets.device.enabled_vfs()) + " of " + std::to_string(targets.device.config().total_vfs) +
+                      " VFs enabled"};
+  unsigned count = 0;
+  const std::string& n = words[1];
+  const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
+  if (words.size() > 2 || ec != std::errc{} || end != n.data() + n.size() || count > targets.device.config().total_vfs)
+    return error("vfs takes a count from 0 to TotalVFs (" + std::to_string(targets.device.config().total_vfs) + ")");
+  if (std::string problem = targets.device.set_num_vfs(uint16_t(count)); !problem.empty()) return error(problem);
+  return {true, std::to_string(targets.device.enabled_vfs()) + " VFs enabled"};
+}
+
+}  // namespace
+
+ControlReply run_control_command(const std::vector<std::string>& words, ControlTargets& targets) {
+  if (words.empty()) return error("empty request (try: help)");
+  const std::string& command = words[0];
+  if (command == "help") return {true, kControlHelp};
+  if (command == "stats") {
+    std::string out = sriov::device_counters_text(targets.device);
+    for (UplinkPort* port : targets.uplinks) out += port->counters() + "\n";
+    return {true, out};
+  }
+  if (command == "link") return link(words, targets);
+  if (command == "vfs") return vfs(words, targets);
+  return error("unknown command \"" + command + "\" (try: help)");
+}
+
+}  // namespace hcaemu::bridge

@@ -1,0 +1,22 @@
+#pragma once
+// What `hcactl` can ask of a running hcaemu: the commands, run on the SystemC kernel thread against
+// the device and its uplink ports. Every word comes from a client: each is checked and a wrong one
+// answered with an error that names it.
+#include <string>
+#include <vector>
+
+#include "qemu-bridge/control_server.h"
+#include "qemu-bridge/uplink_port.h"
+#include "sriov/hca_device.h"
+
+namespace hcaemu::bridge {
+
+struct ControlTargets {
+  sriov::HcaDevice& device;
+  std::vector<UplinkPort*> uplinks;
+};
+
+// Kernel thread.
+ControlReply run_control_command(const std::vector<std::string>& words, ControlTargets& targets);
+
+}  // namespace hcaemu::bridge

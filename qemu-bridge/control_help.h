@@ -1,0 +1,18 @@
+#pragma once
+// The commands of hcaemu's control socket, as `hcactl help` and `hcactl --help` print them.
+namespace hcaemu::bridge {
+
+inline constexpr const char* kControlHelp = R"(Commands (hcactl [--socket PATH] COMMAND ...):
+  stats                           counters of every function, the embedded switch and the uplinks
+  link show [NAME]                the uplinks: state (admin and peer), endpoint, faults
+  link up NAME | link down NAME   set a link administratively up or down; while down it carries no
+                                  frame either way and every function's port is down (carrier,
+                                  PORT_DOWN events), as when the switch port is shut
+  link set NAME KEY VALUE ...     change the link's faults while running (keys not named keep their
+                                  values): loss, corrupt, duplicate, reorder (probability per frame:
+                                  1% or 0.01), delay, jitter (100us, 2ms), rate (10gbit, 0 = none),
+                                  seed; e.g. link set uplink0 loss 1% corrupt 0.1%
+  vfs [N]                         show the enabled VFs, or enable N (0 disables), as sriov_numvfs
+  help                            this text)";;
+
+}  // namespace hcaemu::bridge

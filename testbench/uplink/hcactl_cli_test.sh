@@ -1,0 +1,74 @@
+#!/bin/bash
+# hcactl against a running hcaemu (no guest): link show/set/down/up, stats, VFs, errors and their
+# exit codes, and the uplink's own pcap with its fault log. A datagram peer (python) sends frames in.
+# Usage: hcactl_cli_test.sh HCAEMU HCACTL
+set -uo pipefail
+HCAEMU=$1 HCACTL=$2
+WORK=$(mktemp -d /tmp/hcactl-test.XXXXXX)
+EMU_PID=
+cleanup() { [ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- hcaemu log" >&2; cat "$WORK/hcaemu.log" >&2; exit 1; }
+export SC_COPYRIGHT_MESSAGE=DISABLE
+
+"$HCAEMU" --socket-dir "$WORK/s" --uplink "dgram,local=unix:$WORK/hca.dgram,remote=unix:$WORK/peer.dgram" \
+  --uplink-pcap "$WORK/uplink.pcap" > "$WORK/hcaemu.log" 2>&1 &
+EMU_PID=$!
+for _ in $(seq 100); do [ -S "$WORK/s/control.sock" ] && break; sleep 0.1; done
+ctl() { "$HCACTL" --socket-dir "$WORK/s" "$@"; }
+
+out=$(ctl link show) || fail "link show: $out"
+[[ $out == "uplink0: up (admin up, peer connected)"* ]] || fail "a datagram link is up: $out"
+out=$(ctl link down uplink0) || fail "link down"
+[[ $out == "uplink0: down (admin down"* ]] || fail "link down: $out"
+out=$(ctl link up uplink0) && [[ $out == "uplink0: up"* ]] || fail "link up: $out"
+out=$(ctl link set uplink0 loss 1% delay 100us rate=10gbit) || fail "link set: $out"
+[[ $out == *"loss 1%"*"delay 100us, rate 10 Gb/s"* ]] || fail "link set: $out"
+out=$(ctl link set uplink0 loss 0 delay 0ns rate 0 duplicate 100%) || fail "link set back: $out"
+
+# Errors: exit 1 with the reason, 2 when hcaemu cannot be reached or the command line is wrong.
+ctl link set uplink0 loss 2x 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'loss "2x" is not a probability' "$WORK/err" || fail "bad value"
+ctl link down uplink9 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'no link "uplink9" (links: uplink0)' "$WORK/err" || fail "bad link"
+ctl frobnicate 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'unknown command' "$WORK/err" || fail "bad command"
+ctl vfs 99 2>"$WORK/err"; [ $? -eq 1 ] || fail "too many VFs"
+"$HCACTL" --socket "$WORK/none.sock" stats 2>"$WORK/err"; [ $? -eq 2 ] && grep -q 'cannot reach' "$WORK/err" || fail "no hcaemu"
+"$HCACTL" 2>/dev/null; [ $? -eq 2 ] || fail "no command"
+"$HCACTL" --help | grep -q "link set NAME KEY VALUE" || fail "--help lists the commands"
+
+out=$(ctl vfs 2) && [[ $out == "2 VFs enabled" ]] || fail "vfs 2: $out"
+[ -S "$WORK/s/vf1.sock" ] || fail "vf1.sock served after vfs 2"
+
+# A broadcast frame in from the peer: with duplicate=100% the port receives it twice (pcap) and the
+# fault log names the faults and the frame's number in the pcap.
+python3 - "$WORK" <<'PY' || fail "peer send"
+import socket, sys, os
+w = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(os.path.join(w, "peer.dgram"))
+frame = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x09" + b"\x08\x06" + bytes(46)
+s.sendto(frame, os.path.join(w, "hca.dgram"))
+PY
+for _ in $(seq 50); do ctl stats | grep -q "in_duplicated=1" && break; sleep 0.1; done
+out=$(ctl stats) || fail "stats"
+grep -q "^pf rdma_tx_packets=" <<<"$out" || fail "stats has the PF: $out"
+grep -q "^vf1 " <<<"$out" || fail "stats has the VFs: $out"
+grep -q "^eswitch .*uplink_rx=2" <<<"$out" || fail "the switch took both copies: $out"
+grep -q "^uplink0 .*rx_frames=1 .*in_duplicated=1 .*pcap_frames=2" <<<"$out" || fail "uplink counters: $out"
+
+kill -TERM "$EMU_PID"; wait "$EMU_PID"; rc=$?; EMU_PID=
+[ $rc -eq 0 ] || fail "hcaemu exit $rc"
+python3 - "$WORK/uplink.pcap" <<'PY' || fail "uplink pcap"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+assert struct.unpack("<I", data[:4])[0] == 0xa1b23c4d, "nanosecond pcap"
+n, off = 0, 24
+while off < len(data):
+    incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+    off += 16 + incl
+    n += 1
+assert n == 2, f"{n} frames"
+PY
+grep -q "^model_time_ns,direction,faults,pcap_frame,bytes$" "$WORK/uplink.pcap.faults.csv" || fail "fault log header"
+grep -q "^[0-9]*,in,duplicated,1,60$" "$WORK/uplink.pcap.faults.csv" || fail "fault log: $(cat "$WORK/uplink.pcap.faults.csv")"
+[ ! -e "$WORK/s/control.sock" ] || fail "control socket removed at exit"
+echo "hcactl CLI: all checks passed"
