@@ -54,6 +54,7 @@ struct Options {
   std::string trace_prefix;
   bool print_config = false;
   bool wall_clock_timers = true;
+  unsigned retransmit_floor_ms = 200;
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
   std::string uplink;  // empty: no physical port; else a qemu-bridge/netdev_link.h spec
@@ -87,6 +88,10 @@ int parse_options(int argc, char** argv, Options& o) {
        "retransmission and RNR timers also wait out a wall-clock floor (200 ms / 1 ms), so guests running "
        "at emulation speed get the time to act before the model retransmits; 0 = model time only, as in "
        "closed runs (deterministic, but live guests see spurious retransmissions)")
+      ("retransmit-floor-ms", po::value<unsigned>(&o.retransmit_floor_ms)->default_value(200),
+       "with --wall-clock-timers, the least wall-clock time an RC requester waits for an ACK before it "
+       "retransmits (1 to 10000); the QP's own timeout counts when it is longer. A QP's retry budget in a live "
+       "run is then about (retry_cnt + 1) x max(its timeout, this floor)")
       ("dcqcn", po::value<std::string>(&o.dcqcn)->implicit_value("connectx"),
        "DCQCN congestion control in every function (ECN-capable RoCE data, CNPs for CE-marked packets, a "
        "rate limiter per QP; mlx5_ib's hw_counters np_cnp_sent, rp_cnp_handled, ...): connectx (the "
@@ -147,6 +152,10 @@ int parse_options(int argc, char** argv, Options& o) {
   }
   if (o.socket_dir.empty() && !o.print_config) {
     std::cerr << "hcaemu: --socket-dir is required (see hcaemu --help)\n";
+    return 2;
+  }
+  if (o.retransmit_floor_ms < 1 || o.retransmit_floor_ms > 10000) {
+    std::cerr << "hcaemu: --retransmit-floor-ms takes 1 to 10000\n";
     return 2;
   }
   if (!set_log_level(o.log_level)) {
@@ -347,7 +356,8 @@ int sc_main(int argc, char** argv) {
 
   // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
   sriov::HcaDevice device("hca", *config);
-  device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers});
+  device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers,
+                                .min_retransmit_wait = std::chrono::milliseconds(options.retransmit_floor_ms)});
   std::optional<model::DcqcnParameters> dcqcn;
   if (!options.dcqcn.empty()) {
     if (!(dcqcn = model::dcqcn_profile(options.dcqcn))) {

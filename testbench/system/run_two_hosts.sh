@@ -8,24 +8,44 @@
 # corrupts frames both ways and the guests run RC only (RDMA_TESTS=rc-faults: data-checking pingpong
 # and rping, perftest WRITE/READ/SEND/atomics): they must complete, the requesters must have
 # retransmitted and a receiver must have dropped frames on their ICRC.
-# Usage: [LINK_FAULTS=...] run_two_hosts.sh HCAEMU HCAVM HCA_VERBS_CHECK
+# With LINK_FLAP=1 host A's uplink is shut for 2 s (hcactl link down/up) twice while the client
+# writes (RDMA_TESTS=link-flap): a QP whose retry budget outlasts the outage recovers, one whose
+# budget is shorter ends with retry exceeded, nothing hangs, the server guest sees carrier and port
+# state follow. With FABRIC=1 the hosts are not joined directly but each to a port of hcafabric.
+# Usage: [LINK_FAULTS=...] [LINK_FLAP=1] [FABRIC=1] run_two_hosts.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCACTL [HCAFABRIC]]
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
 VERBS_CHECK=$3
+HCACTL=${4:-}
+HCAFABRIC=${5:-}
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KEEP_LOG=/tmp/last-two-hosts-hcaemu.log
+EXTRA_A=() EXTRA_B=()
 if [ -n "${LINK_FAULTS:-}" ]; then
   export RDMA_TESTS=${RDMA_TESTS:-rc-faults}
-  FAULT_ARGS=(--uplink-faults "$LINK_FAULTS")
+  EXTRA_A+=(--uplink-faults "$LINK_FAULTS")
+elif [ -n "${LINK_FLAP:-}" ]; then
+  export RDMA_TESTS=${RDMA_TESTS:-link-flap}
+  # The client's requester (host B) times out after max(QP timeout, 100 ms) of wall clock: perftest's
+  # default QP (timeout 14, retry 7) has ~0.8 s in all, well inside the 2 s outage.
+  EXTRA_A+=(--retransmit-floor-ms 100)
+  EXTRA_B+=(--retransmit-floor-ms 100)
 else
   export RDMA_TESTS=${RDMA_TESTS:-pingpong cm verbs perftest}
-  FAULT_ARGS=()
 fi
 source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
 
-B_PID=
+B_PID= FABRIC_PID= FLAPPER_PID=
+stop_fabric() {
+  [ -n "$FABRIC_PID" ] || return 0
+  kill -TERM "$FABRIC_PID" 2>/dev/null
+  wait "$FABRIC_PID"
+  local rc=$?
+  FABRIC_PID=
+  return $rc
+}
 stop_b() {  # SIGTERM to host B's hcaemu; returns its exit status
   [ -n "$B_PID" ] || return 0
   kill -TERM "$B_PID" 2>/dev/null
@@ -34,31 +54,91 @@ stop_b() {  # SIGTERM to host B's hcaemu; returns its exit status
   B_PID=
   return $rc
 }
-trap 'stop_b; cleanup' EXIT
+trap '[ -n "$FLAPPER_PID" ] && kill $FLAPPER_PID 2>/dev/null; stop_b; stop_fabric; cleanup' EXIT
+[ -n "${LINK_FLAP:-}" ] && EXTRA_A+=(--uplink-pcap "$WORK/a-uplink.pcap")
 
-start_hcaemu 0 --uplink "stream,listen=unix:$WORK/link.sock" --pcap "$WORK/a.pcap" "${FAULT_ARGS[@]}"
+if [ -n "${FABRIC:-}" ]; then
+  # Both hosts connect to a switch process; a third port stays free (flooding must not trip on it).
+  "$HCAFABRIC" --port "stream,listen=unix:$WORK/p0.sock" --port "stream,listen=unix:$WORK/p1.sock" \
+    --port "stream,listen=unix:$WORK/p2.sock" > "$WORK/hcafabric.log" 2>&1 &
+  FABRIC_PID=$!
+  for _ in $(seq 50); do [ -S "$WORK/p1.sock" ] && break; sleep 0.1; done
+  [ -S "$WORK/p1.sock" ] || fail "hcafabric did not create its sockets"
+  LINK_A="stream,connect=unix:$WORK/p0.sock" LINK_B="stream,connect=unix:$WORK/p1.sock"
+else
+  LINK_A="stream,listen=unix:$WORK/link.sock" LINK_B="stream,connect=unix:$WORK/link.sock"
+fi
+start_hcaemu 0 --uplink "$LINK_A" --pcap "$WORK/a.pcap" "${EXTRA_A[@]}"
 echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
-"$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "stream,connect=unix:$WORK/link.sock" \
-  --pcap "$WORK/b.pcap" > "$WORK/hcaemu-b.log" 2>&1 &
+"$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "$LINK_B" \
+  --pcap "$WORK/b.pcap" "${EXTRA_B[@]}" > "$WORK/hcaemu-b.log" 2>&1 &
 B_PID=$!
 for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
 [ -S "$WORK/sockets-b/pf.sock" ] || fail "host B's hcaemu did not create its socket"
 
+# LINK_FLAP: host A's uplink goes down for 2 s once the client's transfer runs: the client says
+# "FLAP: go N" as it starts its tool, and host B's counters (hcactl stats) show its WRITEs flowing.
+tx_packets_b() { "$HCACTL" --socket-dir "$WORK/sockets-b" stats | sed -n 's/^pf rdma_tx_packets=\([0-9]*\).*/\1/p'; }
+flapper() {
+  local n start now
+  for n in 1 2; do
+    for _ in $(seq 3000); do grep -q "FLAP: go $n" "$WORK/two-hosts-client.log" 2>/dev/null && break; sleep 0.2; done
+    grep -q "FLAP: go $n" "$WORK/two-hosts-client.log" || { echo "flapper: the client never said FLAP: go $n"; return; }
+    start=$(tx_packets_b)
+    for _ in $(seq 600); do
+      now=$(tx_packets_b)
+      [ "${now:-0}" -gt $((${start:-0} + 2000)) ] && break
+      sleep 0.1
+    done
+    echo "host: transfer $n under way (host B sent $((${now:-0} - ${start:-0})) RDMA packets since it started)"
+    echo "host: $("$HCACTL" --socket-dir "$WORK/sockets" link down uplink0)"
+    sleep 2
+    echo "host: $("$HCACTL" --socket-dir "$WORK/sockets" link up uplink0)"
+  done
+}
+if [ -n "${LINK_FLAP:-}" ]; then
+  flapper > "$WORK/flapper.log" 2>&1 &
+  FLAPPER_PID=$!
+fi
+
 SERVER_VM=(--attach "$WORK/sockets/pf.sock")
 CLIENT_VM=(--attach "$WORK/sockets-b/pf.sock")
 run_rdma_pair two-hosts mlx5 mlx5_0 eth0
+if [ -n "$FLAPPER_PID" ]; then wait "$FLAPPER_PID"; FLAPPER_PID=; cat "$WORK/flapper.log"; fi
 stop_b
 rc_b=$?
+stop_fabric
+rc_fabric=$?
 stop_hcaemu_cleanly
 grep -E "uplink" "$WORK/hcaemu.log" "$WORK/hcaemu-b.log"
 rdma_pair_verdict two-hosts
 [ $rc_b -eq 0 ] || fail "host B's hcaemu exited with $rc_b"
+if [ -n "${FABRIC:-}" ]; then
+  grep -E "port[0-9]|learned|switch" "$WORK/hcafabric.log" | tail -n 8
+  [ $rc_fabric -eq 0 ] || fail "hcafabric exited with $rc_fabric"
+fi
+if [ -n "${LINK_FLAP:-}" ]; then
+  [ "$(grep -c "link down uplink0\|: down (admin down" "$WORK/flapper.log")" -eq 2 ] || fail "the link was not shut twice"
+  grep -q "administratively down" "$WORK/hcaemu.log" || fail "hcaemu did not log the link going down"
+  # The client's requester (host B): one timeout in the first outage (4.3 s > 2 s), 1 + retry_cnt 7 in
+  # the second, then retry exceeded and the rest of its send queue flushed.
+  timeouts=$(sed -n 's/.*pf: rdma .*timeouts \([0-9]*\),.*/\1/p' "$WORK/hcaemu-b.log")
+  errors=$(sed -n 's/.*pf: rdma .*error CQEs \([0-9]*\), flushed \([0-9]*\).*/\1 \2/p' "$WORK/hcaemu-b.log")
+  echo "host B's requester: timeouts ${timeouts:-?}, error CQEs and flushed: ${errors:-?}"
+  [ "${timeouts:-0}" -ge 9 ] || fail "host B's requester timed out ${timeouts:-0} times, expected at least 9"
+  [ "${errors%% *}" -ge 1 ] 2>/dev/null || fail "no error completion on host B"
+  frames=$(tshark -r "$WORK/a-uplink.pcap" 2>/dev/null | wc -l)
+  echo "host A's uplink pcap: $frames frames"
+  [ "$frames" -gt 0 ] || fail "the uplink's own pcap is empty"
+fi
 grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu-b.log" && fail "warnings in host B's log"
 
 if [ -n "${LINK_FAULTS:-}" ]; then
   grep -E "faults|retransmits|bad ICRC" "$WORK/hcaemu.log" "$WORK/hcaemu-b.log"
-  lost=$(sed -n 's/.*uplink0 faults \(in\|out\): [0-9]* frames, lost \([0-9]*\).*/\2/p' "$WORK/hcaemu.log" | awk '{s += $1} END {print s + 0}')
-  corrupted=$(sed -n 's/.*uplink0 faults .*, corrupted \([0-9]*\).*/\1/p' "$WORK/hcaemu.log" | awk '{s += $1} END {print s + 0}')
+  # hcaemu's uplink counters at exit: uplink0 ... out_lost=N ... in_lost=N ...
+  count() { grep -o " $1=[0-9]*" "$WORK/hcaemu.log" | tail -n 1 | cut -d= -f2; }
+  lost=$(( $(count out_lost) + $(count in_lost) ))
+  corrupted=$(( $(count out_corrupted) + $(count in_corrupted) ))
   retransmits=$(sed -n 's/.*retransmits \([0-9]*\),.*/\1/p' "$WORK/hcaemu.log" "$WORK/hcaemu-b.log" | awk '{s += $1} END {print s + 0}')
   bad_icrc=$(sed -n 's/.*bad ICRC \([0-9]*\),.*/\1/p' "$WORK/hcaemu.log" "$WORK/hcaemu-b.log" | awk '{s += $1} END {print s + 0}')
   echo "faults: lost ${lost:-0}, corrupted ${corrupted:-0}; requesters retransmitted ${retransmits:-0}, receivers dropped ${bad_icrc:-0} on the ICRC"

@@ -3,7 +3,7 @@
 #   ROLE (server|client)  ME, PEER (host numbers on 10.9.0.0/24)
 #   SETUP (mlx5: the emulated HCA's function | rxe: Soft-RoCE on a virtio-net NIC)
 #   DEV (RDMA device: mlx5_0, rxe0)  NETDEV (its Ethernet interface: eth0)
-#   RDMA_TESTS (words from: pingpong cm verbs perftest bench local interop rc-faults)
+#   RDMA_TESTS (words from: pingpong cm verbs perftest bench local interop rc-faults link-flap)
 #   RDMA_GID (linklocal: the RoCE v2 GID fe80::..., the default | ipv4: the RoCE v2 GID ::ffff:10.9.0.ME)
 # hca_verbs_check comes with hcavm --file. The server side runs each tool first; the client retries
 # its connection until the server listens (rdma_cm tools: waits until it does, see CM_START). Each
@@ -273,6 +273,58 @@ SH
       run "ib_${tool}_bw -s 65536" 120 "$PERF_RESULT" ib_${tool}_bw $PERF -s 65536 -n 20 --report_gbits
     done
     run "ib_atomic_bw (8 B)" 120 "$PERF_RESULT" ib_atomic_bw $PERF -n 50 --report_gbits
+    # The verbs checker's reliable steps (RC and XRC: UC and UD lose a message with a packet, by design).
+    run "hca_verbs_check -L (RC, XRC)" 400 ' -> (PASS|FAIL)' /tmp/hcavm/hca_verbs_check -d $DEV -g $GIDX -L
+    ;;
+  link-flap)
+    # The host shuts the server's uplink for 2 s in the middle of a transfer, twice (issue 15; the
+    # client says "FLAP: go N" as it starts ib_write_bw, the host acts once the WRITEs flow). First a QP whose
+    # retry budget outlasts the outage (-u 20: 4.3 s per timeout) must recover and finish; then one
+    # with perftest's default timeout (14; the host's 100 ms floor: ~0.8 s in all) must end with
+    # retry exceeded (status 12) and exit; the server guest must see carrier and port go down and
+    # come back, and RC must work again afterwards. 8 KiB messages, 16 in flight: a retransmission
+    # (go-back-N from the oldest unacknowledged PSN) is ~128 packets, so the retry budget is mostly
+    # the timer's, not the time to resend a deep window.
+    if [ "$ROLE" = server ]; then
+      ( while :; do echo "$(cat /sys/class/net/$NETDEV/carrier 2>/dev/null) $(cut -d' ' -f2 $PORT_DIR/state 2>/dev/null)"
+          sleep 0.2; done ) > /tmp/linkstate 2>/dev/null &
+      sampler=$!
+    fi
+    for n in 1 2; do
+      PORT=$((PORT + 1))
+      qp_timeout=; [ $n = 1 ] && qp_timeout="-u 20"
+      flap_args="-s 8192 -t 16 -D 12 $qp_timeout"
+      echo "RUN: ib_write_bw $PERF $flap_args -p $PORT (link down for 2 s during it)"
+      if [ "$ROLE" = server ]; then
+        timeout 120 ib_write_bw $PERF $flap_args -p $PORT > /tmp/out 2>&1
+        rc=$?
+      else
+        rm -f /tmp/rc /tmp/out
+        echo "FLAP: go $n"
+        ( run_client 40 120 10.9.0.$PEER ib_write_bw $PERF $flap_args; echo $rc > /tmp/rc ) &
+        wait
+        rc=$(cat /tmp/rc)
+      fi
+      last=$(grep -E "$PERF_RESULT|status" /tmp/out | tail -n 1 | tr -s ' \t' ' ')
+      if [ $n = 1 ]; then
+        if [ "$rc" -eq 0 ]; then echo "CHECK ok: flap 1 ($ROLE): the QP within its retry budget recovered: $last"
+        else echo "CHECK FAILED: flap 1 ($ROLE): exit $rc: $last"; tail -n 20 /tmp/out | sed "s/^/OUT| /"; status=1; fi
+      elif [ "$ROLE" = client ]; then
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "status 12" /tmp/out; then
+          echo "CHECK ok: flap 2 (client): retry exceeded (IBV_WC_RETRY_EXC_ERR), the tool exited: $last"
+        else echo "CHECK FAILED: flap 2 (client): exit $rc, wanted an error completion with status 12"; tail -n 20 /tmp/out | sed "s/^/OUT| /"; status=1; fi
+      else
+        if [ "$rc" -ne 124 ]; then echo "CHECK ok: flap 2 (server): exited ($rc) once its client failed"
+        else echo "CHECK FAILED: flap 2 (server): still waiting after 120 s"; status=1; fi
+      fi
+    done
+    if [ "$ROLE" = server ]; then
+      kill $sampler 2>/dev/null
+      check "$NETDEV carrier and port 1 went down during the outage ($(grep -c '^0 DOWN' /tmp/linkstate) samples)" grep -q '^0 DOWN' /tmp/linkstate
+      for _ in $(seq 20); do grep -q ACTIVE $PORT_DIR/state && [ "$(cat /sys/class/net/$NETDEV/carrier)" = 1 ] && break; sleep 0.5; done
+      check "$NETDEV carrier and port 1 came back ($(cat /sys/class/net/$NETDEV/carrier) $(cat $PORT_DIR/state))" grep -q ACTIVE $PORT_DIR/state
+    fi
+    run "ibv_rc_pingpong 4 KiB x 10 after the outages" 60 "$PP_RESULT" ibv_rc_pingpong -d $DEV -g $GIDX -n 10 -c
     ;;
   local)
     # RDMA between two QPs of one function: two processes in this guest (MPI/NCCL-style programs and

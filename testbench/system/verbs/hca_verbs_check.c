@@ -66,7 +66,7 @@ struct ctx {
     /* options */
     const char *devname, *server;
     int ib_port, gid_index, tcp_port, timeout_s;
-    bool events, skip_sqe, allow_missing;
+    bool events, skip_sqe, allow_missing, reliable_only;
     /* verbs */
     struct ibv_context *dev;
     struct ibv_pd *pd;
@@ -1387,6 +1387,8 @@ static void usage(FILE *f)
             "             with a local QP operation error and has no SQE state)\n"
             "  -S         leave out the XRC and memory window steps where the device reports no XRC or\n"
             "             no type 2 windows (Soft-RoCE); without -S a missing capability fails a check\n"
+            "  -L         a lossy link: only the reliable steps (RC, XRC); UC and UD drop a message that\n"
+            "             loses a packet, by design, so their steps are left out\n"
             "  -t SEC     timeout of each wait for a completion (default 20)\n"
             "  -h, --help this text\n");
 }
@@ -1396,7 +1398,7 @@ int main(int argc, char **argv)
     struct ctx c = {.ib_port = 1, .gid_index = -1, .tcp_port = 18517, .timeout_s = 20, .sock = -1};
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "d:i:g:p:eUSt:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "d:i:g:p:eUSLt:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'd': c.devname = optarg; break;
         case 'i': c.ib_port = atoi(optarg); break;
@@ -1405,6 +1407,7 @@ int main(int argc, char **argv)
         case 'e': c.events = true; break;
         case 'U': c.skip_sqe = true; break;
         case 'S': c.allow_missing = true; break;
+        case 'L': c.reliable_only = true; break;
         case 't': c.timeout_s = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -1427,16 +1430,21 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         bool (*run)(struct ctx *);
+        bool unreliable; /* UC or UD: a lost packet loses the message */
     } steps[] = {
-        {"SEND/RECV sizes", step_send_sizes}, {"SEND flavours", step_send_flavours},
-        {"RDMA WRITE", step_rdma_write},       {"RDMA READ", step_rdma_read},
-        {"atomics", step_atomics},             {"unsignalled SENDs", step_unsignalled},
-        {"UC RDMA WRITE and SENDs", step_uc_write}, {"MR re-registration", step_rereg_mr},
-        {"XRC", step_xrc},                     {"memory window and SEND with Invalidate", step_memory_window},
-        {"UD send error", step_ud_send_queue_error}, {"bad rkey", step_bad_rkey},
+        {"SEND/RECV sizes", step_send_sizes, false}, {"SEND flavours", step_send_flavours, false},
+        {"RDMA WRITE", step_rdma_write, false},       {"RDMA READ", step_rdma_read, false},
+        {"atomics", step_atomics, false},             {"unsignalled SENDs", step_unsignalled, false},
+        {"UC RDMA WRITE and SENDs", step_uc_write, true}, {"MR re-registration", step_rereg_mr, false},
+        {"XRC", step_xrc, false},                     {"memory window and SEND with Invalidate", step_memory_window, false},
+        {"UD send error", step_ud_send_queue_error, true}, {"bad rkey", step_bad_rkey, false},
     };
     bool completed = true;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && completed; i++) {
+        if (c.reliable_only && steps[i].unreliable) {
+            printf("%s: step %s left out (-L: a lossy link)\n", c.side, steps[i].name);
+            continue;
+        }
         printf("%s: step %s\n", c.side, steps[i].name);
         completed = steps[i].run(&c);
         if (!completed)
