@@ -77,6 +77,38 @@ ControlReply vfs(const std::vector<std::string>& words, ControlTargets& targets)
   return {true, std::to_string(targets.device.enabled_vfs()) + " VFs enabled"};
 }
 
+std::string qos_text(const sriov::VportQos& q) {
+  auto rate = [](uint32_t mbps) { return mbps == 0 ? std::string("none") : std::to_string(mbps) + " Mb/s"; };
+  return "max_tx_rate " + rate(q.max_tx_rate_mbps) + ", min_tx_rate " + rate(q.min_tx_rate_mbps);
+}
+
+bool parse_number(const std::string& text, uint32_t& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty();
+}
+
+// vf [show] | vf N [max_tx_rate MBPS] [min_tx_rate MBPS]: as `ip link set PF vf N ...`.
+ControlReply vf(const std::vector<std::string>& words, ControlTargets& targets) {
+  sriov::HcaDevice& device = targets.device;
+  if (words.size() == 1 || words[1] == "show") {
+    std::string out;
+    for (uint16_t i = 0; i < device.enabled_vfs(); ++i) out += "vf" + std::to_string(i) + ": " + qos_text(device.vf_qos(i)) + "\n";
+    return {true, out.empty() ? "no VF enabled" : out};
+  }
+  uint32_t index = 0;
+  if (!parse_number(words[1], index) || index >= device.enabled_vfs())
+    return error("no enabled VF \"" + words[1] + "\" (" + std::to_string(device.enabled_vfs()) + " enabled)");
+  sriov::VportQos qos = device.vf_qos(uint16_t(index));
+  for (size_t i = 2; i < words.size(); i += 2) {
+    if (i + 1 >= words.size()) return error("\"" + words[i] + "\" has no value");
+    uint32_t* slot = words[i] == "max_tx_rate" ? &qos.max_tx_rate_mbps : words[i] == "min_tx_rate" ? &qos.min_tx_rate_mbps : nullptr;
+    if (slot == nullptr) return error("unknown VF setting \"" + words[i] + "\" (max_tx_rate, min_tx_rate)");
+    if (!parse_number(words[i + 1], *slot)) return error(words[i] + " \"" + words[i + 1] + "\" is not a rate in Mb/s");
+  }
+  if (std::string problem = device.set_vf_qos(uint16_t(index), qos); !problem.empty()) return error(problem);
+  return {true, "vf" + std::to_string(index) + ": " + qos_text(device.vf_qos(uint16_t(index)))};
+}
+
 }  // namespace
 
 ControlReply run_control_command(const std::vector<std::string>& words, ControlTargets& targets) {
@@ -90,6 +122,7 @@ ControlReply run_control_command(const std::vector<std::string>& words, ControlT
   }
   if (command == "link") return link(words, targets);
   if (command == "vfs") return vfs(words, targets);
+  if (command == "vf") return vf(words, targets);
   return error("unknown command \"" + command + "\" (try: help)");
 }
 

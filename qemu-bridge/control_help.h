@@ -13,6 +13,11 @@ inline constexpr const char* kControlHelp = R"(Commands (hcactl [--socket PATH] 
                                   1% or 0.01), delay, jitter (100us, 2ms), rate (10gbit, 0 = none),
                                   seed; e.g. link set uplink0 loss 1% corrupt 0.1%
   vfs [N]                         show the enabled VFs, or enable N (0 disables), as sriov_numvfs
+  vf [show]                       each enabled VF's transmit rates
+  vf N [max_tx_rate MBPS] [min_tx_rate MBPS]
+                                  a VF's transmit rates in Mb/s (0: none), as ip link set PF vf N:
+                                  the port's scheduler caps it at max_tx_rate and shares the port by
+                                  the min_tx_rates (weights) in model time
   help                            this text)";;
 
 }  // namespace hcaemu::bridge

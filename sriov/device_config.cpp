@@ -143,7 +143,7 @@ void take_vf_settings(const json& vfs, DeviceConfig& config) {
     if (std::sscanf(key.c_str(), "%u%c", &vf, &extra) != 1 || vf > 0xffff)
       fail("\"vfs\" keys must be VF numbers, not \"" + key + "\"");
     if (!value.is_object()) fail("\"vfs." + key + "\" must be an object");
-    check_known_keys(value, {"spoofchk", "trust"}, "vfs." + key + ".");
+    check_known_keys(value, {"spoofchk", "trust", "max_tx_rate", "min_tx_rate"}, "vfs." + key + ".");
     VfSettings settings;
     auto take_switch = [&](const char* name, bool& into) {
       if (!value.contains(name)) return;
@@ -152,6 +152,17 @@ void take_vf_settings(const json& vfs, DeviceConfig& config) {
     };
     take_switch("spoofchk", settings.spoofchk);
     take_switch("trust", settings.trust);
+    auto take_rate = [&](const char* name, uint32_t& into) {
+      if (!value.contains(name)) return;
+      const json& rate = value.at(name);
+      if (!rate.is_number_unsigned() || rate.get<uint64_t>() > 1'000'000)
+        fail("\"vfs." + key + "." + name + "\" must be a rate in Mb/s from 0 (none) to 1000000");
+      into = rate.get<uint32_t>();
+    };
+    take_rate("max_tx_rate", settings.max_tx_rate_mbps);
+    take_rate("min_tx_rate", settings.min_tx_rate_mbps);
+    if (settings.max_tx_rate_mbps != 0 && settings.min_tx_rate_mbps > settings.max_tx_rate_mbps)
+      fail("\"vfs." + key + "\": min_tx_rate above max_tx_rate");
     config.vfs[uint16_t(vf)] = settings;
   }
 }
@@ -236,7 +247,9 @@ std::string to_json(const DeviceConfig& c) {
             {"serial_number", serial},
             {"mac_base", format_mac(c.mac_base)}};
   json vfs = json::object();
-  for (const auto& [vf, settings] : c.vfs) vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust}};
+  for (const auto& [vf, settings] : c.vfs)
+    vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust},
+                               {"max_tx_rate", settings.max_tx_rate_mbps}, {"min_tx_rate", settings.min_tx_rate_mbps}};
   j["vfs"] = vfs;
   return j.dump(2);
 }

@@ -30,6 +30,9 @@ struct VfSettings {
   // A trusted VF's allmulti/promiscuous mode reaches the switch (it receives every group frame);
   // an untrusted VF gets only the groups it subscribed to, whatever mode its driver asks for.
   bool trust = false;
+  // Transmit rates in Mb/s (`ip link set PF vf N max_tx_rate/min_tx_rate`), 0 for none: the port's
+  // transmit scheduler caps the VF at its maximum and shares the port by the minimums (weights).
+  uint32_t max_tx_rate_mbps = 0, min_tx_rate_mbps = 0;
 };
 
 struct DeviceConfig {

@@ -52,6 +52,10 @@ class HcaDevice::SwitchUplink : public transport::EthernetPort {
   void transmit_from_domain(std::span<const uint8_t> frame, uint32_t td) override {
     device_.ingress_->submit(vport_, frame, pcie::model_time(), td);
   }
+  uint64_t serialised_ps(size_t wire_bytes, uint64_t start_ps, double link_gbps) override {
+    if (!device_.port_scheduler_.enabled()) return EthernetPort::serialised_ps(wire_bytes, start_ps, link_gbps);
+    return device_.port_scheduler_.serialised_ps(vport_, wire_bytes, start_ps);
+  }
 
  private:
   HcaDevice& device_;
@@ -70,6 +74,7 @@ void HcaDevice::attach_to_switch(FunctionPort& port) {
     const VfSettings settings = config_.vf_settings(uint16_t(identity.vhca_id - 1));
     eswitch_.set_spoof_check(vport, settings.spoofchk);
     eswitch_.set_trusted(vport, settings.trust);
+    port_scheduler_.set_qos(vport, {settings.max_tx_rate_mbps, settings.min_tx_rate_mbps});
   }
   port.hca().set_unicast_owner_check([this, &port](const std::array<uint8_t, 6>& mac) { return owned_by_other(port, mac); });
   uplinks_.push_back(std::make_unique<SwitchUplink>(*this, vport));
@@ -175,6 +180,7 @@ void HcaDevice::vfs_disabled() {
 }
 
 void HcaDevice::apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers) {
+  port_scheduler_.set_link_gbps(preset.link_gbps);
   for_each_function([&](model::HcaFunction& hca) {
     hca.apply_timing(preset);
     hca.set_timer_policy(timers);
@@ -183,6 +189,17 @@ void HcaDevice::apply_timing(const model::TimingPreset& preset, const model::Tim
 
 void HcaDevice::set_congestion_control(const model::DcqcnParameters* parameters) {
   for_each_function([&](model::HcaFunction& hca) { hca.set_congestion_control(parameters); });
+}
+
+std::string HcaDevice::set_vf_qos(uint16_t vf, const VportQos& qos) {
+  if (vf >= vf_ports_.size()) return "no VF " + std::to_string(vf) + " (TotalVFs " + std::to_string(vf_ports_.size()) + ")";
+  const double link_mbps = port_scheduler_.link_gbps() * 1000;
+  if (qos.max_tx_rate_mbps > link_mbps || qos.min_tx_rate_mbps > link_mbps)
+    return "a rate above the port's " + std::to_string(uint64_t(link_mbps)) + " Mb/s";
+  if (qos.max_tx_rate_mbps != 0 && qos.min_tx_rate_mbps > qos.max_tx_rate_mbps)
+    return "min_tx_rate above max_tx_rate";
+  port_scheduler_.set_qos(uint16_t(vf + 1), qos);  // VF n is vport n + 1
+  return {};
 }
 
 void HcaDevice::set_physical_link(bool up) {

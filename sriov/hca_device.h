@@ -13,6 +13,7 @@
 #include "sriov/device_config.h"
 #include "sriov/eswitch.h"
 #include "sriov/function_port.h"
+#include "sriov/port_scheduler.h"
 #include "sriov/sriov_capability.h"
 #include "sriov/switch_ingress.h"
 
@@ -41,6 +42,13 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   // down, and every function's port goes DOWN with it (PORT_CHANGE EQEs; mlx5e drops its carrier,
   // mlx5_ib its port state), as a ConnectX's PF and its VFs (vport state "auto") do. Kernel thread.
   void set_physical_link(bool up);
+
+  // A VF's transmit rates as `ip link set PF vf N max_tx_rate/min_tx_rate` sets them (Mb/s; 0 for
+  // none): the port's transmit scheduler shapes its frames in model time. Kernel thread. Returns an
+  // empty string or why the rates were refused.
+  std::string set_vf_qos(uint16_t vf, const VportQos& qos);
+  VportQos vf_qos(uint16_t vf) const { return port_scheduler_.qos(uint16_t(vf + 1)); }
+  const PortScheduler& port_scheduler() const { return port_scheduler_; }
 
   // Every function's pipeline timing and timer policy (elaboration).
   void apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers);
@@ -71,6 +79,7 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   std::unique_ptr<FunctionPort> pf_port_;
   std::vector<std::unique_ptr<FunctionPort>> vf_ports_;
   Eswitch eswitch_;
+  PortScheduler port_scheduler_;
   std::unique_ptr<SwitchIngress> ingress_;  // frames reach the switch in model-time order
   std::vector<std::unique_ptr<SwitchUplink>> uplinks_;
   uint16_t enabled_vfs_ = 0;

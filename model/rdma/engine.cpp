@@ -143,13 +143,13 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   const uint64_t depart = std::max(now, (inputs_ready_ps != 0 ? inputs_ready_ps : now) + timing_.per_packet_tx_ps);
   // Then serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included): one
   // wait for both, nothing happens to the packet in between.
-  const double wire_ns = double(frame.size() + 24) * 8.0 / timing_.link_gbps;
-  pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS) +
-                           sc_core::sc_time(wire_ns, sc_core::SC_NS));
   if (port_ == nullptr) {
+    pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS));
     ++counters_.tx_no_port;
     return false;
   }
+  const uint64_t sent = port_->serialised_ps(frame.size() + 24, depart, timing_.link_gbps);
+  pcie::consume_model_time(sc_core::sc_time(double(sent - now), sc_core::SC_PS));
   ++counters_.tx_packets;
   counters_.tx_bytes += frame.size();
   port_->transmit_buffer(frame);

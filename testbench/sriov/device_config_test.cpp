@@ -101,6 +101,20 @@ TEST_F(DeviceConfigTest, SpoofCheckIsOnAndTrustOffForEveryVfUnlessSet) {
   EXPECT_NE(error_of(R"({"vfs":{"1":{"rate":1}}})").find("rate"), std::string::npos);
 }
 
+// Issue 15: transmit rates per VF in Mb/s, as ip link set PF vf N max_tx_rate/min_tx_rate.
+TEST_F(DeviceConfigTest, VfTransmitRates) {
+  DeviceConfig c = load_device_config(write(R"({"vfs":{"0":{"max_tx_rate":10000},"1":{"max_tx_rate":30000,"min_tx_rate":20000}}})"));
+  EXPECT_EQ(c.vf_settings(0).max_tx_rate_mbps, 10000u);
+  EXPECT_EQ(c.vf_settings(0).min_tx_rate_mbps, 0u);
+  EXPECT_EQ(c.vf_settings(1).min_tx_rate_mbps, 20000u);
+  EXPECT_EQ(c.vf_settings(2).max_tx_rate_mbps, 0u) << "none unless set";
+  DeviceConfig back = load_device_config(write(to_json(c)));
+  EXPECT_EQ(back.vf_settings(1).max_tx_rate_mbps, 30000u);
+  EXPECT_NE(error_of(R"({"vfs":{"1":{"max_tx_rate":-5}}})").find("max_tx_rate"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vfs":{"1":{"max_tx_rate":2000000}}})").find("max_tx_rate"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vfs":{"1":{"max_tx_rate":100,"min_tx_rate":200}}})").find("min_tx_rate above"), std::string::npos);
+}
+
 // Issue 14: per-function object quotas, as powers of two, within what the device offers.
 TEST_F(DeviceConfigTest, ObjectQuotasPerFunction) {
   DeviceConfig c = load_device_config(write(R"({"vf":{"log_max_qp":12,"log_max_cq":10,"log_max_mkey":11,"log_max_srq":9}})"));

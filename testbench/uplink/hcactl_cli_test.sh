@@ -37,6 +37,12 @@ ctl vfs 99 2>"$WORK/err"; [ $? -eq 1 ] || fail "too many VFs"
 
 out=$(ctl vfs 2) && [[ $out == "2 VFs enabled" ]] || fail "vfs 2: $out"
 [ -S "$WORK/s/vf1.sock" ] || fail "vf1.sock served after vfs 2"
+out=$(ctl vf 0 max_tx_rate 10000) && [[ $out == "vf0: max_tx_rate 10000 Mb/s, min_tx_rate none" ]] || fail "vf 0 rate: $out"
+out=$(ctl vf 1 min_tx_rate 30000) && [[ $out == "vf1: max_tx_rate none, min_tx_rate 30000 Mb/s" ]] || fail "vf 1 rate: $out"
+ctl vf 1 max_tx_rate 20000 2>"$WORK/err"; [ $? -eq 1 ] && grep -q "min_tx_rate above max_tx_rate" "$WORK/err" || fail "min above max"
+ctl vf 5 max_tx_rate 1 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'no enabled VF "5"' "$WORK/err" || fail "vf 5"
+ctl vf 0 max_tx_rate 200000 2>"$WORK/err"; [ $? -eq 1 ] && grep -q "above the port" "$WORK/err" || fail "rate above the port"
+out=$(ctl vf show) && [[ $out == *"vf0: max_tx_rate 10000 Mb/s"*"vf1: max_tx_rate none, min_tx_rate 30000 Mb/s"* ]] || fail "vf show: $out"
 
 # A broadcast frame in from the peer: with duplicate=100% the port receives it twice (pcap) and the
 # fault log names the faults and the frame's number in the pcap.
