@@ -58,13 +58,15 @@ trap '[ -n "$FLAPPER_PID" ] && kill $FLAPPER_PID 2>/dev/null; stop_b; stop_fabri
 [ -n "${LINK_FLAP:-}" ] && EXTRA_A+=(--uplink-pcap "$WORK/a-uplink.pcap")
 
 if [ -n "${FABRIC:-}" ]; then
-  # Both hosts connect to a switch process; a third port stays free (flooding must not trip on it).
-  "$HCAFABRIC" --port "stream,listen=unix:$WORK/p0.sock" --port "stream,listen=unix:$WORK/p1.sock" \
+  # Both hosts connect to a switch process, host A over a UNIX socket, host B over TCP (as from
+  # another machine); a third port stays free (flooding must not trip on it).
+  TCP_PORT=$((30000 + $$ % 20000))
+  "$HCAFABRIC" --port "stream,listen=unix:$WORK/p0.sock" --port "stream,listen=tcp:127.0.0.1:$TCP_PORT" \
     --port "stream,listen=unix:$WORK/p2.sock" > "$WORK/hcafabric.log" 2>&1 &
   FABRIC_PID=$!
-  for _ in $(seq 50); do [ -S "$WORK/p1.sock" ] && break; sleep 0.1; done
-  [ -S "$WORK/p1.sock" ] || fail "hcafabric did not create its sockets"
-  LINK_A="stream,connect=unix:$WORK/p0.sock" LINK_B="stream,connect=unix:$WORK/p1.sock"
+  for _ in $(seq 50); do [ -S "$WORK/p2.sock" ] && break; sleep 0.1; done
+  [ -S "$WORK/p2.sock" ] || fail "hcafabric did not create its sockets"
+  LINK_A="stream,connect=unix:$WORK/p0.sock" LINK_B="stream,connect=tcp:127.0.0.1:$TCP_PORT"
 else
   LINK_A="stream,listen=unix:$WORK/link.sock" LINK_B="stream,connect=unix:$WORK/link.sock"
 fi
