@@ -280,8 +280,16 @@ sigset_t block_stop_signals() {
 }
 
 // The physical port, when --uplink names one; returns the exit code to stop with, or -1.
-int open_uplink(const Options& options, sriov::HcaDevice& device, bridge::KernelQueue& control,
-                std::unique_ptr<bridge::UplinkPort>& uplink) {
+int open_uplink(Options options, const sriov::UplinkConfig& configured, sriov::HcaDevice& device,
+                bridge::KernelQueue& control, std::unique_ptr<bridge::UplinkPort>& uplink) {
+  // The configuration file's uplink, where the command line does not name one.
+  std::string source = "--uplink " + options.uplink;
+  if (options.uplink.empty()) {
+    source = "uplink.endpoint " + configured.endpoint + " (--config)";
+    options.uplink = configured.endpoint;
+    if (options.uplink_faults.empty()) options.uplink_faults = configured.faults;
+    if (options.uplink_pcap.empty()) options.uplink_pcap = configured.pcap;
+  }
   if (options.uplink.empty()) {
     if (!options.uplink_faults.empty() || !options.uplink_pcap.empty()) {
       std::cerr << "hcaemu: --uplink-faults and --uplink-pcap need an --uplink\n";
@@ -293,14 +301,14 @@ int open_uplink(const Options& options, sriov::HcaDevice& device, bridge::Kernel
   std::string error;
   const std::optional<bridge::LinkSpec> spec = bridge::parse_link_spec(options.uplink, error);
   if (!spec) {
-    std::cerr << "hcaemu: --uplink " << options.uplink << ": " << error << "\n";
+    std::cerr << "hcaemu: " << source << ": " << error << "\n";
     return 2;
   }
   settings.spec = *spec;
   if (!options.uplink_faults.empty()) {
     const std::optional<fabric::LinkFaultSettings> faults = fabric::parse_link_faults(options.uplink_faults, error);
     if (!faults) {
-      std::cerr << "hcaemu: --uplink-faults " << options.uplink_faults << ": " << error << "\n";
+      std::cerr << "hcaemu: uplink faults " << options.uplink_faults << ": " << error << "\n";
       return 2;
     }
     settings.faults = *faults;
@@ -310,7 +318,7 @@ int open_uplink(const Options& options, sriov::HcaDevice& device, bridge::Kernel
   try {
     uplink = std::make_unique<bridge::UplinkPort>(settings, device, control);
   } catch (const std::exception& e) {
-    std::cerr << "hcaemu: --uplink " << options.uplink << ": " << e.what() << "\n";
+    std::cerr << "hcaemu: " << source << ": " << e.what() << "\n";
     return 2;
   }
   return -1;
@@ -377,7 +385,7 @@ int sc_main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<bridge::UplinkPort> uplink;
-  if (int code = open_uplink(options, device, control, uplink); code >= 0) return code;
+  if (int code = open_uplink(options, config->uplink, device, control, uplink); code >= 0) return code;
   try {
     servers.serve_pf();
   } catch (const std::exception& e) {

@@ -176,7 +176,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number", "mac_base", "vfs"},
+                            "serial_number", "mac_base", "vfs", "uplink"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -210,6 +210,19 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (root.contains("mac_base")) config.mac_base = parse_mac(root.at("mac_base").get<std::string>());
     if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
     if (root.contains("vfs")) take_vf_settings(root.at("vfs"), config);
+    if (root.contains("uplink")) {
+      const json& u = root.at("uplink");
+      if (!u.is_object()) fail("\"uplink\" must be an object");
+      check_known_keys(u, {"endpoint", "faults", "pcap"}, "uplink.");
+      for (auto [key, into] : {std::pair{"endpoint", &config.uplink.endpoint}, {"faults", &config.uplink.faults},
+                               {"pcap", &config.uplink.pcap}}) {
+        if (!u.contains(key)) continue;
+        if (!u.at(key).is_string()) fail("\"uplink." + std::string(key) + "\" must be a string");
+        *into = u.at(key).get<std::string>();
+      }
+      if (config.uplink.endpoint.empty() && (!config.uplink.faults.empty() || !config.uplink.pcap.empty()))
+        fail("\"uplink\" has faults or a pcap but no endpoint");
+    }
     config.validate();
   } catch (const json::exception& e) {
     throw std::runtime_error(file.string() + ": " + e.what());
@@ -251,6 +264,8 @@ std::string to_json(const DeviceConfig& c) {
     vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust},
                                {"max_tx_rate", settings.max_tx_rate_mbps}, {"min_tx_rate", settings.min_tx_rate_mbps}};
   j["vfs"] = vfs;
+  if (!c.uplink.endpoint.empty())
+    j["uplink"] = {{"endpoint", c.uplink.endpoint}, {"faults", c.uplink.faults}, {"pcap", c.uplink.pcap}};
   return j.dump(2);
 }
 

@@ -35,6 +35,14 @@ struct VfSettings {
   uint32_t max_tx_rate_mbps = 0, min_tx_rate_mbps = 0;
 };
 
+// The physical port's link, as hcaemu's --uplink, --uplink-faults and --uplink-pcap give it (the
+// command line wins over the file). The texts are checked when hcaemu opens the link.
+struct UplinkConfig {
+  std::string endpoint;  // empty: no uplink
+  std::string faults;
+  std::string pcap;
+};
+
 struct DeviceConfig {
   std::string preset = "connectx-6dx";
   uint16_t vendor_id = 0x15b3;
@@ -57,6 +65,7 @@ struct DeviceConfig {
 
   // Per-VF settings by VF number; VFs not listed keep VfSettings' defaults.
   std::map<uint16_t, VfSettings> vfs;
+  UplinkConfig uplink;
 
   std::array<uint8_t, 6> function_mac(uint16_t vhca_id) const;
   VfSettings vf_settings(uint16_t vf) const;

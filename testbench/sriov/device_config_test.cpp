@@ -115,6 +115,20 @@ TEST_F(DeviceConfigTest, VfTransmitRates) {
   EXPECT_NE(error_of(R"({"vfs":{"1":{"max_tx_rate":100,"min_tx_rate":200}}})").find("min_tx_rate above"), std::string::npos);
 }
 
+// Issue 15: the uplink in the configuration file, as --uplink / --uplink-faults / --uplink-pcap.
+TEST_F(DeviceConfigTest, UplinkFromTheFile) {
+  DeviceConfig c = load_device_config(
+      write(R"({"uplink":{"endpoint":"stream,listen=unix:/tmp/u.sock","faults":"loss=1%","pcap":"/tmp/u.pcap"}})"));
+  EXPECT_EQ(c.uplink.endpoint, "stream,listen=unix:/tmp/u.sock");
+  EXPECT_EQ(c.uplink.faults, "loss=1%");
+  EXPECT_EQ(c.uplink.pcap, "/tmp/u.pcap");
+  EXPECT_EQ(load_device_config(write(to_json(c))).uplink.faults, "loss=1%");
+  EXPECT_TRUE(load_device_config(write("{}")).uplink.endpoint.empty()) << "none by default";
+  EXPECT_NE(error_of(R"({"uplink":{"faults":"loss=1%"}})").find("no endpoint"), std::string::npos);
+  EXPECT_NE(error_of(R"({"uplink":{"endpoint":5}})").find("uplink.endpoint"), std::string::npos);
+  EXPECT_NE(error_of(R"({"uplink":{"endpoint":"x","speed":1}})").find("speed"), std::string::npos);
+}
+
 // Issue 14: per-function object quotas, as powers of two, within what the device offers.
 TEST_F(DeviceConfigTest, ObjectQuotasPerFunction) {
   DeviceConfig c = load_device_config(write(R"({"vf":{"log_max_qp":12,"log_max_cq":10,"log_max_mkey":11,"log_max_srq":9}})"));

@@ -11,8 +11,11 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- hcaemu log" >&2; cat "$WORK/hcaemu.log" >&2; exit 1; }
 export SC_COPYRIGHT_MESSAGE=DISABLE
 
-"$HCAEMU" --socket-dir "$WORK/s" --uplink "dgram,local=unix:$WORK/hca.dgram,remote=unix:$WORK/peer.dgram" \
-  --uplink-pcap "$WORK/uplink.pcap" > "$WORK/hcaemu.log" 2>&1 &
+# The uplink from the configuration file (the command line's --uplink-pcap joins it).
+echo "{\"uplink\": {\"endpoint\": \"dgram,local=unix:$WORK/hca.dgram,remote=unix:$WORK/peer.dgram\"}}" > "$WORK/config.json"
+"$HCAEMU" --socket-dir "$WORK/bad" --config "$WORK/config.json" --uplink "stream,listen=ftp:x" 2>"$WORK/err"
+[ $? -eq 2 ] && grep -q "uplink stream,listen=ftp:x" "$WORK/err" || fail "a bad endpoint: exit 2 naming it"
+"$HCAEMU" --socket-dir "$WORK/s" --config "$WORK/config.json" --uplink-pcap "$WORK/uplink.pcap" > "$WORK/hcaemu.log" 2>&1 &
 EMU_PID=$!
 for _ in $(seq 100); do [ -S "$WORK/s/control.sock" ] && break; sleep 0.1; done
 ctl() { "$HCACTL" --socket-dir "$WORK/s" "$@"; }
