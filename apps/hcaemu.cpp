@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/app_cli.h"
 #include "common/log.h"
 #include "fabric/link_faults.h"
 #include "qemu-bridge/control_commands.h"
@@ -127,21 +128,8 @@ int parse_options(int argc, char** argv, Options& o) {
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
        "with hcatrace summary PREFIX.csv");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "hcaemu: " << e.what() << "\n(see hcaemu --help)\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  if (vm.count("version")) {
-    std::cout << "hcaemu 0.1.0 (SystemC " << sc_core::sc_release() << ")\n";
-    return 0;
-  }
+  const std::string version = "0.1.0 (SystemC " + std::string(sc_core::sc_release()) + ")";
+  if (int code = parse_app_options("hcaemu", version, argc, argv, desc, vm); code >= 0) return code;
   o.print_config = vm.count("print-config") > 0;
   if (vm.count("config")) o.config_file = vm["config"].as<std::string>();
   if (vm.count("socket-dir")) o.socket_dir = vm["socket-dir"].as<std::string>();
@@ -267,17 +255,6 @@ class FunctionServers {
   unsigned socket_mode_;
   std::vector<Served> functions_;
 };
-
-// Signals go to one waiting thread, never into the SystemC kernel or the I/O threads.
-sigset_t block_stop_signals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  return stop_signals;
-}
 
 // The physical port, when --uplink names one; returns the exit code to stop with, or -1.
 int open_uplink(Options options, const sriov::UplinkConfig& configured, sriov::HcaDevice& device,

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_cli.h"
 #include "common/log.h"
 #include "fabric/learning_switch.h"
 #include "fabric/link_faults.h"
@@ -80,21 +81,7 @@ int parse_options(int argc, char** argv, Options& o) {
       ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
        "trace, debug, info, warn, error, critical or off");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "hcafabric: " << e.what() << "\n(see hcafabric --help)\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  if (vm.count("version")) {
-    std::cout << "hcafabric 0.1.0\n";
-    return 0;
-  }
+  if (int code = parse_app_options("hcafabric", "0.1.0", argc, argv, desc, vm); code >= 0) return code;
   if (o.ports.size() < 2) {
     std::cerr << "hcafabric: at least two --port options are needed (see hcafabric --help)\n";
     return 2;
@@ -285,17 +272,6 @@ class Fabric {
   fabric::LearningSwitch switch_;
   std::vector<Port> ports_;  // sized once: the links' callbacks hold indices into it
 };
-
-// Signals go to the main thread's sigwait, never to the links' I/O threads (they inherit the mask).
-sigset_t block_stop_signals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  return stop_signals;
-}
 
 }  // namespace
 

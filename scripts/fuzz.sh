@@ -15,7 +15,7 @@ SECONDS_EACH=60
 UPDATE=0
 TARGETS=()
 ALL=(fuzz_vfio_user_messages fuzz_command_queue fuzz_send_wqe fuzz_roce_packet fuzz_capture fuzz_workload fuzz_fabric fuzz_qp_table
-     fuzz_rdma_wire fuzz_config_space fuzz_vfio_user_fds fuzz_stream_framing)
+     fuzz_rdma_wire fuzz_config_space fuzz_vfio_user_fds fuzz_stream_framing fuzz_link_control)
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_EACH=$2; shift 2 ;;
