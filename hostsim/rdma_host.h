@@ -206,9 +206,10 @@ struct RdmaNode : HostFunction {
     int to = 0;  // the node every frame goes to; kByMac: the wire routes by destination MAC
     static constexpr int kByMac = -1;
     // The port's serialisation (e.g. a device's transmit scheduler); empty: the full port rate.
-    std::function<uint64_t(size_t wire_bytes, uint64_t start_ps, double link_gbps)> serialise;
-    uint64_t serialised_ps(size_t wire_bytes, uint64_t start_ps, double link_gbps) override {
-      return serialise ? serialise(wire_bytes, start_ps, link_gbps) : EthernetPort::serialised_ps(wire_bytes, start_ps, link_gbps);
+    std::function<uint64_t(std::span<const uint8_t> frame, size_t wire_bytes, uint64_t start_ps)> serialise;
+    uint64_t serialised_ps(std::span<const uint8_t> frame, size_t wire_bytes, uint64_t start_ps, double link_gbps) override {
+      return serialise ? serialise(frame, wire_bytes, start_ps)
+                       : EthernetPort::serialised_ps(frame, wire_bytes, start_ps, link_gbps);
     }
     void transmit(std::span<const uint8_t> frame) override {
       if (to == kByMac)

@@ -109,6 +109,20 @@ ControlReply vf(const std::vector<std::string>& words, ControlTargets& targets) 
   return {true, "vf" + std::to_string(index) + ": " + qos_text(device.vf_qos(uint16_t(index)))};
 }
 
+// port [show] | port qos JSON: the port's traffic classes, as the configuration's "port_qos".
+ControlReply port(const std::vector<std::string>& words, ControlTargets& targets) {
+  sriov::HcaDevice& device = targets.device;
+  if (words.size() == 1 || words[1] == "show")
+    return {true, "port_qos " + sriov::port_qos_json(device.port_scheduler().tc_config())};
+  if (words[1] != "qos" || words.size() != 3) return error("port [show] | port qos JSON (the configuration's port_qos, without blanks)");
+  try {
+    device.set_port_tc(sriov::parse_port_qos(words[2], device.port_scheduler().tc_config()));
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+  return {true, "port_qos " + sriov::port_qos_json(device.port_scheduler().tc_config())};
+}
+
 }  // namespace
 
 ControlReply run_control_command(const std::vector<std::string>& words, ControlTargets& targets) {
@@ -123,6 +137,7 @@ ControlReply run_control_command(const std::vector<std::string>& words, ControlT
   if (command == "link") return link(words, targets);
   if (command == "vfs") return vfs(words, targets);
   if (command == "vf") return vf(words, targets);
+  if (command == "port") return port(words, targets);
   return error("unknown command \"" + command + "\" (try: help)");
 }
 

@@ -18,6 +18,10 @@ inline constexpr const char* kControlHelp = R"(Commands (hcactl [--socket PATH] 
                                   a VF's transmit rates in Mb/s (0: none), as ip link set PF vf N:
                                   the port's scheduler caps it at max_tx_rate and shares the port by
                                   the min_tx_rates (weights) in model time
+  port [show]                     the port's traffic classes (trust, prio_tc, tsa, tcbw)
+  port qos JSON                   change them, as the configuration's port_qos (no blanks), e.g.
+                                  port qos {"trust":"dscp","prio_tc":[0,0,0,1,0,0,0,0],
+                                  "tcbw":[30,70,0,0,0,0,0,0]}: DSCP 24..31 in class 1, 70% of the port
   help                            this text)";;
 
 }  // namespace hcaemu::bridge

@@ -167,6 +167,64 @@ void take_vf_settings(const json& vfs, DeviceConfig& config) {
   }
 }
 
+// "port_qos": {"trust": "pcp"|"dscp", "prio_tc": [8 classes], "tsa": [8 of "ets"|"strict"],
+// "tcbw": [8 percentages, the ETS classes' adding up to 100]}, as mlnx_qos sets them.
+void take_port_qos(const json& q, PortTcConfig& tc) {
+  if (!q.is_object()) fail("\"port_qos\" must be an object");
+  check_known_keys(q, {"trust", "prio_tc", "tsa", "tcbw"}, "port_qos.");
+  if (q.contains("trust")) {
+    const json& t = q.at("trust");
+    if (t != "pcp" && t != "dscp") fail("\"port_qos.trust\" must be \"pcp\" or \"dscp\"");
+    tc.trust_dscp = t == "dscp";
+  }
+  auto eight = [&](const char* key) -> const json& {
+    const json& a = q.at(key);
+    if (!a.is_array() || a.size() != 8) fail("\"port_qos." + std::string(key) + "\" must be an array of 8");
+    return a;
+  };
+  if (q.contains("prio_tc")) {
+    const json& a = eight("prio_tc");
+    for (size_t i = 0; i < 8; ++i) {
+      if (!a[i].is_number_unsigned() || a[i].get<unsigned>() > 7) fail("\"port_qos.prio_tc\" holds classes 0..7");
+      tc.prio_tc[i] = a[i].get<uint8_t>();
+    }
+  }
+  if (q.contains("tsa")) {
+    const json& a = eight("tsa");
+    for (size_t i = 0; i < 8; ++i) {
+      if (a[i] != "ets" && a[i] != "strict") fail("\"port_qos.tsa\" holds \"ets\" or \"strict\"");
+      tc.tsa[i] = a[i] == "strict" ? PortTcConfig::Tsa::kStrict : PortTcConfig::Tsa::kEts;
+    }
+  }
+  if (q.contains("tcbw")) {
+    const json& a = eight("tcbw");
+    for (size_t i = 0; i < 8; ++i) {
+      if (!a[i].is_number_unsigned() || a[i].get<unsigned>() > 100) fail("\"port_qos.tcbw\" holds percentages 0..100");
+      tc.tcbw[i] = a[i].get<uint8_t>();
+    }
+  }
+  unsigned ets_total = 0;
+  for (size_t i = 0; i < 8; ++i)
+    if (tc.tsa[i] == PortTcConfig::Tsa::kEts) ets_total += tc.tcbw[i];
+  if (ets_total != 100) fail("\"port_qos.tcbw\": the ETS classes' percentages add up to " + std::to_string(ets_total) + ", not 100");
+}
+
+PortTcConfig parse_port_qos(const std::string& json_text, const PortTcConfig& base) {
+  PortTcConfig tc = base;
+  try {
+    take_port_qos(json::parse(json_text), tc);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("port_qos: ") + e.what());
+  }
+  return tc;
+}
+
+std::string port_qos_json(const PortTcConfig& tc) {
+  json tsa = json::array();
+  for (auto t : tc.tsa) tsa.push_back(t == PortTcConfig::Tsa::kStrict ? "strict" : "ets");
+  return json{{"trust", tc.trust_dscp ? "dscp" : "pcp"}, {"prio_tc", tc.prio_tc}, {"tsa", tsa}, {"tcbw", tc.tcbw}}.dump();
+}
+
 DeviceConfig load_device_config(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) throw std::runtime_error(file.string() + ": cannot open");
@@ -176,7 +234,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number", "mac_base", "vfs", "uplink"},
+                            "serial_number", "mac_base", "vfs", "uplink", "port_qos"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -210,6 +268,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (root.contains("mac_base")) config.mac_base = parse_mac(root.at("mac_base").get<std::string>());
     if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
     if (root.contains("vfs")) take_vf_settings(root.at("vfs"), config);
+    if (root.contains("port_qos")) take_port_qos(root.at("port_qos"), config.port_tc);
     if (root.contains("uplink")) {
       const json& u = root.at("uplink");
       if (!u.is_object()) fail("\"uplink\" must be an object");
@@ -264,6 +323,7 @@ std::string to_json(const DeviceConfig& c) {
     vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust},
                                {"max_tx_rate", settings.max_tx_rate_mbps}, {"min_tx_rate", settings.min_tx_rate_mbps}};
   j["vfs"] = vfs;
+  if (c.port_tc != PortTcConfig{}) j["port_qos"] = json::parse(port_qos_json(c.port_tc));
   if (!c.uplink.endpoint.empty())
     j["uplink"] = {{"endpoint", c.uplink.endpoint}, {"faults", c.uplink.faults}, {"pcap", c.uplink.pcap}};
   return j.dump(2);

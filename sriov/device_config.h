@@ -4,6 +4,8 @@
 // of them (hcaemu --config). Unknown keys and out-of-range values are errors, not surprises.
 #include <array>
 #include <map>
+
+#include "sriov/port_scheduler.h"
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -44,6 +46,8 @@ struct UplinkConfig {
 };
 
 struct DeviceConfig {
+  // The port's traffic classes (mlnx_qos --trust/--prio_tc/--tsa/--tcbw); one class by default.
+  PortTcConfig port_tc;
   std::string preset = "connectx-6dx";
   uint16_t vendor_id = 0x15b3;
   uint16_t pf_device_id = 0x101d;
@@ -77,6 +81,11 @@ struct DeviceConfig {
 // Reads a JSON file; keys not given keep their defaults. Throws std::runtime_error with the file
 // name and the reason on any error.
 DeviceConfig load_device_config(const std::filesystem::path& file);
+
+// The port's traffic classes from the JSON text of a "port_qos" object, over `base` (keys not given
+// keep its values); throws std::runtime_error naming what is wrong (hcactl port qos).
+PortTcConfig parse_port_qos(const std::string& json_text, const PortTcConfig& base);
+std::string port_qos_json(const PortTcConfig& tc);
 
 // The JSON text of a configuration (what `hcaemu --print-config` shows).
 std::string to_json(const DeviceConfig& config);

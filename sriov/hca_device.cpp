@@ -52,9 +52,9 @@ class HcaDevice::SwitchUplink : public transport::EthernetPort {
   void transmit_from_domain(std::span<const uint8_t> frame, uint32_t td) override {
     device_.ingress_->submit(vport_, frame, pcie::model_time(), td);
   }
-  uint64_t serialised_ps(size_t wire_bytes, uint64_t start_ps, double link_gbps) override {
-    if (!device_.port_scheduler_.enabled()) return EthernetPort::serialised_ps(wire_bytes, start_ps, link_gbps);
-    return device_.port_scheduler_.serialised_ps(vport_, wire_bytes, start_ps);
+  uint64_t serialised_ps(std::span<const uint8_t> frame, size_t wire_bytes, uint64_t start_ps, double link_gbps) override {
+    if (!device_.port_scheduler_.enabled()) return EthernetPort::serialised_ps(frame, wire_bytes, start_ps, link_gbps);
+    return device_.port_scheduler_.serialised_ps(vport_, frame, wire_bytes, start_ps);
   }
 
  private:
@@ -180,6 +180,7 @@ void HcaDevice::vfs_disabled() {
 }
 
 void HcaDevice::apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers) {
+  port_scheduler_.set_tc_config(config_.port_tc);
   port_scheduler_.set_link_gbps(preset.link_gbps);
   for_each_function([&](model::HcaFunction& hca) {
     hca.apply_timing(preset);

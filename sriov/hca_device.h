@@ -49,6 +49,7 @@ class HcaDevice : public sc_core::sc_module, private SriovListener {
   std::string set_vf_qos(uint16_t vf, const VportQos& qos);
   VportQos vf_qos(uint16_t vf) const { return port_scheduler_.qos(uint16_t(vf + 1)); }
   const PortScheduler& port_scheduler() const { return port_scheduler_; }
+  void set_port_tc(const PortTcConfig& tc) { port_scheduler_.set_tc_config(tc); }
 
   // Every function's pipeline timing and timer policy (elaboration).
   void apply_timing(const model::TimingPreset& preset, const model::TimerPolicy& timers);

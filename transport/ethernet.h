@@ -24,10 +24,11 @@ class EthernetPort {
   // A frame of an Ethernet SQ, sent through a TIS of transport domain `td` (never 0): when it comes
   // back to its own function (local loopback), the receiving TIRs judge it by that domain.
   virtual void transmit_from_domain(std::span<const uint8_t> frame, uint32_t /*td*/) { transmit(frame); }
-  // When a frame of `wire_bytes` (preamble, FCS and gap included) whose sending starts at `start_ps`
-  // has left the port. By default at the full port rate; a port shared under QoS (the device's
-  // transmit scheduler) may give its sender a smaller share.
-  virtual uint64_t serialised_ps(size_t wire_bytes, uint64_t start_ps, double link_gbps) {
+  // When `frame`, taking `wire_bytes` on the wire (preamble, FCS and gap included), whose sending
+  // starts at `start_ps` has left the port. By default at the full port rate; a port shared under
+  // QoS (the device's transmit scheduler) may give its sender a smaller share.
+  virtual uint64_t serialised_ps(std::span<const uint8_t> /*frame*/, size_t wire_bytes, uint64_t start_ps,
+                                 double link_gbps) {
     return start_ps + uint64_t(double(wire_bytes) * 8.0 / link_gbps * 1000.0 + 0.5);
   }
 };

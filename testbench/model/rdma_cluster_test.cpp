@@ -84,8 +84,8 @@ TEST_F(ClusterTest, TwoVfsWritingAtOnceLeaveAtTheirMaxRates) {
   port.set_qos(2, {.max_tx_rate_mbps = 30000});
   uint64_t last_done[3] = {};
   for (int i : {0, 1})
-    c.node(i).port.serialise = [&, vport = uint16_t(i + 1)](size_t bytes, uint64_t start, double) {
-      return last_done[vport] = port.serialised_ps(vport, bytes, start);
+    c.node(i).port.serialise = [&, vport = uint16_t(i + 1)](std::span<const uint8_t> frame, size_t bytes, uint64_t start) {
+      return last_done[vport] = port.serialised_ps(vport, frame, bytes, start);
     };
   Connection a = RdmaCluster::connect(n0, n2), b = RdmaCluster::connect(n1, n2);
   constexpr uint32_t kBytes = 256 * 1024;

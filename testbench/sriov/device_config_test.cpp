@@ -129,6 +129,23 @@ TEST_F(DeviceConfigTest, UplinkFromTheFile) {
   EXPECT_NE(error_of(R"({"uplink":{"endpoint":"x","speed":1}})").find("speed"), std::string::npos);
 }
 
+// Issue 15: the port's traffic classes, as mlnx_qos sets them.
+TEST_F(DeviceConfigTest, PortTrafficClasses) {
+  DeviceConfig c = load_device_config(write(
+      R"({"port_qos":{"trust":"dscp","prio_tc":[0,0,0,1,0,2,0,0],"tsa":["ets","ets","strict","ets","ets","ets","ets","ets"],"tcbw":[40,60,0,0,0,0,0,0]}})"));
+  EXPECT_TRUE(c.port_tc.trust_dscp);
+  EXPECT_EQ(c.port_tc.prio_tc[5], 2);
+  EXPECT_EQ(c.port_tc.tsa[2], PortTcConfig::Tsa::kStrict);
+  EXPECT_EQ(c.port_tc.tcbw[1], 60);
+  EXPECT_EQ(load_device_config(write(to_json(c))).port_tc, c.port_tc) << "round trip";
+  EXPECT_FALSE(load_device_config(write("{}")).port_tc.classes()) << "one class by default";
+  EXPECT_NE(error_of(R"({"port_qos":{"tcbw":[50,0,0,0,0,0,0,0]}})").find("add up to 50"), std::string::npos);
+  EXPECT_NE(error_of(R"({"port_qos":{"prio_tc":[0,9,0,0,0,0,0,0]}})").find("classes 0..7"), std::string::npos);
+  EXPECT_NE(error_of(R"({"port_qos":{"prio_tc":[0,1]}})").find("array of 8"), std::string::npos);
+  EXPECT_NE(error_of(R"({"port_qos":{"trust":"cos"}})").find("trust"), std::string::npos);
+  EXPECT_NE(error_of(R"({"port_qos":{"tsa":["wfq","ets","ets","ets","ets","ets","ets","ets"]}})").find("tsa"), std::string::npos);
+}
+
 // Issue 14: per-function object quotas, as powers of two, within what the device offers.
 TEST_F(DeviceConfigTest, ObjectQuotasPerFunction) {
   DeviceConfig c = load_device_config(write(R"({"vf":{"log_max_qp":12,"log_max_cq":10,"log_max_mkey":11,"log_max_srq":9}})"));

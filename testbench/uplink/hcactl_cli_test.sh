@@ -45,6 +45,10 @@ out=$(ctl vf 1 min_tx_rate 30000) && [[ $out == "vf1: max_tx_rate none, min_tx_r
 ctl vf 1 max_tx_rate 20000 2>"$WORK/err"; [ $? -eq 1 ] && grep -q "min_tx_rate above max_tx_rate" "$WORK/err" || fail "min above max"
 ctl vf 5 max_tx_rate 1 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'no enabled VF "5"' "$WORK/err" || fail "vf 5"
 ctl vf 0 max_tx_rate 200000 2>"$WORK/err"; [ $? -eq 1 ] && grep -q "above the port" "$WORK/err" || fail "rate above the port"
+out=$(ctl port qos '{"trust":"dscp","prio_tc":[0,0,0,1,0,0,0,0],"tcbw":[30,70,0,0,0,0,0,0]}') &&
+  [[ $out == 'port_qos {"prio_tc":[0,0,0,1,0,0,0,0],"tcbw":[30,70,0,0,0,0,0,0],"trust":"dscp",'* ]] || fail "port qos: $out"
+ctl port qos '{"tcbw":[50,0,0,0,0,0,0,0]}' 2>"$WORK/err"; [ $? -eq 1 ] && grep -q "add up to 50" "$WORK/err" || fail "port qos bad tcbw"
+out=$(ctl port show) && [[ $out == *'"trust":"dscp"'* ]] || fail "port show: $out"
 out=$(ctl vf show) && [[ $out == *"vf0: max_tx_rate 10000 Mb/s"*"vf1: max_tx_rate none, min_tx_rate 30000 Mb/s"* ]] || fail "vf show: $out"
 
 # A broadcast frame in from the peer: with duplicate=100% the port receives it twice (pcap) and the
