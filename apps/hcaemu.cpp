@@ -119,7 +119,8 @@ int parse_options(int argc, char** argv, Options& o) {
        "Counted, logged per frame with --uplink-pcap, changed while running with hcactl link set")
       ("uplink-pcap", po::value<std::string>(&o.uplink_pcap),
        "write the frames the uplink sends and receives to FILE (pcap, model time), and the faults the link "
-       "injected to FILE.faults.csv (model time, direction, faults, the frame's number in FILE)")
+       "injected to FILE.faults.csv (model time, direction, faults, the frame's number in FILE); both stop at "
+       "--pcap-limit-mib")
       ("control-socket", po::value<std::string>(&o.control_socket),
        "UNIX socket for hcactl (link up/down, faults, stats, VFs while running); default SOCKET_DIR/control.sock, "
        "none for no control socket")

@@ -83,7 +83,8 @@ void UplinkPort::send_out(std::span<const uint8_t> frame) {
 }
 
 void UplinkPort::log_faults(const char* direction, unsigned mask, uint64_t pcap_frame, size_t bytes) {
-  if (mask == 0 || !fault_log_.is_open()) return;
+  // The log ends where its pcap does (--pcap-limit-mib), so a flood cannot fill the disk through it.
+  if (mask == 0 || !fault_log_.is_open() || pcap_->frames_over_limit() != 0) return;
   fault_log_ << pcie::model_time_ps() / 1000 << "," << direction << "," << fault_names(mask) << "," << pcap_frame << ","
              << bytes << "\n";
 }
