@@ -41,7 +41,7 @@ std::optional<double> with_unit(std::string_view text, std::initializer_list<std
   const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, v);
   if (digits == 0 || ec != std::errc{} || end != text.data() + digits) return std::nullopt;
   const std::string_view unit = text.substr(digits);
-  if (unit.empty()) return bare_scale != 0 ? std::optional(v * bare_scale) : std::nullopt;
+  if (unit.empty()) return bare_scale != 0 || v == 0 ? std::optional(v * bare_scale) : std::nullopt;  // 0 needs no unit
   for (const auto& [name, scale] : units) {
     if (unit.size() != name.size()) continue;
     bool same = true;

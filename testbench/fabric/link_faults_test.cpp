@@ -83,6 +83,9 @@ TEST(LinkFaults, TimesRatesAndReorderParseOverABase) {
   EXPECT_EQ(changed->delay_ns, 100000u) << "keys not named keep the base's values";
   EXPECT_DOUBLE_EQ(changed->rate_bps, 0);
   EXPECT_NE(changed->text().find("delay 100us"), std::string::npos) << changed->text();
+  const auto cleared = parse_link_faults("delay=0,jitter=0", error, *s);
+  ASSERT_TRUE(cleared) << "0 needs no unit: " << error;
+  EXPECT_EQ(cleared->delay_ns, 0u);
   for (const char* bad : {"delay=11s", "delay=5", "delay=1xs", "rate=10qbit", "rate=100", "rate=20000gbit"}) {
     error.clear();
     EXPECT_FALSE(parse_link_faults(bad, error)) << bad;
