@@ -64,8 +64,8 @@ struct Options {
   std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
-// Returns the exit code to stop with, or -1 to go on.
-int parse_options(int argc, char** argv, Options& o) {
+// The options, each bound to its field of `o`.
+po::options_description describe_options(Options& o) {
   po::options_description desc(kUsage);
   desc.add_options()
       ("help,h", "show this help and exit")
@@ -128,6 +128,12 @@ int parse_options(int argc, char** argv, Options& o) {
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
        "with hcatrace summary PREFIX.csv");
+  return desc;
+}
+
+// Returns the exit code to stop with, or -1 to go on.
+int parse_options(int argc, char** argv, Options& o) {
+  const po::options_description desc = describe_options(o);
   po::variables_map vm;
   const std::string version = "0.1.0 (SystemC " + std::string(sc_core::sc_release()) + ")";
   if (int code = parse_app_options("hcaemu", version, argc, argv, desc, vm); code >= 0) return code;
@@ -322,6 +328,39 @@ std::unique_ptr<bridge::ControlServer> open_control_server(const Options& option
   return server;
 }
 
+// The preset's PCIe latency; generation and width stay the device configuration's.
+void take_pcie_latency(const model::TimingPreset& timing, sriov::DeviceConfig& config) {
+  config.link_one_way_ns = timing.pcie_one_way_ns;
+  if (timing.pcie_gen != config.link_generation || timing.pcie_width != config.link_width)
+    log().warn("timing preset {} assumes PCIe Gen{} x{}, the device configuration has Gen{} x{}", timing.name,
+               timing.pcie_gen, timing.pcie_width, config.link_generation, config.link_width);
+}
+
+// DCQCN in every function when --dcqcn names a profile; `parameters` must outlive the device.
+// False (reason on stderr) for an unknown profile.
+bool apply_dcqcn(const Options& options, sriov::HcaDevice& device, std::optional<model::DcqcnParameters>& parameters) {
+  if (options.dcqcn.empty()) return true;
+  if (!(parameters = model::dcqcn_profile(options.dcqcn))) {
+    std::cerr << "hcaemu: unknown --dcqcn profile \"" << options.dcqcn << "\" (connectx or paper)\n";
+    return false;
+  }
+  device.set_congestion_control(&*parameters);
+  log().info("dcqcn: on in every function ({} profile)", options.dcqcn);
+  return true;
+}
+
+// Kernel thread, once it runs: the VFs --vfs asks for, then the line that says hcaemu is ready.
+void enable_vfs_and_announce(const Options& options, const sriov::DeviceConfig& config, const std::string& timing,
+                             sriov::HcaDevice& device) {
+  if (options.vfs > 0) {
+    if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
+      log().error("enabling {} VFs failed: {}", options.vfs, error);
+  }
+  log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, timing {}, sockets in {}",
+             config.vendor_id, config.pf_device_id, config.firmware.major, config.firmware.minor,
+             config.firmware.subminor, device.enabled_vfs(), config.total_vfs, timing, options.socket_dir.string());
+}
+
 }  // namespace
 
 int sc_main(int argc, char** argv) {
@@ -334,25 +373,14 @@ int sc_main(int argc, char** argv) {
   const sigset_t stop_signals = block_stop_signals();
   const std::optional<model::TimingPreset> timing = resolve_timing(options);
   if (!timing) return 2;
-  // The preset's PCIe latency; generation and width stay the device configuration's.
-  config->link_one_way_ns = timing->pcie_one_way_ns;
-  if (timing->pcie_gen != config->link_generation || timing->pcie_width != config->link_width)
-    log().warn("timing preset {} assumes PCIe Gen{} x{}, the device configuration has Gen{} x{}", timing->name,
-               timing->pcie_gen, timing->pcie_width, config->link_generation, config->link_width);
+  take_pcie_latency(*timing, *config);
 
   // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
   sriov::HcaDevice device("hca", *config);
   device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers,
                                 .min_retransmit_wait = std::chrono::milliseconds(options.retransmit_floor_ms)});
   std::optional<model::DcqcnParameters> dcqcn;
-  if (!options.dcqcn.empty()) {
-    if (!(dcqcn = model::dcqcn_profile(options.dcqcn))) {
-      std::cerr << "hcaemu: unknown --dcqcn profile \"" << options.dcqcn << "\" (connectx or paper)\n";
-      return 2;
-    }
-    device.set_congestion_control(&*dcqcn);
-    log().info("dcqcn: on in every function ({} profile)", options.dcqcn);
-  }
+  if (!apply_dcqcn(options, device, dcqcn)) return 2;
   std::optional<sriov::DeviceRecorder> recorder;
   bridge::KernelQueue control("control");
   FunctionServers servers(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));
@@ -380,16 +408,7 @@ int sc_main(int argc, char** argv) {
     std::cerr << "hcaemu: control socket: " << e.what() << "\n";
     return 1;
   }
-  control.post([&] {
-    if (options.vfs > 0) {
-      if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
-        log().error("enabling {} VFs failed: {}", options.vfs, error);
-    }
-    log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, timing {}, sockets in {}",
-               config->vendor_id, config->pf_device_id, config->firmware.major, config->firmware.minor,
-               config->firmware.subminor, device.enabled_vfs(), config->total_vfs, timing->name,
-               options.socket_dir.string());
-  });
+  control.post([&] { enable_vfs_and_announce(options, *config, timing->name, device); });
   std::thread signal_waiter([&] {
     int signal = 0;
     sigwait(&stop_signals, &signal);

@@ -38,22 +38,17 @@ source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
 
 B_PID= FABRIC_PID= FLAPPER_PID=
-stop_fabric() {
-  [ -n "$FABRIC_PID" ] || return 0
-  kill -TERM "$FABRIC_PID" 2>/dev/null
-  wait "$FABRIC_PID"
+stop_pid() {  # stop_pid VAR: SIGTERM to the process whose PID VAR holds, then clear VAR; its exit status
+  local pid=${!1}
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid"
   local rc=$?
-  FABRIC_PID=
+  printf -v "$1" ''
   return $rc
 }
-stop_b() {  # SIGTERM to host B's hcaemu; returns its exit status
-  [ -n "$B_PID" ] || return 0
-  kill -TERM "$B_PID" 2>/dev/null
-  wait "$B_PID"
-  local rc=$?
-  B_PID=
-  return $rc
-}
+stop_b() { stop_pid B_PID; }  # host B's hcaemu
+stop_fabric() { stop_pid FABRIC_PID; }
 trap '[ -n "$FLAPPER_PID" ] && kill $FLAPPER_PID 2>/dev/null; stop_b; stop_fabric; cleanup' EXIT
 [ -n "${LINK_FLAP:-}" ] && EXTRA_A+=(--uplink-pcap "$WORK/a-uplink.pcap")
 
