@@ -1,6 +1,7 @@
 // hcaemu: one emulated HCA (PF + VFs) served to QEMU guests over vfio-user, one socket per function.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <future>
@@ -41,11 +42,24 @@ socket to a QEMU (>= 10.1) guest with
 and guest RAM shared through memory-backend-memfd,share=on (or use hcavm). Stops cleanly on SIGINT or
 SIGTERM.
 
+With two physical ports (--ports 2), each port is a PF of its own, as on a dual-port ConnectX-6 Dx:
+port 1's PF is DIR/pf1.sock, its VFs DIR/pf1-vf0.sock, ...; it has its own embedded switch, VFs
+(--vfs1), uplink (--uplink1...), and writes the --pcap and --trace files with ".port1" in their name.
+
 Options)";
+
+// What the command line says about one physical port.
+struct PortOptions {
+  unsigned vfs = 0;
+  std::string uplink;         // empty: the configuration's, else no physical link
+  std::string uplink_faults;  // empty: none; else fabric/link_faults.h settings
+  std::string uplink_pcap;    // empty: no capture of the uplink
+};
 
 struct Options {
   fs::path socket_dir;
-  unsigned vfs = 0;
+  unsigned ports = 0;  // physical ports; 0: the configuration's physical_ports
+  PortOptions port[2];
   fs::path config_file;
   std::string log_level = "info";
   std::string pcap_file;
@@ -58,9 +72,6 @@ struct Options {
   unsigned retransmit_floor_ms = 200;
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
-  std::string uplink;  // empty: no physical port; else a qemu-bridge/netdev_link.h spec
-  std::string uplink_faults;  // empty: none; else fabric/link_faults.h settings
-  std::string uplink_pcap;    // empty: no capture of the uplink
   std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
@@ -74,8 +85,12 @@ po::options_description describe_options(Options& o) {
       ("socket-mode", po::value<std::string>(&o.socket_mode)->default_value("600"),
        "permissions of the socket files, octal; clients of another uid than hcaemu's (root excepted) are "
        "refused whatever the mode")
-      ("vfs", po::value<unsigned>(&o.vfs)->default_value(0),
+      ("vfs", po::value<unsigned>(&o.port[0].vfs)->default_value(0),
        "VFs to enable at start, through the PF's SR-IOV capability like sriov_numvfs")
+      ("ports", po::value<unsigned>(&o.ports),
+       "physical ports, 1 or 2 (default: the configuration's physical_ports, else 1); each is a PF with its "
+       "own VFs, embedded switch and uplink")
+      ("vfs1", po::value<unsigned>(&o.port[1].vfs)->default_value(0), "as --vfs, for port 1's PF (pf1)")
       ("config", po::value<std::string>(), "JSON device configuration (see docs/configuration.md)")
       ("print-config", "print the effective configuration as JSON and exit")
       ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
@@ -102,7 +117,7 @@ po::options_description describe_options(Options& o) {
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
        "stop writing the --pcap file at this size, in MiB (later frames are counted; 0: no limit), so a guest "
        "flooding the wire cannot fill the disk")
-      ("uplink", po::value<std::string>(&o.uplink),
+      ("uplink", po::value<std::string>(&o.port[0].uplink),
        "connect the HCA's physical port to a socket in QEMU's netdev framing, so VMs with virtio-net "
        "(Soft-RoCE, TCP), another hcaemu or a switch share its Ethernet: frames for addresses no function "
        "owns leave through it, frames arriving are switched to the function owning their destination. "
@@ -111,16 +126,19 @@ po::options_description describe_options(Options& o) {
        "stream,connect=tcp:HOST:PORT (retried every second) | dgram,local=udp:HOST:PORT,remote=udp:HOST:PORT "
        "| dgram,local=unix:PATH,remote=unix:PATH (one frame per datagram, as -netdev dgram). A stream "
        "port's link is up while its peer is connected")
-      ("uplink-faults", po::value<std::string>(&o.uplink_faults),
+      ("uplink-faults", po::value<std::string>(&o.port[0].uplink_faults),
        "inject faults into the uplink's frames: loss=P,corrupt=P,duplicate=P,reorder=P (both ways; P a "
        "fraction or a percentage, e.g. loss=1%,corrupt=0.1%), delay=T,jitter=T,rate=R (what the port sends; "
        "T as 100us or 2ms, R as 10gbit), seed=N. A corrupted frame has one bit flipped past its headers, so "
        "the receiver drops it on its ICRC or checksum; a reordered one goes out after the next frame. "
        "Counted, logged per frame with --uplink-pcap, changed while running with hcactl link set")
-      ("uplink-pcap", po::value<std::string>(&o.uplink_pcap),
+      ("uplink-pcap", po::value<std::string>(&o.port[0].uplink_pcap),
        "write the frames the uplink sends and receives to FILE (pcap, model time), and the faults the link "
        "injected to FILE.faults.csv (model time, direction, faults, the frame's number in FILE); both stop at "
        "--pcap-limit-mib")
+      ("uplink1", po::value<std::string>(&o.port[1].uplink), "as --uplink, for port 1 (link uplink1)")
+      ("uplink1-faults", po::value<std::string>(&o.port[1].uplink_faults), "as --uplink-faults, for port 1")
+      ("uplink1-pcap", po::value<std::string>(&o.port[1].uplink_pcap), "as --uplink-pcap, for port 1")
       ("control-socket", po::value<std::string>(&o.control_socket),
        "UNIX socket for hcactl (link up/down, faults, stats, VFs while running); default SOCKET_DIR/control.sock, "
        "none for no control socket")
@@ -151,6 +169,10 @@ int parse_options(int argc, char** argv, Options& o) {
   }
   if (o.retransmit_floor_ms < 1 || o.retransmit_floor_ms > 10000) {
     std::cerr << "hcaemu: --retransmit-floor-ms takes 1 to 10000\n";
+    return 2;
+  }
+  if (vm.count("ports") && (o.ports < 1 || o.ports > 2)) {
+    std::cerr << "hcaemu: --ports takes 1 or 2\n";
     return 2;
   }
   if (!set_log_level(o.log_level)) {
@@ -184,6 +206,7 @@ std::optional<sriov::DeviceConfig> load_config(const Options& options, bool& don
   sriov::DeviceConfig config;
   try {
     if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
+    if (options.ports != 0) config.physical_ports = uint8_t(options.ports);
     config.validate();
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";
@@ -194,9 +217,17 @@ std::optional<sriov::DeviceConfig> load_config(const Options& options, bool& don
     std::cout << sriov::to_json(config) << "\n";
     return config;
   }
-  if (options.vfs > config.total_vfs) {
-    std::cerr << "hcaemu: --vfs " << options.vfs << " exceeds TotalVFs " << config.total_vfs << "\n";
-    return std::nullopt;
+  for (unsigned port = 0; port < 2; ++port) {
+    const PortOptions& p = options.port[port];
+    const std::string suffix = port == 0 ? "" : "1";
+    if (p.vfs > config.total_vfs) {
+      std::cerr << "hcaemu: --vfs" << suffix << " " << p.vfs << " exceeds TotalVFs " << config.total_vfs << "\n";
+      return std::nullopt;
+    }
+    if (port >= config.physical_ports && (p.vfs != 0 || !p.uplink.empty() || !p.uplink_faults.empty() || !p.uplink_pcap.empty())) {
+      std::cerr << "hcaemu: --vfs1 and --uplink1... need two physical ports (--ports 2, or physical_ports in --config)\n";
+      return std::nullopt;
+    }
   }
   std::error_code ec;
   fs::create_directories(options.socket_dir, ec);
@@ -216,19 +247,21 @@ class FunctionServers {
       : device_(device), socket_dir_(std::move(socket_dir)), socket_mode_(socket_mode) {
     functions_.resize(1 + device.vf_ports());
     for (unsigned i = 0; i < functions_.size(); ++i) {
-      const std::string name = i == 0 ? "pf_queue" : "vf" + std::to_string(i - 1) + "_queue";
+      std::string name = port(i).name() + "_queue";  // pf_queue, vf0_queue, pf1_queue, pf1_vf0_queue
+      std::replace(name.begin(), name.end(), '-', '_');
       functions_[i].queue = std::make_unique<bridge::KernelQueue>(name.c_str());
       functions_[i].waiter = std::make_unique<bridge::DmaReplyWaiter>((name + "_dma").c_str());
       functions_[i].backend = std::make_unique<bridge::FunctionBackend>(port(i), *functions_[i].queue);
     }
   }
-  void serve_pf() { start(0, "pf.sock"); }
+  // Sockets are named after their functions: pf.sock, vf0.sock, ...; pf1.sock, pf1-vf0.sock, ...
+  void serve_pf() { start(0); }
   void serve_vfs(uint16_t count) {
     for (uint16_t i = 0; i < count; ++i) {
       try {
-        start(1u + i, "vf" + std::to_string(i) + ".sock");
+        start(1u + i);
       } catch (const std::exception& e) {
-        log().error("vf{}: cannot serve: {}", i, e.what());
+        log().error("{}: cannot serve: {}", port(1u + i).name(), e.what());
       }
     }
   }
@@ -244,12 +277,12 @@ class FunctionServers {
     std::unique_ptr<vfio_user::VfioUserServer> server;
   };
   sriov::FunctionPort& port(unsigned index) { return index == 0 ? device_.pf() : device_.vf(index - 1); }
-  void start(unsigned index, const std::string& socket) {
+  void start(unsigned index) {
     Served& f = functions_[index];
     if (f.server) return;
     vfio_user::ServerOptions server_options;
     server_options.socket_mode = socket_mode_;
-    const fs::path path = socket_dir_ / socket;
+    const fs::path path = socket_dir_ / (port(index).name() + ".sock");
     f.server = std::make_unique<vfio_user::VfioUserServer>(path.string(), *f.backend, server_options);
     f.server->set_dma_waiter(f.waiter.get());
     // QEMU emulates the MSI-X table and its masks (vfio-user.md section 6): interrupts go to its eventfds.
@@ -263,20 +296,24 @@ class FunctionServers {
   std::vector<Served> functions_;
 };
 
-// The physical port, when --uplink names one; returns the exit code to stop with, or -1.
-int open_uplink(Options options, const sriov::UplinkConfig& configured, sriov::HcaDevice& device,
-                bridge::KernelQueue& control, std::unique_ptr<bridge::UplinkPort>& uplink) {
+// The physical port's link, when --uplink (--uplink1 for port 1) or the configuration names one;
+// returns the exit code to stop with, or -1.
+int open_uplink(PortOptions options, uint64_t pcap_limit_mib, sriov::HcaDevice& device, bridge::KernelQueue& control,
+                std::unique_ptr<bridge::UplinkPort>& uplink) {
+  const sriov::UplinkConfig& configured = device.config().uplink;
+  const unsigned port = device.config().port;
+  const std::string option = port == 0 ? "--uplink" : "--uplink" + std::to_string(port);
   // The configuration file's uplink, where the command line does not name one.
-  std::string source = "--uplink " + options.uplink;
+  std::string source = option + " " + options.uplink;
   if (options.uplink.empty()) {
-    source = "uplink.endpoint " + configured.endpoint + " (--config)";
+    source = (port == 0 ? "uplink" : "port1.uplink") + std::string(".endpoint ") + configured.endpoint + " (--config)";
     options.uplink = configured.endpoint;
     if (options.uplink_faults.empty()) options.uplink_faults = configured.faults;
     if (options.uplink_pcap.empty()) options.uplink_pcap = configured.pcap;
   }
   if (options.uplink.empty()) {
     if (!options.uplink_faults.empty() || !options.uplink_pcap.empty()) {
-      std::cerr << "hcaemu: --uplink-faults and --uplink-pcap need an --uplink\n";
+      std::cerr << "hcaemu: " << option << "-faults and " << option << "-pcap need an " << option << "\n";
       return 2;
     }
     return -1;
@@ -288,6 +325,7 @@ int open_uplink(Options options, const sriov::UplinkConfig& configured, sriov::H
     std::cerr << "hcaemu: " << source << ": " << error << "\n";
     return 2;
   }
+  settings.name = "uplink" + std::to_string(port);
   settings.spec = *spec;
   if (!options.uplink_faults.empty()) {
     const std::optional<fabric::LinkFaultSettings> faults = fabric::parse_link_faults(options.uplink_faults, error);
@@ -298,7 +336,7 @@ int open_uplink(Options options, const sriov::UplinkConfig& configured, sriov::H
     settings.faults = *faults;
   }
   settings.pcap_file = options.uplink_pcap;
-  settings.pcap_limit_bytes = options.pcap_limit_mib << 20;
+  settings.pcap_limit_bytes = pcap_limit_mib << 20;
   try {
     uplink = std::make_unique<bridge::UplinkPort>(settings, device, control);
   } catch (const std::exception& e) {
@@ -336,29 +374,61 @@ void take_pcie_latency(const model::TimingPreset& timing, sriov::DeviceConfig& c
                timing.pcie_gen, timing.pcie_width, config.link_generation, config.link_width);
 }
 
-// DCQCN in every function when --dcqcn names a profile; `parameters` must outlive the device.
-// False (reason on stderr) for an unknown profile.
-bool apply_dcqcn(const Options& options, sriov::HcaDevice& device, std::optional<model::DcqcnParameters>& parameters) {
-  if (options.dcqcn.empty()) return true;
-  if (!(parameters = model::dcqcn_profile(options.dcqcn))) {
-    std::cerr << "hcaemu: unknown --dcqcn profile \"" << options.dcqcn << "\" (connectx or paper)\n";
-    return false;
-  }
-  device.set_congestion_control(&*parameters);
-  log().info("dcqcn: on in every function ({} profile)", options.dcqcn);
-  return true;
+// One physical port as hcaemu runs it: its device (PF + VFs), their sockets, recordings and uplink.
+struct PortRun {
+  std::unique_ptr<sriov::HcaDevice> device;
+  std::unique_ptr<FunctionServers> servers;
+  std::optional<sriov::DeviceRecorder> recorder;
+  std::unique_ptr<bridge::UplinkPort> uplink;
+};
+
+// Port 1's name for an output file of port 0: "run.pcap" -> "run.port1.pcap", "trace" -> "trace.port1".
+std::string port_output(const std::string& path, unsigned port, bool keep_extension) {
+  if (path.empty() || port == 0) return path;
+  const std::string tag = ".port" + std::to_string(port);
+  const fs::path p(path);
+  if (!keep_extension || !p.has_extension()) return path + tag;
+  return (p.parent_path() / (p.stem().string() + tag + p.extension().string())).string();
 }
 
-// Kernel thread, once it runs: the VFs --vfs asks for, then the line that says hcaemu is ready.
-void enable_vfs_and_announce(const Options& options, const sriov::DeviceConfig& config, const std::string& timing,
-                             sriov::HcaDevice& device) {
-  if (options.vfs > 0) {
-    if (std::string error = device.set_num_vfs(uint16_t(options.vfs)); !error.empty())
-      log().error("enabling {} VFs failed: {}", options.vfs, error);
+// Elaboration of port `index`: its device with the options' timing and congestion control, its
+// recordings and its uplink. Returns the exit code to stop with, or -1.
+int build_port(const Options& options, const sriov::DeviceConfig& config, const model::TimingPreset& timing,
+               const model::DcqcnParameters* dcqcn, unsigned index, bridge::KernelQueue& control, PortRun& run) {
+  const std::string module = index == 0 ? "hca" : "hca" + std::to_string(index);
+  run.device = std::make_unique<sriov::HcaDevice>(module.c_str(), config.port_config(uint8_t(index)));
+  sriov::HcaDevice& device = *run.device;
+  device.apply_timing(timing, {.wall_clock_floor = options.wall_clock_timers,
+                               .min_retransmit_wait = std::chrono::milliseconds(options.retransmit_floor_ms)});
+  device.set_congestion_control(dcqcn);
+  run.servers = std::make_unique<FunctionServers>(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));
+  try {
+    run.recorder.emplace(device, port_output(options.pcap_file, index, true), port_output(options.trace_prefix, index, false),
+                         options.pcap_limit_mib << 20);
+  } catch (const std::exception& e) {
+    std::cerr << "hcaemu: " << e.what() << "\n";
+    return 2;
   }
-  log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {} of {} VFs enabled, timing {}, sockets in {}",
-             config.vendor_id, config.pf_device_id, config.firmware.major, config.firmware.minor,
-             config.firmware.subminor, device.enabled_vfs(), config.total_vfs, timing, options.socket_dir.string());
+  return open_uplink(options.port[index], options.pcap_limit_mib, device, control, run.uplink);
+}
+
+// Kernel thread, once it runs: the VFs --vfs (--vfs1) ask for, then the line that says hcaemu is ready.
+void enable_vfs_and_announce(const Options& options, const sriov::DeviceConfig& config, const std::string& timing,
+                             std::vector<PortRun>& ports) {
+  std::string enabled;
+  for (unsigned i = 0; i < ports.size(); ++i) {
+    sriov::HcaDevice& device = *ports[i].device;
+    const unsigned vfs = options.port[i].vfs;
+    if (vfs > 0) {
+      if (std::string error = device.set_num_vfs(uint16_t(vfs)); !error.empty())
+        log().error("{}: enabling {} VFs failed: {}", device.pf().name(), vfs, error);
+    }
+    enabled += (i == 0 ? "" : ", port " + std::to_string(i) + " (" + device.pf().name() + "): ") +
+               std::to_string(device.enabled_vfs()) + " of " + std::to_string(config.total_vfs) + " VFs enabled";
+  }
+  log().info("hcaemu ready: PF {:04x}:{:04x} firmware {}.{}.{}, {}, timing {}, sockets in {}", config.vendor_id,
+             config.pf_device_id, config.firmware.major, config.firmware.minor, config.firmware.subminor, enabled, timing,
+             options.socket_dir.string());
 }
 
 }  // namespace
@@ -374,33 +444,31 @@ int sc_main(int argc, char** argv) {
   const std::optional<model::TimingPreset> timing = resolve_timing(options);
   if (!timing) return 2;
   take_pcie_latency(*timing, *config);
-
-  // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs).
-  sriov::HcaDevice device("hca", *config);
-  device.apply_timing(*timing, {.wall_clock_floor = options.wall_clock_timers,
-                                .min_retransmit_wait = std::chrono::milliseconds(options.retransmit_floor_ms)});
   std::optional<model::DcqcnParameters> dcqcn;
-  if (!apply_dcqcn(options, device, dcqcn)) return 2;
-  std::optional<sriov::DeviceRecorder> recorder;
-  bridge::KernelQueue control("control");
-  FunctionServers servers(device, options.socket_dir, unsigned(std::stoul(options.socket_mode, nullptr, 8)));
-  try {
-    recorder.emplace(device, options.pcap_file, options.trace_prefix, options.pcap_limit_mib << 20);
-  } catch (const std::exception& e) {
-    std::cerr << "hcaemu: " << e.what() << "\n";
+  if (!options.dcqcn.empty() && !(dcqcn = model::dcqcn_profile(options.dcqcn))) {
+    std::cerr << "hcaemu: unknown --dcqcn profile \"" << options.dcqcn << "\" (connectx or paper)\n";
     return 2;
   }
-  std::unique_ptr<bridge::UplinkPort> uplink;
-  if (int code = open_uplink(options, config->uplink, device, control, uplink); code >= 0) return code;
-  try {
-    servers.serve_pf();
-  } catch (const std::exception& e) {
-    std::cerr << "hcaemu: " << e.what() << "\n";
-    return 1;
+  if (dcqcn) log().info("dcqcn: on in every function ({} profile)", options.dcqcn);
+
+  // Elaboration: every module exists before sc_start (VF ports for all of TotalVFs), port by port.
+  bridge::KernelQueue control("control");
+  std::vector<PortRun> ports(config->physical_ports);
+  for (unsigned i = 0; i < ports.size(); ++i)
+    if (int code = build_port(options, *config, *timing, dcqcn ? &*dcqcn : nullptr, i, control, ports[i]); code >= 0)
+      return code;
+  bridge::ControlTargets targets;
+  for (PortRun& port : ports) {
+    try {
+      port.servers->serve_pf();
+    } catch (const std::exception& e) {
+      std::cerr << "hcaemu: " << e.what() << "\n";
+      return 1;
+    }
+    port.device->on_vfs_changed([&port](uint16_t count) { port.servers->serve_vfs(count); });
+    targets.devices.push_back(port.device.get());
+    if (port.uplink) targets.uplinks.push_back(port.uplink.get());
   }
-  device.on_vfs_changed([&](uint16_t count) { servers.serve_vfs(count); });
-  bridge::ControlTargets targets{device, {}};
-  if (uplink) targets.uplinks.push_back(uplink.get());
   std::unique_ptr<bridge::ControlServer> control_server;
   try {
     control_server = open_control_server(options, control, targets);
@@ -408,7 +476,7 @@ int sc_main(int argc, char** argv) {
     std::cerr << "hcaemu: control socket: " << e.what() << "\n";
     return 1;
   }
-  control.post([&] { enable_vfs_and_announce(options, *config, timing->name, device); });
+  control.post([&] { enable_vfs_and_announce(options, *config, timing->name, ports); });
   std::thread signal_waiter([&] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
@@ -418,14 +486,15 @@ int sc_main(int argc, char** argv) {
 
   sc_core::sc_start();
 
-  recorder->close();
+  for (PortRun& port : ports) port.recorder->close();
   if (control_server) control_server->stop();
-  if (uplink) {
-    uplink->stop();
-    log().info("{}", uplink->counters());
+  for (PortRun& port : ports) {
+    if (!port.uplink) continue;
+    port.uplink->stop();
+    log().info("{}", port.uplink->counters());
   }
-  sriov::log_device_counters(device);
-  servers.stop();
+  for (PortRun& port : ports) sriov::log_device_counters(*port.device);
+  for (PortRun& port : ports) port.servers->stop();
   pthread_kill(signal_waiter.native_handle(), SIGTERM);
   signal_waiter.join();
   log().info("hcaemu: stopped");

@@ -41,6 +41,8 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
       model_timer_.notify(sc_core::SC_ZERO_TIME);
   });
   rdma_.set_sq_scheduler(this);
+  eth_.set_clock({.now_ps = [] { return pcie::to_ps(pcie::model_time()); },
+                  .consume_ps = [](uint64_t ps) { pcie::consume_model_time(sc_core::sc_time(double(ps), sc_core::SC_PS)); }});
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
   context_.qp_ready = [this](uint32_t qpn) { rdma_.qp_ready(qpn); };
   context_.clock_ticks = [this] { return now_ticks(); };
@@ -57,6 +59,7 @@ void HcaFunction::apply_timing(const TimingPreset& preset) {
   timing_.command_latency = sc_core::sc_time(preset.command_latency_us, sc_core::SC_US);
   timing_.wire_propagation = sc_core::sc_time(preset.propagation_ns, sc_core::SC_NS);
   rdma_.set_timing(RdmaTiming::from_preset(preset));
+  eth_.set_link_gbps(preset.link_gbps);
 }
 
 void HcaFunction::attach_host(pcie::HostMemory* memory, pcie::MsixSender* msix) {

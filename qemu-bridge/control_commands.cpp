@@ -64,17 +64,18 @@ ControlReply link(const std::vector<std::string>& words, ControlTargets& targets
   return {true, port->status()};
 }
 
-ControlReply vfs(const std::vector<std::string>& words, ControlTargets& targets) {
+ControlReply vfs(const std::vector<std::string>& words, sriov::HcaDevice& device) {
+  const std::string pf = device.pf().name() + ": ";
   if (words.size() == 1)
-    return {true, std::to_string(targets.device.enabled_vfs()) + " of " + std::to_string(targets.device.config().total_vfs) +
+    return {true, pf + std::to_string(device.enabled_vfs()) + " of " + std::to_string(device.config().total_vfs) +
                       " VFs enabled"};
   unsigned count = 0;
   const std::string& n = words[1];
   const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
-  if (words.size() > 2 || ec != std::errc{} || end != n.data() + n.size() || count > targets.device.config().total_vfs)
-    return error("vfs takes a count from 0 to TotalVFs (" + std::to_string(targets.device.config().total_vfs) + ")");
-  if (std::string problem = targets.device.set_num_vfs(uint16_t(count)); !problem.empty()) return error(problem);
-  return {true, std::to_string(targets.device.enabled_vfs()) + " VFs enabled"};
+  if (words.size() > 2 || ec != std::errc{} || end != n.data() + n.size() || count > device.config().total_vfs)
+    return error("vfs takes a count from 0 to TotalVFs (" + std::to_string(device.config().total_vfs) + ")");
+  if (std::string problem = device.set_num_vfs(uint16_t(count)); !problem.empty()) return error(problem);
+  return {true, pf + std::to_string(device.enabled_vfs()) + " VFs enabled"};
 }
 
 std::string qos_text(const sriov::VportQos& q) {
@@ -88,11 +89,10 @@ bool parse_number(const std::string& text, uint32_t& out) {
 }
 
 // vf [show] | vf N [max_tx_rate MBPS] [min_tx_rate MBPS]: as `ip link set PF vf N ...`.
-ControlReply vf(const std::vector<std::string>& words, ControlTargets& targets) {
-  sriov::HcaDevice& device = targets.device;
+ControlReply vf(const std::vector<std::string>& words, sriov::HcaDevice& device) {
   if (words.size() == 1 || words[1] == "show") {
     std::string out;
-    for (uint16_t i = 0; i < device.enabled_vfs(); ++i) out += "vf" + std::to_string(i) + ": " + qos_text(device.vf_qos(i)) + "\n";
+    for (uint16_t i = 0; i < device.enabled_vfs(); ++i) out += device.vf(i).name() + ": " + qos_text(device.vf_qos(i)) + "\n";
     return {true, out.empty() ? "no VF enabled" : out};
   }
   uint32_t index = 0;
@@ -106,12 +106,11 @@ ControlReply vf(const std::vector<std::string>& words, ControlTargets& targets) 
     if (!parse_number(words[i + 1], *slot)) return error(words[i] + " \"" + words[i + 1] + "\" is not a rate in Mb/s");
   }
   if (std::string problem = device.set_vf_qos(uint16_t(index), qos); !problem.empty()) return error(problem);
-  return {true, "vf" + std::to_string(index) + ": " + qos_text(device.vf_qos(uint16_t(index)))};
+  return {true, device.vf(uint16_t(index)).name() + ": " + qos_text(device.vf_qos(uint16_t(index)))};
 }
 
 // port [show] | port qos JSON: the port's traffic classes, as the configuration's "port_qos".
-ControlReply port(const std::vector<std::string>& words, ControlTargets& targets) {
-  sriov::HcaDevice& device = targets.device;
+ControlReply port(const std::vector<std::string>& words, sriov::HcaDevice& device) {
   if (words.size() == 1 || words[1] == "show")
     return {true, "port_qos " + sriov::port_qos_json(device.port_scheduler().tc_config())};
   if (words[1] != "qos" || words.size() != 3) return error("port [show] | port qos JSON (the configuration's port_qos, without blanks)");
@@ -123,21 +122,43 @@ ControlReply port(const std::vector<std::string>& words, ControlTargets& targets
   return {true, "port_qos " + sriov::port_qos_json(device.port_scheduler().tc_config())};
 }
 
+// The device a request's leading PF name selects ("pf" or "pf0", "pf1"), null when the word is no
+// PF's name.
+sriov::HcaDevice* device_named(const std::string& word, ControlTargets& targets) {
+  for (sriov::HcaDevice* device : targets.devices)
+    if (device->pf().name() == word || (word == "pf0" && device->config().port == 0)) return device;
+  return nullptr;
+}
+
 }  // namespace
 
-ControlReply run_control_command(const std::vector<std::string>& words, ControlTargets& targets) {
-  if (words.empty()) return error("empty request (try: help)");
+ControlReply run_control_command(const std::vector<std::string>& request, ControlTargets& targets) {
+  if (request.empty()) return error("empty request (try: help)");
+  if (targets.devices.empty()) return error("no device");
+  sriov::HcaDevice* device = targets.devices.front();
+  std::vector<std::string> words = request;
+  if (sriov::HcaDevice* named = device_named(words[0], targets)) {
+    device = named;
+    words.erase(words.begin());
+    if (words.empty() || (words[0] != "vfs" && words[0] != "vf" && words[0] != "port"))
+      return error("after a PF's name: vfs, vf or port (try: help)");
+  } else if (words[0].starts_with("pf")) {
+    std::string names;
+    for (sriov::HcaDevice* d : targets.devices) names += (names.empty() ? "" : ", ") + d->pf().name();
+    return error("no PF \"" + words[0] + "\" (PFs: " + names + ")");
+  }
   const std::string& command = words[0];
   if (command == "help") return {true, kControlHelp};
   if (command == "stats") {
-    std::string out = sriov::device_counters_text(targets.device);
+    std::string out;
+    for (sriov::HcaDevice* d : targets.devices) out += sriov::device_counters_text(*d);
     for (UplinkPort* port : targets.uplinks) out += port->counters() + "\n";
     return {true, out};
   }
   if (command == "link") return link(words, targets);
-  if (command == "vfs") return vfs(words, targets);
-  if (command == "vf") return vf(words, targets);
-  if (command == "port") return port(words, targets);
+  if (command == "vfs") return vfs(words, *device);
+  if (command == "vf") return vf(words, *device);
+  if (command == "port") return port(words, *device);
   return error("unknown command \"" + command + "\" (try: help)");
 }
 

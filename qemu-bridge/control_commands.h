@@ -12,7 +12,9 @@
 namespace hcaemu::bridge {
 
 struct ControlTargets {
-  sriov::HcaDevice& device;
+  // One device per physical port (its PF and VFs), in port order; vfs, vf and port address port
+  // 0's unless the request starts with another PF's name ("pf1 vf 0 max_tx_rate 1000").
+  std::vector<sriov::HcaDevice*> devices;
   std::vector<UplinkPort*> uplinks;
 };
 

@@ -7,7 +7,8 @@ inline constexpr const char* kControlHelp = R"(Commands (hcactl [--socket PATH] 
   link show [NAME]                the uplinks: state (admin and peer), endpoint, faults
   link up NAME | link down NAME   set a link administratively up or down; while down it carries no
                                   frame either way and every function's port is down (carrier,
-                                  PORT_DOWN events), as when the switch port is shut
+                                  PORT_DOWN events); a stream link drops its peer, so the far
+                                  end loses its carrier as over a cable
   link set NAME KEY VALUE ...     change the link's faults while running (keys not named keep their
                                   values): loss, corrupt, duplicate, reorder (probability per frame:
                                   1% or 0.01), delay, jitter (100us, 2ms), rate (10gbit, 0 = none),
@@ -22,6 +23,9 @@ inline constexpr const char* kControlHelp = R"(Commands (hcactl [--socket PATH] 
   port qos JSON                   change them, as the configuration's port_qos (no blanks), e.g.
                                   port qos {"trust":"dscp","prio_tc":[0,0,0,1,0,0,0,0],
                                   "tcbw":[30,70,0,0,0,0,0,0]}: DSCP 24..31 in class 1, 70% of the port
-  help                            this text)";;
+  help                            this text
+With two physical ports (hcaemu --ports 2), vfs, vf and port address port 0's PF unless the request
+starts with the PF's name: pf1 vfs 2, pf1 vf 0 max_tx_rate 1000, pf1 port show (pf or pf0 is port 0);
+the links are uplink0 and uplink1.)";
 
 }  // namespace hcaemu::bridge

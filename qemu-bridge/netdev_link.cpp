@@ -168,7 +168,8 @@ NetdevLink::NetdevLink(std::string name, LinkSpec spec, Receive receive, Carrier
       spec_(std::move(spec)),
       receive_(std::move(receive)),
       carrier_(std::move(carrier)),
-      options_(options) {
+      options_(options),
+      decoder_(options.max_frame) {
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_fd_) throw_errno(errno, "eventfd");
   open_sockets();
@@ -180,19 +181,10 @@ NetdevLink::~NetdevLink() { stop(); }
 void NetdevLink::open_sockets() {
   sockaddr_storage address;
   switch (spec_.kind) {
-    case LinkSpec::Kind::kStreamListen: {
-      const socklen_t length = to_sockaddr(spec_.local, SOCK_STREAM, address);
-      clear_stale_socket(spec_.local);
-      listen_fd_ = open_socket(address, SOCK_STREAM);
-      const int one = 1;
-      if (address.ss_family != AF_UNIX) ::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&address), length) != 0)
-        throw_errno(errno, "bind " + spec_.local.text());
-      if (address.ss_family == AF_UNIX) ::chmod(spec_.local.path.c_str(), 0600);  // the owner's VMs only
-      if (::listen(listen_fd_.get(), 4) != 0) throw_errno(errno, "listen " + spec_.local.text());
+    case LinkSpec::Kind::kStreamListen:
+      open_listener();
       log().info("{}: listening on {} (stream)", name_, spec_.local.text());
       return;
-    }
     case LinkSpec::Kind::kStreamConnect:
       to_sockaddr(spec_.remote, SOCK_STREAM, address);  // resolvable now, or the link is refused
       log().info("{}: connecting to {} (stream)", name_, spec_.remote.text());
@@ -213,6 +205,48 @@ void NetdevLink::open_sockets() {
       set_carrier(true);
       return;
     }
+  }
+}
+
+void NetdevLink::open_listener() {
+  sockaddr_storage address;
+  const socklen_t length = to_sockaddr(spec_.local, SOCK_STREAM, address);
+  clear_stale_socket(spec_.local);
+  UniqueFd fd = open_socket(address, SOCK_STREAM);
+  const int one = 1;
+  if (address.ss_family != AF_UNIX) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) throw_errno(errno, "bind " + spec_.local.text());
+  if (address.ss_family == AF_UNIX) ::chmod(spec_.local.path.c_str(), 0600);  // the owner's VMs only
+  if (::listen(fd.get(), 4) != 0) throw_errno(errno, "listen " + spec_.local.text());
+  listen_fd_ = std::move(fd);
+}
+
+void NetdevLink::set_enabled(bool enabled) {
+  enabled_ = enabled;
+  wake();
+}
+
+void NetdevLink::follow_enabled() {
+  if (spec_.kind == LinkSpec::Kind::kDatagram) return;
+  if (!enabled_) {
+    was_enabled_ = false;
+    if (listen_fd_) {  // first, so a peer that sees its carrier go cannot queue on the old socket
+      listen_fd_.reset();
+      log().info("{}: not listening while administratively down", name_);
+    }
+    if (peer_fd_) drop_peer("dropped: the port is administratively down");
+    return;
+  }
+  if (!was_enabled_) next_connect_ms_ = 0;  // up again: connect or listen at once
+  was_enabled_ = true;
+  if (spec_.kind == LinkSpec::Kind::kStreamConnect) return try_connect();
+  if (listen_fd_ || now_ms() < next_connect_ms_) return;
+  try {
+    open_listener();
+    log().info("{}: listening again on {}", name_, spec_.local.text());
+  } catch (const std::exception& e) {  // e.g. the TCP port was taken meanwhile: try again later
+    next_connect_ms_ = now_ms() + options_.reconnect_ms;
+    log().error("{}: cannot listen again: {} (retrying every {} ms)", name_, e.what(), options_.reconnect_ms);
   }
 }
 
@@ -265,8 +299,12 @@ void NetdevLink::send(std::span<const uint8_t> frame) {
 
 void NetdevLink::drop_peer(const char* why) {
   if (spec_.kind == LinkSpec::Kind::kDatagram) return;
+  // Whatever way the peer goes, the next one starts on a frame boundary.
+  if (decoder_.mid_frame()) ++counters_.rx_cut_frames;
+  decoder_.reset();
   if (peer_fd_) {
-    log().info("{}: peer {} ({})", name_, why, spec_.kind == LinkSpec::Kind::kStreamListen ? "waiting for the next" : "reconnecting");
+    log().info("{}: peer {} ({})", name_, why,
+               !enabled_ ? "none until the port is up" : spec_.kind == LinkSpec::Kind::kStreamListen ? "waiting for the next" : "reconnecting");
     ++counters_.disconnects;
   }
   peer_fd_.reset();
@@ -319,10 +357,9 @@ void NetdevLink::accept_peer() {
 }
 
 void NetdevLink::run() {
-  transport::StreamDecoder decoder(options_.max_frame);
   std::vector<uint8_t> buffer(transport::kMaxStreamLength + transport::kStreamLengthBytes);
   while (!stopping_) {
-    if (spec_.kind == LinkSpec::Kind::kStreamConnect) try_connect();
+    follow_enabled();
     pollfd fds[3];
     nfds_t n = 0;
     fds[n++] = {wake_fd_.get(), POLLIN, 0};
@@ -354,7 +391,7 @@ void NetdevLink::run() {
       if (spec_.kind == LinkSpec::Kind::kDatagram)
         read_datagrams(buffer);
       else
-        read_stream(decoder, buffer);
+        read_stream(buffer);
     }
     if (peer_fd_) drain_outbox();
   }
@@ -373,13 +410,11 @@ void NetdevLink::read_datagrams(std::vector<uint8_t>& buffer) {
   }
 }
 
-void NetdevLink::read_stream(transport::StreamDecoder& decoder, std::vector<uint8_t>& buffer) {
+void NetdevLink::read_stream(std::vector<uint8_t>& buffer) {
+  transport::StreamDecoder& decoder = decoder_;
   const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
-  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-    if (decoder.mid_frame()) ++counters_.rx_cut_frames;
-    decoder.reset();
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
     return drop_peer(got == 0 ? "disconnected" : "failed");
-  }
   if (got < 0) return;
   const uint64_t oversized_before = decoder.oversized();
   const bool ok = decoder.feed(std::span(buffer.data(), size_t(got)), [&](std::span<const uint8_t> frame) {
@@ -394,13 +429,16 @@ void NetdevLink::read_stream(transport::StreamDecoder& decoder, std::vector<uint
     ++counters_.rx_bad_framing;
     if (framing_log().allow())
       log().warn("{}: garbage framing (length {}): dropping the peer", name_, decoder.bad_length());
-    decoder.reset();
+    decoder.reset();  // not a cut frame: the stream was broken
     drop_peer("sent garbage framing");
   }
 }
 
 int64_t NetdevLink::poll_timeout_ns() const {
-  int64_t timeout = spec_.kind == LinkSpec::Kind::kStreamConnect && !peer_fd_ ? int64_t(options_.reconnect_ms) * 1000000 : -1;
+  // Retrying: a connecting link without a peer, a listening one whose socket could not be reopened.
+  const bool retrying = enabled_ && ((spec_.kind == LinkSpec::Kind::kStreamConnect && !peer_fd_) ||
+                                     (spec_.kind == LinkSpec::Kind::kStreamListen && !listen_fd_));
+  int64_t timeout = retrying ? int64_t(options_.reconnect_ms) * 1000000 : -1;
   std::lock_guard lock(outbox_mutex_);
   if (peer_fd_ && !outbox_.empty() && outbox_.front().release_ns != 0) {
     const uint64_t now = now_ns(), due = outbox_.front().release_ns;

@@ -87,6 +87,11 @@ class NetdevLink {
 
   void send(std::span<const uint8_t> frame);  // any thread, never blocks
   void set_pace(Pace pace);                   // any thread; empty: frames leave at once
+  // Administratively down (a port disabled: ip link set down on a real NIC's PHY): a stream link
+  // drops its peer and takes none while down (a listening link closes its socket, a connecting one
+  // stops trying), so the far end loses its carrier as over a cable; up again, it listens or
+  // connects as before. A datagram link has no carrier to drop: unchanged. Any thread.
+  void set_enabled(bool enabled);
   void stop();                                // joins the I/O thread; idempotent
   const LinkCounters& counters() const { return counters_; }
   const std::string& name() const { return name_; }
@@ -96,10 +101,12 @@ class NetdevLink {
  private:
   void run();
   void open_sockets();
+  void open_listener();
+  void follow_enabled();  // I/O thread: what set_enabled asked for
   void try_connect();
   void accept_peer();
   void read_datagrams(std::vector<uint8_t>& buffer);
-  void read_stream(transport::StreamDecoder& decoder, std::vector<uint8_t>& buffer);
+  void read_stream(std::vector<uint8_t>& buffer);
   void drain_outbox();
   int64_t poll_timeout_ns() const;  // until the next reconnect or the next paced frame; -1: none
   void drop_peer(const char* why);
@@ -112,13 +119,16 @@ class NetdevLink {
   Carrier carrier_;
   LinkOptions options_;
   LinkCounters counters_;
+  transport::StreamDecoder decoder_;  // I/O thread; reset whenever the peer goes
 
   vfio_user::UniqueFd listen_fd_, peer_fd_, wake_fd_;
   sockaddr_storage remote_{};  // a UNIX datagram link's remote (each datagram is addressed to it)
   socklen_t remote_length_ = 0;
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> enabled_{true};
   bool carrier_up_ = false;
+  bool was_enabled_ = true;  // I/O thread: enabled_ as last followed
   uint64_t next_connect_ms_ = 0;
 
   mutable std::mutex outbox_mutex_;

@@ -93,6 +93,7 @@ void UplinkPort::set_admin_up(bool up) {
   if (up == admin_up_) return;
   admin_up_ = up;
   log().info("{}: administratively {}", name(), up ? "up" : "down");
+  link_->set_enabled(up);  // a stream link's far end loses its carrier too, as over a cable
   apply_link_state();
 }
 

@@ -37,8 +37,9 @@ class UplinkPort {
   UplinkPort& operator=(const UplinkPort&) = delete;
 
   const std::string& name() const { return settings_.name; }
-  // Kernel thread. Down: the port stops carrying frames both ways and every function sees its
-  // port go down, as when a switch port is shut; up again once a peer is connected.
+  // Kernel thread. Down: the port stops carrying frames both ways, every function sees its port go
+  // down, and a stream link drops its peer (the far end loses its carrier, as over a cable); up
+  // again once a peer is connected.
   void set_admin_up(bool up);
   bool admin_up() const { return admin_up_; }
   void set_faults(const fabric::LinkFaultSettings& faults);

@@ -84,6 +84,42 @@ std::array<uint8_t, 6> DeviceConfig::function_mac(uint16_t vhca_id) const {
   return mac;
 }
 
+std::string DeviceConfig::function_name(uint16_t vhca_id) const {
+  const std::string pf = port == 0 ? "pf" : "pf" + std::to_string(port);
+  if (vhca_id == 0) return pf;
+  return (port == 0 ? "" : pf + "-") + "vf" + std::to_string(vhca_id - 1);
+}
+
+namespace {
+// mac + offset, carried through all 48 bits.
+std::array<uint8_t, 6> mac_plus(const std::array<uint8_t, 6>& mac, uint64_t offset) {
+  uint64_t value = 0;
+  for (uint8_t b : mac) value = (value << 8) | b;
+  value = (value + offset) & ((uint64_t(1) << 48) - 1);
+  std::array<uint8_t, 6> out{};
+  for (int i = 5; i >= 0; --i, value >>= 8) out[size_t(i)] = uint8_t(value);
+  return out;
+}
+uint64_t mac_value(const std::array<uint8_t, 6>& mac) {
+  uint64_t value = 0;
+  for (uint8_t b : mac) value = (value << 8) | b;
+  return value;
+}
+constexpr uint64_t kSecondPortMacOffset = 0x8000;
+}  // namespace
+
+DeviceConfig DeviceConfig::port_config(uint8_t index) const {
+  if (index >= physical_ports) throw std::out_of_range("no physical port " + std::to_string(index));
+  DeviceConfig c = *this;
+  c.port = index;
+  if (index == 0) return c;
+  c.mac_base = port1.mac_base.value_or(mac_plus(mac_base, kSecondPortMacOffset));
+  c.vfs = port1.vfs;
+  c.port_tc = port1.port_tc;
+  c.uplink = port1.uplink;
+  return c;
+}
+
 namespace {
 std::array<uint8_t, 6> parse_mac(const std::string& text) {
   std::array<unsigned, 6> v{};
@@ -132,10 +168,20 @@ void DeviceConfig::validate() const {
   for (const auto& [vf, settings] : vfs)
     if (vf >= total_vfs) fail("\"vfs\" names VF " + std::to_string(vf) + ", beyond total_vfs");
   if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");
+  if (physical_ports < 1 || physical_ports > 2) fail("\"physical_ports\" must be 1 or 2");
+  if (physical_ports == 2 && port == 0) {
+    for (const auto& [vf, settings] : port1.vfs)
+      if (vf >= total_vfs) fail("\"port1.vfs\" names VF " + std::to_string(vf) + ", beyond total_vfs");
+    // Each port's functions take mac_base .. mac_base + total_vfs: the two ranges must not meet.
+    const uint64_t first0 = mac_value(mac_base), first1 = mac_value(port_config(1).mac_base);
+    if (first1 <= first0 + total_vfs && first0 <= first1 + total_vfs)
+      fail("\"port1.mac_base\" gives port 1's functions addresses of port 0's (each port takes mac_base to "
+           "mac_base + total_vfs)");
+  }
 }
 
 // "vfs": {"3": {"spoofchk": false, "trust": true}, ...}: settings by VF number.
-void take_vf_settings(const json& vfs, DeviceConfig& config) {
+void take_vf_settings(const json& vfs, std::map<uint16_t, VfSettings>& into) {
   if (!vfs.is_object()) fail("\"vfs\" must be an object keyed by VF number");
   for (const auto& [key, value] : vfs.items()) {
     unsigned vf = 0;
@@ -163,7 +209,7 @@ void take_vf_settings(const json& vfs, DeviceConfig& config) {
     take_rate("min_tx_rate", settings.min_tx_rate_mbps);
     if (settings.max_tx_rate_mbps != 0 && settings.min_tx_rate_mbps > settings.max_tx_rate_mbps)
       fail("\"vfs." + key + "\": min_tx_rate above max_tx_rate");
-    config.vfs[uint16_t(vf)] = settings;
+    into[uint16_t(vf)] = settings;
   }
 }
 
@@ -209,6 +255,33 @@ void take_port_qos(const json& q, PortTcConfig& tc) {
   if (ets_total != 100) fail("\"port_qos.tcbw\": the ETS classes' percentages add up to " + std::to_string(ets_total) + ", not 100");
 }
 
+// "uplink": {"endpoint", "faults", "pcap"}, all strings (checked when hcaemu opens the link).
+void take_uplink(const json& u, UplinkConfig& uplink) {
+  if (!u.is_object()) fail("\"uplink\" must be an object");
+  check_known_keys(u, {"endpoint", "faults", "pcap"}, "uplink.");
+  for (auto [key, into] : {std::pair{"endpoint", &uplink.endpoint}, {"faults", &uplink.faults}, {"pcap", &uplink.pcap}}) {
+    if (!u.contains(key)) continue;
+    if (!u.at(key).is_string()) fail("\"uplink." + std::string(key) + "\" must be a string");
+    *into = u.at(key).get<std::string>();
+  }
+  if (uplink.endpoint.empty() && (!uplink.faults.empty() || !uplink.pcap.empty()))
+    fail("\"uplink\" has faults or a pcap but no endpoint");
+}
+
+// "port1": {"mac_base", "vfs", "port_qos", "uplink"}: the second port's own settings.
+void take_second_port(const json& p, SecondPortConfig& port1) {
+  try {
+    if (!p.is_object()) fail("must be an object");
+    check_known_keys(p, {"mac_base", "vfs", "port_qos", "uplink"}, "");
+    if (p.contains("mac_base")) port1.mac_base = parse_mac(p.at("mac_base").get<std::string>());
+    if (p.contains("vfs")) take_vf_settings(p.at("vfs"), port1.vfs);
+    if (p.contains("port_qos")) take_port_qos(p.at("port_qos"), port1.port_tc);
+    if (p.contains("uplink")) take_uplink(p.at("uplink"), port1.uplink);
+  } catch (const std::runtime_error& e) {
+    fail(std::string("in \"port1\": ") + e.what());
+  }
+}
+
 PortTcConfig parse_port_qos(const std::string& json_text, const PortTcConfig& base) {
   PortTcConfig tc = base;
   try {
@@ -234,7 +307,7 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number", "mac_base", "vfs", "uplink", "port_qos"},
+                            "serial_number", "mac_base", "vfs", "uplink", "port_qos", "physical_ports", "port1"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -267,20 +340,13 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     }
     if (root.contains("mac_base")) config.mac_base = parse_mac(root.at("mac_base").get<std::string>());
     if (root.contains("serial_number")) config.serial_number = parse_hex_or_number(root.at("serial_number"), "serial_number");
-    if (root.contains("vfs")) take_vf_settings(root.at("vfs"), config);
+    if (root.contains("vfs")) take_vf_settings(root.at("vfs"), config.vfs);
     if (root.contains("port_qos")) take_port_qos(root.at("port_qos"), config.port_tc);
-    if (root.contains("uplink")) {
-      const json& u = root.at("uplink");
-      if (!u.is_object()) fail("\"uplink\" must be an object");
-      check_known_keys(u, {"endpoint", "faults", "pcap"}, "uplink.");
-      for (auto [key, into] : {std::pair{"endpoint", &config.uplink.endpoint}, {"faults", &config.uplink.faults},
-                               {"pcap", &config.uplink.pcap}}) {
-        if (!u.contains(key)) continue;
-        if (!u.at(key).is_string()) fail("\"uplink." + std::string(key) + "\" must be a string");
-        *into = u.at(key).get<std::string>();
-      }
-      if (config.uplink.endpoint.empty() && (!config.uplink.faults.empty() || !config.uplink.pcap.empty()))
-        fail("\"uplink\" has faults or a pcap but no endpoint");
+    if (root.contains("uplink")) take_uplink(root.at("uplink"), config.uplink);
+    take(root, "physical_ports", config.physical_ports, "");
+    if (root.contains("port1")) {
+      if (config.physical_ports != 2) fail("\"port1\" needs \"physical_ports\": 2");
+      take_second_port(root.at("port1"), config.port1);
     }
     config.validate();
   } catch (const json::exception& e) {
@@ -318,14 +384,24 @@ std::string to_json(const DeviceConfig& c) {
             {"pcie", {{"generation", c.link_generation}, {"width", c.link_width}}},
             {"serial_number", serial},
             {"mac_base", format_mac(c.mac_base)}};
-  json vfs = json::object();
-  for (const auto& [vf, settings] : c.vfs)
-    vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust},
-                               {"max_tx_rate", settings.max_tx_rate_mbps}, {"min_tx_rate", settings.min_tx_rate_mbps}};
-  j["vfs"] = vfs;
-  if (c.port_tc != PortTcConfig{}) j["port_qos"] = json::parse(port_qos_json(c.port_tc));
-  if (!c.uplink.endpoint.empty())
-    j["uplink"] = {{"endpoint", c.uplink.endpoint}, {"faults", c.uplink.faults}, {"pcap", c.uplink.pcap}};
+  auto port_settings = [](const DeviceConfig& port, json& into) {
+    json vfs = json::object();
+    for (const auto& [vf, settings] : port.vfs)
+      vfs[std::to_string(vf)] = {{"spoofchk", settings.spoofchk}, {"trust", settings.trust},
+                                 {"max_tx_rate", settings.max_tx_rate_mbps}, {"min_tx_rate", settings.min_tx_rate_mbps}};
+    into["vfs"] = vfs;
+    if (port.port_tc != PortTcConfig{}) into["port_qos"] = json::parse(port_qos_json(port.port_tc));
+    if (!port.uplink.endpoint.empty())
+      into["uplink"] = {{"endpoint", port.uplink.endpoint}, {"faults", port.uplink.faults}, {"pcap", port.uplink.pcap}};
+  };
+  port_settings(c, j);
+  j["physical_ports"] = c.physical_ports;
+  if (c.physical_ports == 2) {
+    const DeviceConfig second = c.port_config(1);
+    json port1 = {{"mac_base", format_mac(second.mac_base)}};
+    port_settings(second, port1);
+    j["port1"] = port1;
+  }
   return j.dump(2);
 }
 

@@ -3,12 +3,13 @@
 // the PCIe link. Defaults are a ConnectX-6 Dx on a PCIe Gen4 x16 link; a JSON file overrides any
 // of them (hcaemu --config). Unknown keys and out-of-range values are errors, not surprises.
 #include <array>
-#include <map>
-
-#include "sriov/port_scheduler.h"
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
+
+#include "sriov/port_scheduler.h"
 
 #include "model/firmware/init_segment.h"
 #include "model/objects/object_quotas.h"
@@ -45,6 +46,17 @@ struct UplinkConfig {
   std::string pcap;
 };
 
+// The second physical port (physical_ports 2). A dual-port ConnectX-6 Dx shows each port as a PF of
+// its own (PCI functions 0 and 1 of one card: same device IDs, firmware and serial number), each
+// with its own VFs, embedded switch, traffic classes and uplink. What is not given here is port 0's
+// (shape, firmware, total_vfs); per-VF settings and traffic classes start from the defaults.
+struct SecondPortConfig {
+  std::optional<std::array<uint8_t, 6>> mac_base;  // default: port 0's mac_base + 0x8000
+  std::map<uint16_t, VfSettings> vfs;
+  PortTcConfig port_tc;
+  UplinkConfig uplink;
+};
+
 struct DeviceConfig {
   // The port's traffic classes (mlnx_qos --trust/--prio_tc/--tsa/--tcbw); one class by default.
   PortTcConfig port_tc;
@@ -71,7 +83,18 @@ struct DeviceConfig {
   std::map<uint16_t, VfSettings> vfs;
   UplinkConfig uplink;
 
+  uint8_t physical_ports = 1;  // 1 or 2
+  SecondPortConfig port1;      // used when physical_ports is 2
+  // Which physical port this configuration describes: 0, or 1 in what port_config(1) returns.
+  uint8_t port = 0;
+
+  // The configuration of physical port `index` (< physical_ports): port 0 is this one, port 1 this
+  // one with port1's settings in place of port 0's.
+  DeviceConfig port_config(uint8_t index) const;
+
   std::array<uint8_t, 6> function_mac(uint16_t vhca_id) const;
+  // How logs, sockets and hcactl name a function: "pf", "vf3" on port 0; "pf1", "pf1-vf3" on port 1.
+  std::string function_name(uint16_t vhca_id) const;
   VfSettings vf_settings(uint16_t vf) const;
 
   // Throws std::runtime_error naming the offending key when the combination is invalid.

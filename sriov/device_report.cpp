@@ -62,6 +62,12 @@ void log_rdma(FunctionPort& port) {
                r.datagrams_too_long);
 }
 
+// "eswitch" for port 0's embedded switch, "eswitch1" for port 1's.
+std::string switch_name(HcaDevice& device) {
+  const uint8_t port = device.config().port;
+  return port == 0 ? "eswitch" : "eswitch" + std::to_string(port);
+}
+
 }  // namespace
 
 void log_device_counters(HcaDevice& device) {
@@ -74,14 +80,15 @@ void log_device_counters(HcaDevice& device) {
   log_protection(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) log_protection(device.vf(i));
   const auto& sw = device.eswitch().counters();
-  log().info("eswitch: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
+  const std::string name = switch_name(device);
+  log().info("{}: forwarded {}, flooded {}, looped back {}, dropped: unknown unicast {}, sender down {}, to self {}, "
              "runt {}, spoofed source {}, group copies to unsubscribed vports {}",
-             sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
+             name, sw.forwarded, sw.flooded, sw.looped_back, sw.drop_unknown_unicast, sw.drop_sender_down, sw.drop_to_self,
              sw.drop_runt, sw.drop_spoofed, sw.group_unsubscribed);
   if (device.eswitch().has_uplink())
-    log().info("eswitch uplink: sent {}, received {}, dropped: link down {}, unknown unicast in {}, local source in {}, "
+    log().info("{} uplink: sent {}, received {}, dropped: link down {}, unknown unicast in {}, local source in {}, "
                "runt in {}",
-               sw.uplink_tx, sw.uplink_rx, sw.drop_uplink_down, sw.drop_uplink_unknown, sw.drop_uplink_local_source,
+               name, sw.uplink_tx, sw.uplink_rx, sw.drop_uplink_down, sw.drop_uplink_unknown, sw.drop_uplink_local_source,
                sw.drop_uplink_runt);
 }
 
@@ -114,7 +121,7 @@ std::string device_counters_text(HcaDevice& device) {
   function(device.pf());
   for (uint16_t i = 0; i < device.enabled_vfs(); ++i) function(device.vf(i));
   const auto& sw = device.eswitch().counters();
-  out += "eswitch";
+  out += switch_name(device);
   add("forwarded", sw.forwarded);
   add("flooded", sw.flooded);
   add("looped_back", sw.looped_back);

@@ -56,6 +56,7 @@ class HcaDevice::SwitchUplink : public transport::EthernetPort {
     if (!device_.port_scheduler_.enabled()) return EthernetPort::serialised_ps(frame, wire_bytes, start_ps, link_gbps);
     return device_.port_scheduler_.serialised_ps(vport_, frame, wire_bytes, start_ps);
   }
+  bool shared() const override { return device_.port_scheduler_.enabled(); }
 
  private:
   HcaDevice& device_;
@@ -116,7 +117,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     sriov_->set_listener(this);
   }
   const pcie::LinkConfig link = link_config(config_);
-  pf_port_ = std::make_unique<FunctionPort>("pf", "pf", link, config_.pf.bar0_size,
+  pf_port_ = std::make_unique<FunctionPort>("pf", config_.function_name(0), link, config_.pf.bar0_size,
                                            model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0),
                                                                    config_.pf.quotas},
                                             config_.firmware);
@@ -125,7 +126,7 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
   attach_to_switch(*pf_port_);
   for (uint16_t i = 0; i < config_.total_vfs; ++i) {
     const std::string vf_name = "vf" + std::to_string(i);
-    auto port = std::make_unique<FunctionPort>(vf_name.c_str(), vf_name, link, config_.vf.bar0_size,
+    auto port = std::make_unique<FunctionPort>(vf_name.c_str(), config_.function_name(uint16_t(i + 1)), link, config_.vf.bar0_size,
                                                model::FunctionIdentity{true, uint16_t(i + 1), config_.vf.msix_vectors,
                                                                        config_.function_mac(uint16_t(i + 1)),
                                                                        config_.vf.quotas},
@@ -167,14 +168,14 @@ void HcaDevice::vfs_enabled(uint16_t num_vfs) {
     vf_ports_[i]->attach_vf(std::move(view));
   }
   enabled_vfs_ = num_vfs;
-  log().info("sriov: {} VF(s) enabled (routing IDs from PF + {} stride {})", num_vfs, sriov_->first_vf_offset(),
+  log().info("{}: sriov: {} VF(s) enabled (routing IDs from PF + {} stride {})", pf_port_->name(), num_vfs, sriov_->first_vf_offset(),
              sriov_->vf_stride());
   if (vfs_changed_) vfs_changed_(num_vfs);
 }
 
 void HcaDevice::vfs_disabled() {
   for (auto& port : vf_ports_) port->detach_vf();
-  log().info("sriov: VFs disabled ({} removed)", enabled_vfs_);
+  log().info("{}: sriov: VFs disabled ({} removed)", pf_port_->name(), enabled_vfs_);
   enabled_vfs_ = 0;
   if (vfs_changed_) vfs_changed_(0);
 }

@@ -31,6 +31,9 @@ class EthernetPort {
                                  double link_gbps) {
     return start_ps + uint64_t(double(wire_bytes) * 8.0 / link_gbps * 1000.0 + 0.5);
   }
+  // True while the port's transmit scheduler shares the wire among its senders (per-VF rates or
+  // traffic classes set): Ethernet frames then take their share of it too, as RDMA packets always do.
+  virtual bool shared() const { return false; }
 };
 
 }  // namespace hcaemu::transport

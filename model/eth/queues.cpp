@@ -157,11 +157,7 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
       sq.bytes += frame.size();
       ++counters_.tx_frames;
       counters_.tx_bytes += frame.size();
-      if (port_ == nullptr) {
-        ++counters_.tx_no_port;
-      } else {
-        port_->transmit_from_domain(frame, transport_domain(sq));
-      }
+      send_frame(sq, frame);
       return Fault::kNone;
     }
     case wqe::kOpTso: {
@@ -181,10 +177,7 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
         sq.bytes += segment.size();
         ++counters_.tx_frames;
         counters_.tx_bytes += segment.size();
-        if (port_ == nullptr)
-          ++counters_.tx_no_port;
-        else
-          port_->transmit_from_domain(segment, transport_domain(sq));
+        send_frame(sq, segment);
       }
       ++counters_.tx_tso_wqes;
       return Fault::kNone;
@@ -193,6 +186,17 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
       ++counters_.tx_bad_opcode;
       return Fault::kOpcode;  // MPW, UMR... are not offered by the caps
   }
+}
+
+void EthQueues::send_frame(const EthSendQueue& sq, std::span<const uint8_t> frame) {
+  if (port_ == nullptr) return void(++counters_.tx_no_port);
+  if (port_->shared()) {
+    // Preamble, SFD, FCS and the inter-frame gap count on the wire, as for RDMA packets.
+    const uint64_t now = clock_.now_ps ? clock_.now_ps() : 0;
+    const uint64_t sent = port_->serialised_ps(frame, frame.size() + 24, now, link_gbps_);
+    if (sent > now && clock_.consume_ps) clock_.consume_ps(sent - now);
+  }
+  port_->transmit_from_domain(frame, transport_domain(sq));
 }
 
 EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {

@@ -13,6 +13,7 @@
 // host refuses ends the WQE with an error CQE and puts the SQ into ERR; the WQEs behind it are
 // flushed (one flush CQE naming the last one), as the driver's recovery expects.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -76,6 +77,14 @@ class EthQueues {
   explicit EthQueues(FunctionContext& function) : f_(function) {}
 
   void set_port(EthernetPort* port) { port_ = port; }
+  void set_link_gbps(double gbps) { link_gbps_ = gbps; }
+  // Model time, for frames on a shared port (EthernetPort::shared): the engine's clock and a wait
+  // on it. Without one, such a frame leaves at once.
+  struct Clock {
+    std::function<uint64_t()> now_ps;
+    std::function<void(uint64_t ps)> consume_ps;
+  };
+  void set_clock(Clock clock) { clock_ = std::move(clock); }
 
   // The bytes the driver wrote at UAR + 0x800.. (DoorbellUnit::SqHook data). Returns false when the
   // SQN in them names no SQ of this function (then it is a QP doorbell for the RDMA path).
@@ -122,9 +131,14 @@ class EthQueues {
   std::optional<uint32_t> rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame);
   bool self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) const;
   uint32_t transport_domain(const EthSendQueue& sq) const;  // its TIS's, 0 without one
+  // One frame of `sq` out of the port: on a shared port (QoS) once its share of the wire has taken
+  // it, in model time; else at once. Counts a frame without a port.
+  void send_frame(const EthSendQueue& sq, std::span<const uint8_t> frame);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;
+  double link_gbps_ = 100;
+  Clock clock_;
   EthCounters counters_;
   bool physical_reported_ = false;
   std::vector<uint8_t> ctrl_bytes_;  // read_ctrl's buffer

@@ -127,6 +127,40 @@ TEST(EthSq, NopAndSendProduceFramesAndCqesAcrossTheRingEnd) {
   EXPECT_EQ(t.f.eth.sqs.find(t.sqn)->consumer, 5u);
 }
 
+// Issue 15: on a port shared under QoS (per-VF rates, traffic classes) an Ethernet frame asks the
+// port's scheduler for its share of the wire before it leaves, as an RDMA packet does; on a port
+// that is not shared it leaves at once, as before.
+TEST(EthSq, OnASharedPortEachFrameTakesItsShareOfTheWireBeforeItLeaves) {
+  struct SharedPort : RecordingPort {
+    bool shared() const override { return is_shared; }
+    uint64_t serialised_ps(std::span<const uint8_t> frame, size_t wire_bytes, uint64_t start_ps, double) override {
+      asked.push_back({frame.size(), wire_bytes, frames.size()});
+      return start_ps + 1000;
+    }
+    struct Ask {
+      size_t frame_bytes, wire_bytes, frames_out_before;
+    };
+    bool is_shared = false;
+    std::vector<Ask> asked;
+  };
+  EthPath t;
+  SharedPort port;
+  t.queues.set_port(&port);
+  const auto frame = udp_frame(200);
+  t.put_wqe(0, t.send_wqe(0, frame, 512));
+  t.ring(1);
+  ASSERT_EQ(port.frames.size(), 1u);
+  EXPECT_TRUE(port.asked.empty()) << "a port without QoS is not asked";
+  port.is_shared = true;
+  t.put_wqe(1, t.send_wqe(1, frame, 512));
+  t.ring(2);
+  ASSERT_EQ(port.frames.size(), 2u);
+  ASSERT_EQ(port.asked.size(), 1u);
+  EXPECT_EQ(port.asked[0].frame_bytes, frame.size());
+  EXPECT_EQ(port.asked[0].wire_bytes, frame.size() + 24) << "preamble, SFD, FCS and gap on the wire";
+  EXPECT_EQ(port.asked[0].frames_out_before, 1u) << "asked before the frame leaves";
+}
+
 TEST(EthSq, ChecksumOffloadFillsIpv4AndUdp) {
   EthPath t;
   auto frame = udp_frame(33);

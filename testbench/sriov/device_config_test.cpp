@@ -159,6 +159,57 @@ TEST_F(DeviceConfigTest, ObjectQuotasPerFunction) {
   EXPECT_NE(error_of(R"({"pf":{"log_max_cq":3}})").find("log_max_cq"), std::string::npos);
 }
 
+// Issue 15: a second physical port is a second PF with its own addresses, VF settings, traffic
+// classes and uplink; what it does not name is port 0's (shape, firmware, total_vfs).
+TEST_F(DeviceConfigTest, SecondPhysicalPort) {
+  DeviceConfig one = load_device_config(write("{}"));
+  EXPECT_EQ(one.physical_ports, 1);
+  EXPECT_THROW(one.port_config(1), std::out_of_range);
+  EXPECT_EQ(one.function_name(0), "pf");
+  EXPECT_EQ(one.function_name(4), "vf3");
+
+  DeviceConfig c = load_device_config(write(R"({"physical_ports":2,"total_vfs":4,"vfs":{"0":{"max_tx_rate":1000}},
+      "uplink":{"endpoint":"stream,listen=unix:/tmp/a.sock"},
+      "port1":{"vfs":{"1":{"trust":true}},"port_qos":{"trust":"dscp"},"uplink":{"endpoint":"stream,connect=unix:/tmp/a.sock"}}})"));
+  EXPECT_EQ(c.physical_ports, 2);
+  const DeviceConfig p0 = c.port_config(0), p1 = c.port_config(1);
+  EXPECT_EQ(p0.port, 0);
+  EXPECT_EQ(p1.port, 1);
+  EXPECT_EQ(p1.function_name(0), "pf1");
+  EXPECT_EQ(p1.function_name(2), "pf1-vf1");
+  EXPECT_EQ(p1.total_vfs, 4) << "the shape is the card's";
+  EXPECT_EQ(p1.function_mac(0), (std::array<uint8_t, 6>{0x02, 0xc9, 0x00, 0x00, 0x80, 0x00})) << "mac_base + 0x8000";
+  EXPECT_EQ(p1.function_mac(2), (std::array<uint8_t, 6>{0x02, 0xc9, 0x00, 0x00, 0x80, 0x02}));
+  EXPECT_EQ(p0.vf_settings(0).max_tx_rate_mbps, 1000u);
+  EXPECT_EQ(p1.vf_settings(0).max_tx_rate_mbps, 0u) << "port 0's VF settings stay on port 0";
+  EXPECT_TRUE(p1.vf_settings(1).trust);
+  EXPECT_FALSE(p0.vf_settings(1).trust);
+  EXPECT_TRUE(p1.port_tc.trust_dscp);
+  EXPECT_FALSE(p0.port_tc.trust_dscp);
+  EXPECT_EQ(p1.uplink.endpoint, "stream,connect=unix:/tmp/a.sock");
+  EXPECT_EQ(p0.uplink.endpoint, "stream,listen=unix:/tmp/a.sock");
+
+  const DeviceConfig back = load_device_config(write(to_json(c)));  // --print-config reads back the same
+  EXPECT_EQ(back.physical_ports, 2);
+  EXPECT_EQ(back.port_config(1).function_mac(0), p1.function_mac(0));
+  EXPECT_EQ(back.port_config(1).uplink.endpoint, p1.uplink.endpoint);
+  EXPECT_TRUE(back.port_config(1).vf_settings(1).trust);
+
+  const DeviceConfig own_mac = load_device_config(write(R"({"physical_ports":2,"port1":{"mac_base":"02:00:00:00:10:00"}})"));
+  EXPECT_EQ(own_mac.port_config(1).function_mac(1), (std::array<uint8_t, 6>{0x02, 0x00, 0x00, 0x00, 0x10, 0x01}));
+
+  EXPECT_NE(error_of(R"({"physical_ports":3})").find("physical_ports"), std::string::npos);
+  EXPECT_NE(error_of(R"({"physical_ports":0})").find("physical_ports"), std::string::npos);
+  EXPECT_NE(error_of(R"({"port1":{}})").find("needs \"physical_ports\": 2"), std::string::npos);
+  EXPECT_NE(error_of(R"({"physical_ports":2,"port1":{"speed":1}})").find("port1"), std::string::npos);
+  EXPECT_NE(error_of(R"({"physical_ports":2,"port1":{"vfs":{"9":{}}}})").find("port1.vfs"), std::string::npos);
+  EXPECT_NE(error_of(R"({"physical_ports":2,"port1":{"uplink":{"faults":"loss=1%"}}})").find("no endpoint"), std::string::npos);
+  // Port 1's functions may not take port 0's addresses (8 VFs: port 0 holds base .. base + 8).
+  EXPECT_NE(error_of(R"({"physical_ports":2,"port1":{"mac_base":"02:c9:00:00:00:08"}})").find("port1.mac_base"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"physical_ports":2,"port1":{"mac_base":"02:c9:00:00:00:09"}})"), "");
+}
+
 TEST_F(DeviceConfigTest, MissingFileIsAClearError) {
   EXPECT_THROW(load_device_config("/nonexistent/hcaemu.json"), std::runtime_error);
 }

@@ -12,7 +12,9 @@
 # writes (RDMA_TESTS=link-flap): a QP whose retry budget outlasts the outage recovers, one whose
 # budget is shorter ends with retry exceeded, nothing hangs, the server guest sees carrier and port
 # state follow. With FABRIC=1 the hosts are not joined directly but each to a port of hcafabric.
-# Usage: [LINK_FAULTS=...] [LINK_FLAP=1] [FABRIC=1] run_two_hosts.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCACTL [HCAFABRIC]]
+# With TWO_PORTS=1 there is one hcaemu with two physical ports (two PFs, as a dual-port ConnectX-6
+# Dx) whose uplinks are cabled to each other: one guest on each port's PF.
+# Usage: [LINK_FAULTS=...] [LINK_FLAP=1] [FABRIC=1] [TWO_PORTS=1] run_two_hosts.sh HCAEMU HCAVM HCA_VERBS_CHECK [HCACTL [HCAFABRIC]]
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
@@ -65,13 +67,22 @@ if [ -n "${FABRIC:-}" ]; then
 else
   LINK_A="stream,listen=unix:$WORK/link.sock" LINK_B="stream,connect=unix:$WORK/link.sock"
 fi
-start_hcaemu 0 --uplink "$LINK_A" --pcap "$WORK/a.pcap" "${EXTRA_A[@]}"
-echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
-"$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "$LINK_B" \
-  --pcap "$WORK/b.pcap" "${EXTRA_B[@]}" > "$WORK/hcaemu-b.log" 2>&1 &
-B_PID=$!
-for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
-[ -S "$WORK/sockets-b/pf.sock" ] || fail "host B's hcaemu did not create its socket"
+# Host B's PF socket, its switch's pcap and its PF's MAC.
+if [ -n "${TWO_PORTS:-}" ]; then
+  # Port 1's PF takes mac_base + 0x8000 (docs/configuration.md) and writes a.port1.pcap.
+  start_hcaemu 0 --ports 2 --uplink "$LINK_A" --uplink1 "$LINK_B" --pcap "$WORK/a.pcap" "${EXTRA_A[@]}"
+  B_SOCKET=$WORK/sockets/pf1.sock PCAP_B=$WORK/a.port1.pcap MAC_B=02:c9:00:00:80:00
+else
+  start_hcaemu 0 --uplink "$LINK_A" --pcap "$WORK/a.pcap" "${EXTRA_A[@]}"
+  echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
+  "$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "$LINK_B" \
+    --pcap "$WORK/b.pcap" "${EXTRA_B[@]}" > "$WORK/hcaemu-b.log" 2>&1 &
+  B_PID=$!
+  for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
+  [ -S "$WORK/sockets-b/pf.sock" ] || fail "host B's hcaemu did not create its socket"
+  B_SOCKET=$WORK/sockets-b/pf.sock PCAP_B=$WORK/b.pcap MAC_B=02:c9:00:00:01:00
+fi
+[ -S "$B_SOCKET" ] || fail "no socket $B_SOCKET"
 
 # LINK_FLAP: host A's uplink goes down for 2 s once the client's transfer runs: the client says
 # "FLAP: go N" as it starts its tool, and host B's counters (hcactl stats) show its WRITEs flowing.
@@ -99,7 +110,7 @@ if [ -n "${LINK_FLAP:-}" ]; then
 fi
 
 SERVER_VM=(--attach "$WORK/sockets/pf.sock")
-CLIENT_VM=(--attach "$WORK/sockets-b/pf.sock")
+CLIENT_VM=(--attach "$B_SOCKET")
 run_rdma_pair two-hosts mlx5 mlx5_0 eth0
 if [ -n "$FLAPPER_PID" ]; then wait "$FLAPPER_PID"; FLAPPER_PID=; cat "$WORK/flapper.log"; fi
 stop_b
@@ -128,7 +139,12 @@ if [ -n "${LINK_FLAP:-}" ]; then
   echo "host A's uplink pcap: $frames frames"
   [ "$frames" -gt 0 ] || fail "the uplink's own pcap is empty"
 fi
-grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu-b.log" && fail "warnings in host B's log"
+[ -z "${TWO_PORTS:-}" ] && grep -E "\[(warning|error|critical)\]" "$WORK/hcaemu-b.log" && fail "warnings in host B's log"
+if [ -n "${TWO_PORTS:-}" ]; then
+  # Both ports' switches and uplinks carried the traffic, each its own way.
+  grep -E "eswitch1? uplink: sent" "$WORK/hcaemu.log"
+  [ "$(grep -cE "eswitch1? uplink: sent [1-9]" "$WORK/hcaemu.log")" -eq 2 ] || fail "not both ports sent through their uplinks"
+fi
 
 if [ -n "${LINK_FAULTS:-}" ]; then
   grep -E "faults|retransmits|bad ICRC" "$WORK/hcaemu.log" "$WORK/hcaemu-b.log"
@@ -144,9 +160,10 @@ if [ -n "${LINK_FAULTS:-}" ]; then
   if [ "${corrupted:-0}" -gt 0 ]; then [ "${bad_icrc:-0}" -gt 0 ] || fail "corrupted frames that no receiver dropped on the ICRC"; fi
 fi
 for host in a b; do
-  roce=$(tshark -r "$WORK/$host.pcap" --disable-protocol rpcordma -Y "infiniband" 2>/dev/null | wc -l)
-  other=$(tshark -r "$WORK/$host.pcap" --disable-protocol rpcordma -Y "infiniband && eth.src == 02:c9:00:00:0$([ $host = a ] && echo 1 || echo 0):00" 2>/dev/null | wc -l)
-  expert=$(tshark -r "$WORK/$host.pcap" --disable-protocol rpcordma -q -z expert,error 2>/dev/null | grep -ciE "malformed|error")
+  if [ $host = a ]; then pcap=$WORK/a.pcap other_mac=$MAC_B; else pcap=$PCAP_B other_mac=02:c9:00:00:00:00; fi
+  roce=$(tshark -r "$pcap" --disable-protocol rpcordma -Y "infiniband" 2>/dev/null | wc -l)
+  other=$(tshark -r "$pcap" --disable-protocol rpcordma -Y "infiniband && eth.src == $other_mac" 2>/dev/null | wc -l)
+  expert=$(tshark -r "$pcap" --disable-protocol rpcordma -q -z expert,error 2>/dev/null | grep -ciE "malformed|error")
   echo "host $host pcap: $roce RoCE frames, $other from the other host, $expert expert errors"
   [ "$other" -gt 0 ] || fail "host $host's pcap holds no RoCE frame of the other host"
   [ "$expert" -eq 0 ] || fail "tshark reports malformed or erroneous frames in host $host's pcap"

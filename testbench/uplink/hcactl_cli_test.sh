@@ -38,7 +38,7 @@ ctl vfs 99 2>"$WORK/err"; [ $? -eq 1 ] || fail "too many VFs"
 "$HCACTL" 2>/dev/null; [ $? -eq 2 ] || fail "no command"
 "$HCACTL" --help | grep -q "link set NAME KEY VALUE" || fail "--help lists the commands"
 
-out=$(ctl vfs 2) && [[ $out == "2 VFs enabled" ]] || fail "vfs 2: $out"
+out=$(ctl vfs 2) && [[ $out == "pf: 2 VFs enabled" ]] || fail "vfs 2: $out"
 [ -S "$WORK/s/vf1.sock" ] || fail "vf1.sock served after vfs 2"
 out=$(ctl vf 0 max_tx_rate 10000) && [[ $out == "vf0: max_tx_rate 10000 Mb/s, min_tx_rate none" ]] || fail "vf 0 rate: $out"
 out=$(ctl vf 1 min_tx_rate 30000) && [[ $out == "vf1: max_tx_rate none, min_tx_rate 30000 Mb/s" ]] || fail "vf 1 rate: $out"
@@ -84,4 +84,35 @@ PY
 grep -q "^model_time_ns,direction,faults,pcap_frame,bytes$" "$WORK/uplink.pcap.faults.csv" || fail "fault log header"
 grep -q "^[0-9]*,in,duplicated,1,60$" "$WORK/uplink.pcap.faults.csv" || fail "fault log: $(cat "$WORK/uplink.pcap.faults.csv")"
 [ ! -e "$WORK/s/control.sock" ] || fail "control socket removed at exit"
+# Two physical ports (issue 15): two PFs, each with its sockets, VFs, switch and uplink; hcactl
+# names port 1's PF first. Port 0's uplink is cabled to port 1's.
+"$HCAEMU" --socket-dir "$WORK/bad" --vfs1 1 2>"$WORK/err"
+[ $? -eq 2 ] && grep -q "need two physical ports" "$WORK/err" || fail "--vfs1 on one port: exit 2 saying why"
+"$HCAEMU" --socket-dir "$WORK/bad" --ports 3 2>"$WORK/err"
+[ $? -eq 2 ] && grep -q "ports takes 1 or 2" "$WORK/err" || fail "--ports 3: exit 2"
+"$HCAEMU" --socket-dir "$WORK/p" --ports 2 --vfs1 1 --uplink "stream,listen=unix:$WORK/cable.sock" \
+  --uplink1 "stream,connect=unix:$WORK/cable.sock" --pcap "$WORK/sw.pcap" > "$WORK/hcaemu.log" 2>&1 &
+EMU_PID=$!
+for _ in $(seq 100); do [ -S "$WORK/p/pf1-vf0.sock" ] && break; sleep 0.1; done
+ctl() { "$HCACTL" --socket-dir "$WORK/p" "$@"; }
+[ -S "$WORK/p/pf.sock" ] && [ -S "$WORK/p/pf1.sock" ] && [ -S "$WORK/p/pf1-vf0.sock" ] || fail "sockets of two ports: $(ls "$WORK/p")"
+[ ! -e "$WORK/p/vf0.sock" ] || fail "--vfs1 enabled a VF of port 0"
+for _ in $(seq 50); do [ "$(ctl link show | grep -c ': up (admin up, peer connected)')" -eq 2 ] && break; sleep 0.1; done
+out=$(ctl link show) && [[ $out == "uplink0: up"*"uplink1: up"* ]] || fail "both uplinks, cabled to each other, up: $out"
+out=$(ctl pf1 vfs) && [[ $out == "pf1: 1 of 8 VFs enabled" ]] || fail "pf1 vfs: $out"
+out=$(ctl vfs) && [[ $out == "pf: 0 of 8 VFs enabled" ]] || fail "vfs (port 0): $out"
+out=$(ctl pf1 vf 0 max_tx_rate 2000) && [[ $out == "pf1-vf0: max_tx_rate 2000 Mb/s, min_tx_rate none" ]] || fail "pf1 vf 0: $out"
+out=$(ctl pf1 port qos '{"trust":"dscp"}') && [[ $out == *'"trust":"dscp"'* ]] || fail "pf1 port qos: $out"
+out=$(ctl pf0 port show) && [[ $out == *'"trust":"pcp"'* ]] || fail "port 0's classes untouched: $out"
+out=$(ctl pf1 vfs 2) && [[ $out == "pf1: 2 VFs enabled" ]] || fail "pf1 vfs 2: $out"
+[ -S "$WORK/p/pf1-vf1.sock" ] || fail "pf1-vf1.sock after pf1 vfs 2"
+ctl pf2 vfs 2>"$WORK/err"; [ $? -eq 1 ] && grep -q 'no PF "pf2" (PFs: pf, pf1)' "$WORK/err" || fail "pf2"
+ctl pf1 link show 2>"$WORK/err"; [ $? -eq 1 ] || fail "pf1 link: links are not per PF"
+out=$(ctl stats) || fail "stats"
+grep -q "^pf1-vf1 rdma_tx_packets=" <<<"$out" && grep -q "^eswitch1 " <<<"$out" && grep -q "^uplink1 " <<<"$out" ||
+  fail "stats of both ports: $out"
+kill -TERM "$EMU_PID"; wait "$EMU_PID"; rc=$?; EMU_PID=
+[ $rc -eq 0 ] || fail "hcaemu with two ports: exit $rc"
+[ -s "$WORK/sw.pcap" ] && [ -s "$WORK/sw.port1.pcap" ] || fail "a switch pcap per port: $(ls "$WORK")"
+grep -q "eswitch1 uplink: sent" "$WORK/hcaemu.log" || fail "port 1's switch counters at exit"
 echo "hcactl CLI: all checks passed"
