@@ -1,13 +1,14 @@
 #!/bin/bash
 # Full-system test (issue 15): the HCA's physical port joined to an ordinary VM. hcaemu listens on
 # its uplink in QEMU's stream netdev framing; a VM with virtio-net and Soft-RoCE (rdma_rxe) connects
-# to it with -netdev stream, so it shares the Ethernet with the emulated PF. Both ways round: first
-# the PF guest serves and the Soft-RoCE guest is the client, then the other way. Each time rping
+# to it with -netdev stream, so it shares the Ethernet with the emulated function: VF 0 (a VM on a
+# VF, as the issue asks; HCA_FUNCTION=pf for the PF). Both ways round: first the HCA's guest
+# serves and the Soft-RoCE guest is the client, then the other way. Each time rping
 # (rdma_cm) and perftest's ib_write_bw, ib_read_bw, ib_send_lat, ib_atomic_bw (RC) and ib_send_bw -c
 # UD (guest/rdma_peer.sh: RDMA_TESTS="cm interop"). hcaemu's pcap (both directions of the uplink)
 # must dissect cleanly in tshark, and hcareplay must rebuild every RoCE frame of it into a message:
 # its parser checks each frame's ICRC, the ones Soft-RoCE computed too. The port follows the link:
-# the PF guest's carrier and RDMA port come up once the Soft-RoCE VM connects and go down when it leaves.
+# the HCA guest's carrier and RDMA port come up once the Soft-RoCE VM connects and go down when it leaves.
 # Usage: run_uplink_guests.sh HCAEMU HCAVM HCA_VERBS_CHECK HCAREPLAY
 set -uo pipefail
 HCAEMU=$1
@@ -21,16 +22,21 @@ source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
 
 PCAP=$WORK/uplink.pcap
-start_hcaemu 0 --uplink "stream,listen=unix:$WORK/uplink.sock" --pcap "$PCAP"
+case "${HCA_FUNCTION:-vf}" in
+  vf) start_hcaemu 1 --uplink "stream,listen=unix:$WORK/uplink.sock" --pcap "$PCAP"; HCA_SOCKET=vf0.sock ;;
+  pf) start_hcaemu 0 --uplink "stream,listen=unix:$WORK/uplink.sock" --pcap "$PCAP"; HCA_SOCKET=pf.sock ;;
+  *) echo "HCA_FUNCTION is vf or pf"; exit 2 ;;
+esac
 [ -S "$WORK/uplink.sock" ] || fail "hcaemu did not open its uplink socket"
-HCA_VM=(--attach "$WORK/sockets/pf.sock")
+echo "== the HCA's guest is on $HCA_SOCKET"
+HCA_VM=(--attach "$WORK/sockets/$HCA_SOCKET")
 RXE_VM=(--qemu-arg -netdev --qemu-arg "stream,id=n0,server=off,addr.type=unix,addr.path=$WORK/uplink.sock"
         --qemu-arg -device --qemu-arg "virtio-net-pci,netdev=n0,mac=52:54:00:09:00:0X")
 
 # The Soft-RoCE guest's MAC ends in its host number (its link-local GID comes from it).
 SERVER_VM=("${HCA_VM[@]}")
 CLIENT_VM=("${RXE_VM[@]/0X/02}")
-# The PF guest also checks that its carrier and port go down once the Soft-RoCE VM has left.
+# The HCA guest also checks that its carrier and port go down once the Soft-RoCE VM has left.
 CARRIER_CHECK=1 run_rdma_pair hca-serves mlx5/rxe mlx5_0/rxe0 eth0
 rdma_pair_verdict hca-serves
 
