@@ -114,6 +114,44 @@ TEST_F(ClusterTest, TwoVfsWritingAtOnceLeaveAtTheirMaxRates) {
   }
 }
 
+// The same two VFs with min_tx_rate 10 and 30 Gb/s (weights 1:3) and no cap: they share the full
+// port 25:75. VF 1 has three times VF 0's bytes, so both send for the whole run and each one's
+// rate over it is its share.
+TEST_F(ClusterTest, TwoVfsWritingAtOnceShareThePortByTheirMinRates) {
+  RdmaNode &n0 = c.node(0), &n1 = c.node(1), &n2 = c.node(2);
+  sriov::PortScheduler port(100);
+  port.set_qos(1, {.min_tx_rate_mbps = 10000});
+  port.set_qos(2, {.min_tx_rate_mbps = 30000});
+  uint64_t last_done[3] = {};
+  for (int i : {0, 1})
+    c.node(i).port.serialise = [&, vport = uint16_t(i + 1)](std::span<const uint8_t> frame, size_t bytes, uint64_t start) {
+      return last_done[vport] = port.serialised_ps(vport, frame, bytes, start);
+    };
+  Connection a = RdmaCluster::connect(n0, n2), b = RdmaCluster::connect(n1, n2);
+  constexpr uint32_t kBytes0 = 256 * 1024, kBytes1 = 3 * kBytes0;
+  Mr src0 = n0.reg_mr(kBytes0), src1 = n1.reg_mr(kBytes1), dst0 = n2.reg_mr(kBytes0), dst1 = n2.reg_mr(kBytes1);
+  n0.put(src0, 0, pattern(kBytes0, 5));
+  n1.put(src1, 0, pattern(kBytes1, 6));
+  // Many small messages: an engine works a message ahead of the other, and its first one goes out
+  // alone at the full rate before the other shows up (a share needs both active).
+  constexpr uint32_t kMessages = 32;
+  for (uint32_t k = 0; k < kMessages; ++k) {
+    const uint32_t off0 = k * (kBytes0 / kMessages), off1 = k * (kBytes1 / kMessages);
+    n0.post_send(*a.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src0.va(off0), kBytes0 / kMessages, src0.key}},
+                        .remote_va = dst0.va(off0), .rkey = dst0.key});
+    n1.post_send(*b.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src1.va(off1), kBytes1 / kMessages, src1.key}},
+                        .remote_va = dst1.va(off1), .rkey = dst1.key});
+  }
+  c.pump();
+  EXPECT_EQ(n2.get(dst0, 0, kBytes0), pattern(kBytes0, 5));
+  EXPECT_EQ(n2.get(dst1, 0, kBytes1), pattern(kBytes1, 6));
+  double gbps[3] = {};
+  for (uint16_t vport : {1, 2}) gbps[vport] = double(port.bytes_sent(vport)) * 8.0 / (double(last_done[vport]) / 1000.0);
+  EXPECT_NEAR(gbps[1], 25.0, 25.0 * 0.05);
+  EXPECT_NEAR(gbps[2], 75.0, 75.0 * 0.05);
+  EXPECT_NEAR(gbps[2] / gbps[1], 3.0, 3.0 * 0.05);
+}
+
 TEST_F(ClusterTest, DatagramsReachOnlyTheAddressedNode) {
   RdmaNode &n0 = c.node(0), &n2 = c.node(2);
   Cq& scq = n2.make_cq();
