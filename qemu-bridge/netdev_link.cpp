@@ -411,25 +411,24 @@ void NetdevLink::read_datagrams(std::vector<uint8_t>& buffer) {
 }
 
 void NetdevLink::read_stream(std::vector<uint8_t>& buffer) {
-  transport::StreamDecoder& decoder = decoder_;
   const ssize_t got = ::recv(peer_fd_.get(), buffer.data(), buffer.size(), 0);
   if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
     return drop_peer(got == 0 ? "disconnected" : "failed");
   if (got < 0) return;
-  const uint64_t oversized_before = decoder.oversized();
-  const bool ok = decoder.feed(std::span(buffer.data(), size_t(got)), [&](std::span<const uint8_t> frame) {
+  const uint64_t oversized_before = decoder_.oversized();
+  const bool ok = decoder_.feed(std::span(buffer.data(), size_t(got)), [&](std::span<const uint8_t> frame) {
     ++counters_.rx_frames;
     receive_(std::vector<uint8_t>(frame.begin(), frame.end()));
   });
-  if (const uint64_t skipped = decoder.oversized() - oversized_before; skipped != 0) {
+  if (const uint64_t skipped = decoder_.oversized() - oversized_before; skipped != 0) {
     counters_.rx_oversized += skipped;
     if (framing_log().allow()) log().warn("{}: a frame above {} bytes skipped", name_, options_.max_frame);
   }
   if (!ok) {
     ++counters_.rx_bad_framing;
     if (framing_log().allow())
-      log().warn("{}: garbage framing (length {}): dropping the peer", name_, decoder.bad_length());
-    decoder.reset();  // not a cut frame: the stream was broken
+      log().warn("{}: garbage framing (length {}): dropping the peer", name_, decoder_.bad_length());
+    decoder_.reset();  // not a cut frame: the stream was broken
     drop_peer("sent garbage framing");
   }
 }

@@ -75,38 +75,29 @@ VfSettings DeviceConfig::vf_settings(uint16_t vf) const {
   return it != vfs.end() ? it->second : VfSettings{};
 }
 
-std::array<uint8_t, 6> DeviceConfig::function_mac(uint16_t vhca_id) const {
+namespace {
+uint64_t mac_value(const std::array<uint8_t, 6>& mac) {
   uint64_t value = 0;
-  for (uint8_t b : mac_base) value = (value << 8) | b;
-  value += vhca_id;
-  std::array<uint8_t, 6> mac{};
-  for (int i = 5; i >= 0; --i, value >>= 8) mac[size_t(i)] = uint8_t(value);
-  return mac;
+  for (uint8_t b : mac) value = (value << 8) | b;
+  return value;
 }
+// mac + offset, carried through all 48 bits.
+std::array<uint8_t, 6> mac_plus(const std::array<uint8_t, 6>& mac, uint64_t offset) {
+  uint64_t value = mac_value(mac) + offset;
+  std::array<uint8_t, 6> out{};
+  for (int i = 5; i >= 0; --i, value >>= 8) out[size_t(i)] = uint8_t(value);
+  return out;
+}
+constexpr uint64_t kSecondPortMacOffset = 0x8000;
+}  // namespace
+
+std::array<uint8_t, 6> DeviceConfig::function_mac(uint16_t vhca_id) const { return mac_plus(mac_base, vhca_id); }
 
 std::string DeviceConfig::function_name(uint16_t vhca_id) const {
   const std::string pf = port == 0 ? "pf" : "pf" + std::to_string(port);
   if (vhca_id == 0) return pf;
   return (port == 0 ? "" : pf + "-") + "vf" + std::to_string(vhca_id - 1);
 }
-
-namespace {
-// mac + offset, carried through all 48 bits.
-std::array<uint8_t, 6> mac_plus(const std::array<uint8_t, 6>& mac, uint64_t offset) {
-  uint64_t value = 0;
-  for (uint8_t b : mac) value = (value << 8) | b;
-  value = (value + offset) & ((uint64_t(1) << 48) - 1);
-  std::array<uint8_t, 6> out{};
-  for (int i = 5; i >= 0; --i, value >>= 8) out[size_t(i)] = uint8_t(value);
-  return out;
-}
-uint64_t mac_value(const std::array<uint8_t, 6>& mac) {
-  uint64_t value = 0;
-  for (uint8_t b : mac) value = (value << 8) | b;
-  return value;
-}
-constexpr uint64_t kSecondPortMacOffset = 0x8000;
-}  // namespace
 
 DeviceConfig DeviceConfig::port_config(uint8_t index) const {
   if (index >= physical_ports) throw std::out_of_range("no physical port " + std::to_string(index));
@@ -165,13 +156,15 @@ void DeviceConfig::validate() const {
   }
   if (total_vfs > 127) fail("\"total_vfs\" must be at most 127 (ConnectX firmware limit per PF)");
   if (link_generation < 1 || link_generation > 5) fail("\"pcie.generation\" must be 1..5");
-  for (const auto& [vf, settings] : vfs)
-    if (vf >= total_vfs) fail("\"vfs\" names VF " + std::to_string(vf) + ", beyond total_vfs");
+  auto check_vf_numbers = [this](const std::map<uint16_t, VfSettings>& settings, const std::string& key) {
+    for (const auto& [vf, unused] : settings)
+      if (vf >= total_vfs) fail("\"" + key + "\" names VF " + std::to_string(vf) + ", beyond total_vfs");
+  };
+  check_vf_numbers(vfs, "vfs");
   if (!std::has_single_bit(unsigned(link_width)) || link_width > 32) fail("\"pcie.width\" must be 1, 2, 4, 8, 16 or 32");
   if (physical_ports < 1 || physical_ports > 2) fail("\"physical_ports\" must be 1 or 2");
   if (physical_ports == 2 && port == 0) {
-    for (const auto& [vf, settings] : port1.vfs)
-      if (vf >= total_vfs) fail("\"port1.vfs\" names VF " + std::to_string(vf) + ", beyond total_vfs");
+    check_vf_numbers(port1.vfs, "port1.vfs");
     // Each port's functions take mac_base .. mac_base + total_vfs: the two ranges must not meet.
     const uint64_t first0 = mac_value(mac_base), first1 = mac_value(port_config(1).mac_base);
     if (first1 <= first0 + total_vfs && first0 <= first1 + total_vfs)

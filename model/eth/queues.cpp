@@ -9,6 +9,7 @@
 #include "model/eth/flow_index.h"
 #include "model/eth/frame.h"
 #include "model/function_context.h"
+#include "model/timing_preset.h"
 
 namespace hcaemu::model {
 namespace {
@@ -193,7 +194,7 @@ void EthQueues::send_frame(const EthSendQueue& sq, std::span<const uint8_t> fram
   if (port_->shared()) {
     // Preamble, SFD, FCS and the inter-frame gap count on the wire, as for RDMA packets.
     const uint64_t now = clock_.now_ps ? clock_.now_ps() : 0;
-    const uint64_t sent = port_->serialised_ps(frame, frame.size() + 24, now, link_gbps_);
+    const uint64_t sent = port_->serialised_ps(frame, frame.size() + TimingPreset::kWireOverheadBytes, now, link_gbps_);
     if (sent > now && clock_.consume_ps) clock_.consume_ps(sent - now);
   }
   port_->transmit_from_domain(frame, transport_domain(sq));

@@ -148,7 +148,7 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
     ++counters_.tx_no_port;
     return false;
   }
-  const uint64_t sent = port_->serialised_ps(frame, frame.size() + 24, depart, timing_.link_gbps);
+  const uint64_t sent = port_->serialised_ps(frame, frame.size() + TimingPreset::kWireOverheadBytes, depart, timing_.link_gbps);
   pcie::consume_model_time(sc_core::sc_time(double(sent - now), sc_core::SC_PS));
   ++counters_.tx_packets;
   counters_.tx_bytes += frame.size();
