@@ -38,6 +38,12 @@ else
 fi
 source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
+# A failure shows every process's log: host A's, host B's and the fabric's.
+fail() {
+  echo "FAIL: $*"
+  for log in hcaemu.log hcaemu-b.log hcafabric.log; do [ -s "$WORK/$log" ] && { echo "--- $log"; cat "$WORK/$log"; }; done
+  exit 1
+}
 
 B_PID= FABRIC_PID= FLAPPER_PID=
 stop_pid() {  # stop_pid VAR: SIGTERM to the process whose PID VAR holds, then clear VAR; its exit status
