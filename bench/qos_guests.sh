@@ -5,8 +5,9 @@
 # ib_write_bw -D 10 to the PF at the same time. Prints each VF's guest-visible bandwidth, their
 # ratio, and what the device sent for each (hcactl stats). In model time the port's scheduler holds
 # the rates exactly (sriov/port_scheduler, its tests); guests under TCG run far below them, which is
-# what this figure shows.
-# Usage: bench/qos_guests.sh HCAEMU HCAVM HCACTL
+# what this figure shows. UPLINK=1: the server guest is on the PF of a second hcaemu joined to the
+# first one's uplink, so both VFs' traffic leaves through one uplink.
+# Usage: [UPLINK=1] bench/qos_guests.sh HCAEMU HCAVM HCACTL
 set -uo pipefail
 HCAEMU=$1 HCAVM=$2 HCACTL=$3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,7 +15,19 @@ source "$ROOT/testbench/system/fullsys_lib.sh"
 QOS_VF0=${QOS_VF0:-'{"max_tx_rate":10000}'}
 QOS_VF1=${QOS_VF1:-'{"max_tx_rate":30000}'}
 echo "{\"vfs\": {\"0\": $QOS_VF0, \"1\": $QOS_VF1}}" > "$WORK/qos.json"
-start_hcaemu 2 --config "$WORK/qos.json"
+SERVER_SOCKET=$WORK/sockets/pf.sock B_PID=
+if [ "${UPLINK:-0}" = 1 ]; then
+  start_hcaemu 2 --config "$WORK/qos.json" --uplink "stream,listen=unix:$WORK/link.sock"
+  echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
+  "$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "stream,connect=unix:$WORK/link.sock" \
+    > "$WORK/hcaemu-b.log" 2>&1 &
+  B_PID=$!
+  trap 'kill $B_PID 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
+  SERVER_SOCKET=$WORK/sockets-b/pf.sock
+else
+  start_hcaemu 2 --config "$WORK/qos.json"
+fi
 
 bring_up='modprobe mlx5_core; modprobe mlx5_ib
 for _ in $(seq 20); do [ -e /sys/class/net/eth0 ] && break; sleep 1; done
@@ -43,7 +56,7 @@ for vf in 0 1; do
     echo "echo \"RESULT vf$vf: \$(grep -E '^ *65536 ' /tmp/out | tr -s ' ')\""
   } > "$WORK/client$vf.sh"
 done
-"$HCAVM" --name qos-server --script "$WORK/server.sh" --timeout 600 --attach "$WORK/sockets/pf.sock" > "$WORK/server.log" 2>&1 &
+"$HCAVM" --name qos-server --script "$WORK/server.sh" --timeout 600 --attach "$SERVER_SOCKET" > "$WORK/server.log" 2>&1 &
 s=$!
 "$HCAVM" --name qos-vf0 --script "$WORK/client0.sh" --timeout 600 --attach "$WORK/sockets/vf0.sock" > "$WORK/vf0.log" 2>&1 &
 c0=$!
@@ -52,8 +65,13 @@ c1=$!
 wait $c0 $c1 $s
 stats=$("$HCACTL" --socket-dir "$WORK/sockets" stats)
 vf_settings=$("$HCACTL" --socket-dir "$WORK/sockets" vf show)
+uplink_stats=$(grep "^uplink0 " <<<"$stats")
 stop_hcaemu_cleanly
-echo "figure: two VF guests writing to the PF guest at once (ib_write_bw -s 65536 -D 10, TCG, 2 vCPUs each)"
+if [ -n "$B_PID" ]; then kill -TERM "$B_PID"; wait "$B_PID"; B_PID=; fi
+where="the PF guest"
+[ "${UPLINK:-0}" = 1 ] && where="a PF guest on a second hcaemu, through one uplink"
+echo "figure: two VF guests writing to $where at once (ib_write_bw -s 65536 -D 10, TCG, 2 vCPUs each)"
+[ -n "$uplink_stats" ] && echo "  uplink: $(grep -o 'tx_frames=[0-9]*' <<<"$uplink_stats")"
 echo "$vf_settings" | sed 's/^/  rates: /'
 bw=()
 for vf in 0 1; do
