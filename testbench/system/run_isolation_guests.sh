@@ -34,8 +34,14 @@ rdma_pair_verdict victims
 # Where the device stopped the attacks: the spoof check, and the victims' QPs' path check.
 spoofed=$(sed -n 's/.*eswitch:.*spoofed source \([0-9]*\).*/\1/p' "$WORK/hcaemu.log" | tail -n1)
 [ "${spoofed:-0}" -gt 0 ] || fail "the switch dropped no spoofed frame from the attacker"
+# A victim's QPs are connected only while one of its tools runs, so whether an attack round lands
+# on a given function's QP is timing (a CI run once saw 8 hits on vf0 and 0 on pf in 9 rounds);
+# the path check is one code for both, and at least one of them must have turned a forged request away.
+path_hits=0
 for fn in pf vf0; do
   hits=$(sed -n "s/.*$fn: rdma frames dropped: to a connected QP from outside its path \([0-9]*\).*/\1/p" "$WORK/hcaemu.log" | tail -n1)
-  [ "${hits:-0}" -gt 0 ] || fail "no forged request reached a QP of $fn (the attack missed its QPNs)"
+  echo "forged requests that reached a connected QP of $fn and were dropped by its path check: ${hits:-0}"
+  path_hits=$((path_hits + ${hits:-0}))
 done
+[ "$path_hits" -gt 0 ] || fail "no forged request reached a connected QP of either victim (the attack missed their QPNs)"
 echo "PASS"
