@@ -15,18 +15,15 @@ source "$ROOT/testbench/system/fullsys_lib.sh"
 QOS_VF0=${QOS_VF0:-'{"max_tx_rate":10000}'}
 QOS_VF1=${QOS_VF1:-'{"max_tx_rate":30000}'}
 echo "{\"vfs\": {\"0\": $QOS_VF0, \"1\": $QOS_VF1}}" > "$WORK/qos.json"
-SERVER_SOCKET=$WORK/sockets/pf.sock B_PID=
+B_PID=
 if [ "${UPLINK:-0}" = 1 ]; then
+  trap 'stop_pid B_PID; cleanup' EXIT
   start_hcaemu 2 --config "$WORK/qos.json" --uplink "stream,listen=unix:$WORK/link.sock"
-  echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
-  "$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "stream,connect=unix:$WORK/link.sock" \
-    > "$WORK/hcaemu-b.log" 2>&1 &
-  B_PID=$!
-  trap 'kill $B_PID 2>/dev/null; cleanup' EXIT
-  for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
-  SERVER_SOCKET=$WORK/sockets-b/pf.sock
+  start_peer_hcaemu "stream,connect=unix:$WORK/link.sock"
+  SERVER_SOCKET=$WORK/sockets-b/pf.sock WHERE="a PF guest on a second hcaemu, through one uplink"
 else
   start_hcaemu 2 --config "$WORK/qos.json"
+  SERVER_SOCKET=$WORK/sockets/pf.sock WHERE="the PF guest"
 fi
 
 bring_up='modprobe mlx5_core; modprobe mlx5_ib
@@ -67,10 +64,8 @@ stats=$("$HCACTL" --socket-dir "$WORK/sockets" stats)
 vf_settings=$("$HCACTL" --socket-dir "$WORK/sockets" vf show)
 uplink_stats=$(grep "^uplink0 " <<<"$stats")
 stop_hcaemu_cleanly
-if [ -n "$B_PID" ]; then kill -TERM "$B_PID"; wait "$B_PID"; B_PID=; fi
-where="the PF guest"
-[ "${UPLINK:-0}" = 1 ] && where="a PF guest on a second hcaemu, through one uplink"
-echo "figure: two VF guests writing to $where at once (ib_write_bw -s 65536 -D 10, TCG, 2 vCPUs each)"
+stop_pid B_PID
+echo "figure: two VF guests writing to $WHERE at once (ib_write_bw -s 65536 -D 10, TCG, 2 vCPUs each)"
 [ -n "$uplink_stats" ] && echo "  uplink: $(grep -o 'tx_frames=[0-9]*' <<<"$uplink_stats")"
 echo "$vf_settings" | sed 's/^/  rates: /'
 bw=()

@@ -38,23 +38,8 @@ else
 fi
 source "$HERE/fullsys_lib.sh"
 source "$HERE/rdma_lib.sh"
-# A failure shows every process's log: host A's, host B's and the fabric's.
-fail() {
-  echo "FAIL: $*"
-  for log in hcaemu.log hcaemu-b.log hcafabric.log; do [ -s "$WORK/$log" ] && { echo "--- $log"; cat "$WORK/$log"; }; done
-  exit 1
-}
 
 B_PID= FABRIC_PID= FLAPPER_PID=
-stop_pid() {  # stop_pid VAR: SIGTERM to the process whose PID VAR holds, then clear VAR; its exit status
-  local pid=${!1}
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  wait "$pid"
-  local rc=$?
-  printf -v "$1" ''
-  return $rc
-}
 stop_b() { stop_pid B_PID; }  # host B's hcaemu
 stop_fabric() { stop_pid FABRIC_PID; }
 trap '[ -n "$FLAPPER_PID" ] && kill $FLAPPER_PID 2>/dev/null; stop_b; stop_fabric; cleanup' EXIT
@@ -80,12 +65,7 @@ if [ -n "${TWO_PORTS:-}" ]; then
   B_SOCKET=$WORK/sockets/pf1.sock PCAP_B=$WORK/a.port1.pcap MAC_B=02:c9:00:00:80:00
 else
   start_hcaemu 0 --uplink "$LINK_A" --pcap "$WORK/a.pcap" "${EXTRA_A[@]}"
-  echo '{"mac_base": "02:c9:00:00:01:00"}' > "$WORK/b.json"
-  "$HCAEMU" --socket-dir "$WORK/sockets-b" --config "$WORK/b.json" --uplink "$LINK_B" \
-    --pcap "$WORK/b.pcap" "${EXTRA_B[@]}" > "$WORK/hcaemu-b.log" 2>&1 &
-  B_PID=$!
-  for _ in $(seq 50); do [ -S "$WORK/sockets-b/pf.sock" ] && break; sleep 0.1; done
-  [ -S "$WORK/sockets-b/pf.sock" ] || fail "host B's hcaemu did not create its socket"
+  start_peer_hcaemu "$LINK_B" --pcap "$WORK/b.pcap" "${EXTRA_B[@]}"
   B_SOCKET=$WORK/sockets-b/pf.sock PCAP_B=$WORK/b.pcap MAC_B=02:c9:00:00:01:00
 fi
 [ -S "$B_SOCKET" ] || fail "no socket $B_SOCKET"
