@@ -427,6 +427,8 @@ struct RdmaNode : HostFunction {
   // ---- QP ----
   // XRC QPs (xrcd != 0) are created as mlx5_ib creates them: rq_type SRQ naming some SRQ (the
   // driver's own), the XRC domain at 0x98.
+  // pd_number kNoPd: qpc.pd 0, as the 6.1 driver creates its UMR QP.
+  static constexpr uint32_t kNoPd = 0xffffffffu;
   Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr,
                 uint32_t xrcd = 0, QueueSizes sizes = {}) {
     Qp& qp = qps.emplace_back();
@@ -436,7 +438,7 @@ struct RdmaNode : HostFunction {
     qp.log_rq_size = sizes.log_rq_size;
     qp.log_rq_stride = sizes.log_rq_stride;
     qp.own_rq = srq == nullptr;
-    qp.pd = pd_number != 0 ? pd_number : pd;
+    qp.pd = pd_number == kNoPd ? 0 : pd_number != 0 ? pd_number : pd;
     qp.scq = &scq;
     qp.rcq = &rcq;
     const uint64_t bytes = qp.rq_bytes() + qp.sq_bytes();

@@ -154,7 +154,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxMsg, 30},
     {gen::kCqeVersion, 1},                   // CQEs name their QP by its user index
     {gen::kStridingRq, 0},                   // mlx5e uses the legacy cyclic RQ
-    {gen::kUmrModifyEntitySizeDisabled, 1},  // user MRs by CREATE_MKEY + MTT, no mkey cache
+    {gen::kUmrModifyEntitySizeDisabled, 0},  // user MRs loaded by UMR (objects/umr.h), the MKEY cache
     {gen::kCmdifChecksum, 0},
     {gen::kDct, 0},
     {gen::kQos, 0},

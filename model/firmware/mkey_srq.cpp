@@ -128,6 +128,14 @@ void create_mkey(CommandCall& call) {
     auto charge = take_translation(call, declared);  // taken before reading a single entry
     if (!charge) return;
     mkey.mtt_charge = std::move(*charge);
+    // A key the driver loads by UMR (the MKEY cache, mlx5r_umr_update_mr_pas) declares its room in
+    // the mkc and is created with none or part of it; loaded entries are charged as they come. The
+    // room is kept in 64-byte units (8 entries), as UMR loads are (MLX5_IB_UMR_XLT_ALIGNMENT): the
+    // driver pads a list's tail with zeroes to the unit.
+    constexpr uint64_t kUmrUnit = 8;
+    const uint64_t room = uint64_t(get(ctx, mkc::kTranslationsOctwordSize)) * 2;
+    mkey.mtt_capacity = mkey.umr_en ? std::max<uint64_t>(declared, (room + kUmrUnit - 1) / kUmrUnit * kUmrUnit)
+                                    : declared;
     const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
     mkey.mtt.reserve(declared);
     for (uint64_t i = 0; i < declared; ++i) {

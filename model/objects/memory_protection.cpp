@@ -179,7 +179,7 @@ ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd) {
   if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
   if (m->free) return ProtectionError::kFreeKey;
   if (m->pd != pd) return ProtectionError::kPdMismatch;
-  if (!m->umr_en && !m->remote_invalidate) return ProtectionError::kAccess;
+  if ((!m->umr_en && !m->remote_invalidate) || m->driver_loaded) return ProtectionError::kAccess;
   m->free = true;
   return ProtectionError::kNone;
 }

@@ -59,7 +59,8 @@ ProtectionError translate_sges(const Resources& r, std::span<const Sge> sges, ui
 
 // A SEND with Invalidate names `key` for the responder to free (IBA 10.6.7.2.6): only a key of
 // the QP's PD made for registration by UMR (a fast-register MR or a type 2 memory window: umr_en or
-// en_rinval) can be invalidated remotely; a plain MR (ibv_reg_mr) cannot, as in Soft-RoCE. On
+// en_rinval) can be invalidated remotely; a plain MR (ibv_reg_mr, also when the driver loaded it
+// into a umr_en key of its MKEY cache) cannot, as in Soft-RoCE. On
 // success the MKEY is in the free state and every later access through it fails.
 ProtectionError invalidate_remotely(Resources& r, uint32_t key, uint32_t pd);
 

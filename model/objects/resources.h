@@ -70,6 +70,8 @@ struct Mkey {
   bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
   bool free = false;                    // created in the free state (to be enabled by UMR)
   bool umr_en = false;
+  bool driver_loaded = false;           // its translation came by UMR on the driver's UMR QP: an
+                                        // ibv_reg_mr region (the MKEY cache), never invalidated by a WR
   bool remote_invalidate = false;       // en_rinval: a SEND with Invalidate may free it
   bool length64 = false;                // the whole address space (PA mode)
   uint64_t start = 0;                   // iova (0 for MEMIC: a device memory key is zero-based)
@@ -77,6 +79,7 @@ struct Mkey {
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
+  uint64_t mtt_capacity = 0;            // entries a UMR may load (umr_en: mkc.translations_octword_size x 2)
   BudgetCharge mtt_charge;              // the entries against the function's translation budget
   // A memory window (KLM mode, created free with umr_en; objects/umr.h apply_bind_umr): the MR range
   // it is bound to (one KLM) and, for a type 2 window, the QP it is bound through.

@@ -1,5 +1,8 @@
 #include "model/objects/umr.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "common/endian.h"
 #include "model/prm/bits.h"
 #include "model/prm/mkc_fields.h"
@@ -8,10 +11,14 @@ namespace hcaemu::model {
 namespace {
 
 constexpr uint32_t kKeyIndexShift = 8;
+constexpr uint32_t kMinLogPageSize = 12, kMaxLogPageSize = 30;  // mlx5_ib's MR page sizes: 4 KiB .. 1 GiB
+constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
 
 // The UMR control segment (after the 16-byte ctrl segment).
 constexpr Field kXltOctowords{umr::kControlOffset + 0x04, 31, 16};
+constexpr uint32_t kXltOffset = umr::kControlOffset + 0x06;      // BE16: octowords 15:0
 constexpr uint32_t kMkeyMask = umr::kControlOffset + 0x08;
+constexpr uint32_t kXltOffsetHigh = umr::kControlOffset + 0x10;  // BE32: octowords 47:16
 
 // The MKEY segment has mkc's layout.
 namespace seg {
@@ -22,6 +29,7 @@ constexpr Field kFree = within(mkc::kFree, at), kAtomic = within(mkc::kAtomic, a
                 kLocalWrite = within(mkc::kLocalWrite, at), kLocalRead = within(mkc::kLocalRead, at),
                 kVariant = within(mkc::kVariant, at), kEnRinval = within(mkc::kEnRinval, at), kPd = within(mkc::kPd, at);
 constexpr Field kStartMkeyQpn = within(Field{0x04, 31, 8}, at);  // mkc.qpn
+constexpr Field kLength64 = within(mkc::kLength64, at), kLogPageSize = within(mkc::kLogPageSize, at);
 constexpr uint32_t kStartAddr = at + mkc::kStartAddr, kLen = at + mkc::kLen;
 }  // namespace seg
 
@@ -35,21 +43,95 @@ const char* umr_error_name(UmrError error) {
     case UmrError::kMalformed: return "malformed";
     case UmrError::kBadKey: return "bad_key";
     case UmrError::kBadPd: return "bad_pd";
-    case UmrError::kTranslation: return "translation_not_modelled";
+    case UmrError::kTranslation: return "translation";
+    case UmrError::kState: return "key_state";
+    case UmrError::kXltRange: return "translation_range";
+    case UmrError::kXltRead: return "translation_read";
+    case UmrError::kBudget: return "translation_budget";
   }
   return "?";
 }
 
-UmrError apply_umr(Resources& r, std::span<const uint8_t> wqe) {
+namespace {
+
+// A translation a UMR WQE carries, read and checked before anything changes.
+struct Translation {
+  uint64_t first = 0;              // entry index of entries[0]
+  std::vector<uint64_t> entries;   // host order, as CREATE_MKEY stores them
+  uint64_t start = 0, length = 0;  // the new range and page size (the key's own where not masked)
+  bool length64 = false;
+  uint32_t log_page_size = 12;
+};
+
+UmrError read_translation(const Mkey& m, std::span<const uint8_t> wqe, uint64_t mask, const XltReader& read_xlt,
+                          Translation& t) {
+  t.start = (mask & umr::kMaskStartAddr) ? load_be64(&wqe[seg::kStartAddr]) : m.start;
+  t.length = (mask & umr::kMaskLen) ? load_be64(&wqe[seg::kLen]) : m.length;
+  t.length64 = (mask & umr::kMaskLen) ? get(wqe, seg::kLength64) != 0 : m.length64;
+  t.log_page_size = (mask & umr::kMaskPageSize) ? get(wqe, seg::kLogPageSize) : m.log_page_size;
+  if (m.access_mode != Mkey::kAccessMtt || t.log_page_size < kMinLogPageSize || t.log_page_size > kMaxLogPageSize ||
+      (!t.length64 && t.length > ~t.start))
+    return UmrError::kTranslation;
+  const uint32_t octowords = get(wqe, kXltOctowords);
+  if (octowords == 0) return UmrError::kNone;
+  const uint8_t flags = wqe[kUmrFlags];
+  if ((flags & umr::kFlagInline) || wqe.size() < umr::kDataSegmentOffset + 16) return UmrError::kTranslation;
+  const uint64_t count = uint64_t(octowords) * 2;  // 16-byte octowords of two entries
+  if ((flags & umr::kFlagTranslationOffset) != 0)
+    t.first = ((uint64_t(load_be32(&wqe[kXltOffsetHigh])) << 16) | load_be16(&wqe[kXltOffset])) * 2;
+  if (t.first > m.mtt_capacity || count > m.mtt_capacity - t.first) return UmrError::kXltRange;
+  const uint32_t byte_count = load_be32(&wqe[umr::kDataSegmentOffset]);
+  const uint32_t lkey = load_be32(&wqe[umr::kDataSegmentOffset + 4]);
+  const uint64_t address = load_be64(&wqe[umr::kDataSegmentOffset + 8]);
+  if (byte_count < count * 8 || !read_xlt) return UmrError::kXltRead;
+  std::vector<uint8_t> raw(count * 8);
+  if (!read_xlt(lkey, address, raw)) return UmrError::kXltRead;
+  const uint64_t page_mask = (uint64_t(1) << t.log_page_size) - 1;
+  t.entries.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    t.entries[i] = load_be64(&raw[i * 8]);
+    if ((t.entries[i] & page_mask & ~kMttFlagBits) != 0) return UmrError::kXltRange;  // not a page base
+  }
+  return UmrError::kNone;
+}
+
+}  // namespace
+
+UmrError apply_umr(Resources& r, std::span<const uint8_t> wqe, const XltReader& read_xlt) {
   if (wqe.size() < umr::kMinBytes || wqe[3] != umr::kOpcode) return UmrError::kMalformed;
   const uint32_t key = load_be32(&wqe[12]);  // ctrl general_id: the MKEY to change
   const uint64_t mask = load_be64(&wqe[kMkeyMask]);
   Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
   if (m == nullptr || m->variant != (key & 0xff)) return UmrError::kBadKey;
-  if (get(wqe, kXltOctowords) != 0 || (mask & umr::kMaskTranslation) != 0) return UmrError::kTranslation;
+  const uint8_t check = wqe[kUmrFlags] & (3u << 5);
+  if ((check == umr::kFlagCheckFree && !m->free) || (check == umr::kFlagMustBeInUse && m->free)) return UmrError::kState;
+  const bool translating = get(wqe, kXltOctowords) != 0 || (mask & umr::kMaskTranslation) != 0;
+  Translation t;
+  if (translating) {
+    if (const UmrError error = read_translation(*m, wqe, mask, read_xlt, t); error != UmrError::kNone) return error;
+  }
+  const uint64_t new_size = std::max<uint64_t>(m->mtt.size(), t.first + t.entries.size());
+  if (new_size > m->mtt.size() && !r.translation_fits(new_size - m->mtt.size())) return UmrError::kBudget;
   ProtectionDomain* new_pd = nullptr;
   const uint32_t pd = get(wqe, seg::kPd);
   if ((mask & umr::kMaskPd) != 0 && pd != m->pd && (new_pd = r.pds.find(pd)) == nullptr) return UmrError::kBadPd;
+
+  if (translating) {  // checked: the entries and the range land together
+    if (new_size > m->mtt.size()) {
+      m->mtt.resize(new_size, 0);  // entries never loaded stay 0: not present
+      m->mtt_charge = BudgetCharge(r.translation_entries, new_size);
+    }
+    std::copy(t.entries.begin(), t.entries.end(), m->mtt.begin() + std::ptrdiff_t(t.first));
+    m->start = t.start;
+    m->length = t.length;
+    m->length64 = t.length64;
+    m->log_page_size = t.log_page_size;
+    m->driver_loaded = true;
+    store_be64(&m->context[mkc::kStartAddr], t.start);
+    store_be64(&m->context[mkc::kLen], t.length);
+    set(m->context, mkc::kLength64, t.length64 ? 1 : 0);
+    set(m->context, mkc::kLogPageSize, t.log_page_size);
+  }
 
   // Each masked field lands in the MKEY and in its mkc.
   auto take = [&](uint64_t bit, Field from, Field to, auto apply) {
@@ -102,7 +184,7 @@ BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp
   const bool invalidate = (mask & umr::kMaskFree) != 0 && get(wqe, seg::kFree) != 0;
   if (invalidate) {
     if ((flags & umr::kFlagCheckQpn) && m->bound_qpn != Mkey::kNoQpn && m->bound_qpn != qpn) return BindError::kWrongQp;
-    if (!m->is_window() && !m->umr_en) return BindError::kBadKey;  // an ibv_reg_mr key is the kernel's
+    if (!m->is_window() && (!m->umr_en || m->driver_loaded)) return BindError::kBadKey;  // an ibv_reg_mr key is the kernel's
     m->free = true;
     set(m->context, mkc::kFree, 1);
     return BindError::kNone;

@@ -1,12 +1,16 @@
 #pragma once
 // User-mode memory registration (UMR) WQEs, as mlx5_ib posts them on its UMR QP to change an
-// MKEY without a command: re-registration of access flags and PD (ibv_rereg_mr), and revocation
-// (the MKEY set free before a re-registration gives its pages to a new key). A UMR WQE is a control
-// segment, a UMR control segment (flags, translation size, the mkey_mask of fields to change) and
-// an mkc-layout MKEY segment with the new values. Translation updates (MTT/KLM lists) are not
-// modelled: the caps say umr_modify_entity_size_disabled, so the driver registers user memory with
-// CREATE_MKEY, and a UMR that carries a translation completes in error instead.
+// MKEY without a command: re-registration of access flags and PD (ibv_rereg_mr), revocation (the
+// MKEY set free before a re-registration or the MKEY cache gives its pages to a new key), and
+// translation loads: the MTT entries of a user MR written into a key created free with room for
+// them (mkc.translations_octword_size), in pieces at an offset, the last one enabling the key with
+// its range, page size, PD and access (mlx5r_umr_update_mr_pas, the MKEY cache). A UMR WQE is a
+// control segment, a UMR control segment (flags, translation size and offset, the mkey_mask of
+// fields to change), an mkc-layout MKEY segment with the new values and, for a translation, a data
+// segment pointing at the entries in host memory (through the driver's local DMA key). KLM lists
+// and inline translations (user-space UMR) are not modelled and complete in error.
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "model/objects/resources.h"
@@ -24,6 +28,10 @@ inline constexpr uint64_t kMaskLen = 1ull << 0, kMaskPageSize = 1ull << 1, kMask
 // What this model changes; other bits (signature, relaxed ordering, fences, QPN) are accepted and
 // have no effect here.
 inline constexpr uint64_t kMaskTranslation = kMaskLen | kMaskPageSize | kMaskStartAddr;
+// UMR control segment flags: the translation offset is valid; the key's state the WQE requires
+// (bits 6:5: 1 = free, as when a key is loaded and enabled; 2 = in use, as for a later update).
+inline constexpr uint8_t kFlagTranslationOffset = 1u << 4, kFlagMustBeInUse = 2u << 5;
+inline constexpr uint32_t kDataSegmentOffset = 128;  // a translation's pointer: byte_count, lkey, address
 }  // namespace umr
 
 enum class UmrError : uint8_t {
@@ -31,13 +39,22 @@ enum class UmrError : uint8_t {
   kMalformed,     // shorter than its segments, or not a UMR opcode
   kBadKey,        // no MKEY of this function with that key
   kBadPd,         // the new PD is not one of this function's
-  kTranslation,   // carries a translation (MTT/KLM list) or changes the range: not modelled
+  kTranslation,   // a translation for a key that is not an MTT key, inline, or a bad page size or range
+  kState,         // the key is not free (or not in use) as the WQE's check asks
+  kXltRange,      // entries past the room the key was created with, or an entry below its page size
+  kXltRead,       // the entries could not be read (their key refused, or the DMA failed)
+  kBudget,        // more entries than the function's translation budget has left
 };
 const char* umr_error_name(UmrError error);
 
+// Reads a translation's entries (big-endian MTT entries) from `address` through `lkey`, a key of
+// the UMR QP's PD; false when the key refuses the range or the DMA fails.
+using XltReader = std::function<bool(uint32_t lkey, uint64_t address, std::span<uint8_t> out)>;
+
 // Applies one UMR WQE (ctrl segment first) to the function's MKEYs. All or nothing: on an error the
-// MKEY is unchanged. PD references move with the MKEY's PD.
-UmrError apply_umr(Resources& resources, std::span<const uint8_t> wqe);
+// MKEY is unchanged. PD references move with the MKEY's PD; loaded entries count against the
+// function's translation budget while the key lives.
+UmrError apply_umr(Resources& resources, std::span<const uint8_t> wqe, const XltReader& read_xlt = {});
 
 // Memory windows (IBA 10.6.7): libmlx5 binds one with a UMR WQE on an RC/UC/XRC QP (ibv_bind_mw,
 // IBV_WR_BIND_MW: the window's key in the ctrl segment, the new key, access and range in the MKEY

@@ -24,6 +24,7 @@ inline constexpr Field kEnRinval{0x0c, 24, 24};
 inline constexpr Field kPd{0x0c, 23, 0};
 inline constexpr uint32_t kStartAddr = 0x10;
 inline constexpr uint32_t kLen = 0x18;
+inline constexpr Field kTranslationsOctwordSize{0x34, 31, 0};
 inline constexpr Field kLogPageSize{0x38, 4, 0};  // absolute
 
 constexpr Field within(Field field, uint32_t base) { return {field.offset + base, field.hi, field.lo}; }

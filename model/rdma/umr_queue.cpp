@@ -1,5 +1,5 @@
-// The driver's UMR QP (service type REG_UMR): mlx5_ib posts UMR WQEs on it to re-register or revoke
-// an MKEY and sleeps until their completion. Each WQE is applied to the function's MKEYs
+// The driver's UMR QP (service type REG_UMR): mlx5_ib posts UMR WQEs on it to load, re-register or
+// revoke an MKEY and sleeps until their completion. Each WQE is applied to the function's MKEYs
 // (model/objects/umr.cpp) and completes like a send: a requester CQE when signalled, or an error CQE that
 // stops the send queue (the driver then takes the QP through RESET back to RTS and reports the
 // failure), so the driver never waits for ever.
@@ -12,6 +12,7 @@
 #include "model/function_context.h"
 #include "model/rdma/engine.h"
 #include "model/rdma/internal.h"
+#include "model/objects/memory_protection.h"
 #include "model/objects/umr.h"
 
 namespace hcaemu::model {
@@ -20,8 +21,9 @@ using namespace rdma_internal;
 
 namespace {
 uint8_t umr_syndrome(UmrError error) {
-  return error == UmrError::kBadKey || error == UmrError::kBadPd ? syndrome::kLocalProtection
-                                                                   : syndrome::kLocalQpOperation;
+  const bool protection = error == UmrError::kBadKey || error == UmrError::kBadPd || error == UmrError::kState ||
+                          error == UmrError::kXltRead;
+  return protection ? syndrome::kLocalProtection : syndrome::kLocalQpOperation;
 }
 }  // namespace
 
@@ -55,7 +57,24 @@ void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
       continue;
     }
     ++counters_.umr_wqes;
-    const UmrError error = apply_umr(f_.resources, bytes);
+    // A translation's entries, read through the driver's local DMA key (a key of the UMR QP's PD).
+    const XltReader read_xlt = [&](uint32_t lkey, uint64_t address, std::span<uint8_t> out) {
+      std::vector<DmaChunk> chunks;
+      // The 6.1 driver's UMR QP has no PD (qpc.pd 0): the list's key is then checked against its
+      // own PD. Either way only this function's keys, hence its own memory, are reachable.
+      uint32_t pd = qp.pd;
+      if (const Mkey* key = f_.resources.mkeys.find(lkey >> 8); pd == 0 && key != nullptr) pd = key->pd;
+      const ProtectionError error = translate(f_.resources, lkey, pd, address, out.size(), access::kLocalRead, chunks, qpn);
+      if (error != ProtectionError::kNone) {
+        log().debug("function {}: UMR QP {:#x}: translation list at {:#x} through key {:#x}: {}", f_.identity.vhca_id,
+                    qpn, address, lkey, protection_error_name(error));
+        return false;
+      }
+      if (read_chunks(*f_.memory, chunks, 0, out)) return true;
+      ++counters_.dma_faults;
+      return false;
+    };
+    const UmrError error = apply_umr(f_.resources, bytes, read_xlt);
     if (error != UmrError::kNone) {
       if (counters_.umr_errors++ < 10)
         log().warn("function {}: UMR WQE {:#x} on QP {:#x} refused: {}", f_.identity.vhca_id, wqe.wqe_index, qpn,

@@ -181,7 +181,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x38, 28, 24), 30u) << "log_max_msg";
     EXPECT_EQ(f.cap(0x3c, 3, 0), 1u) << "cqe_version: CQEs carry the user index";
     EXPECT_EQ(f.cap(0x40, 30, 30), 0u) << "striding_rq";
-    EXPECT_EQ(f.cap(0x40, 24, 24), 1u) << "umr_modify_entity_size_disabled";
+    EXPECT_EQ(f.cap(0x40, 24, 24), 0u) << "umr_modify_entity_size_disabled: MTTs load by UMR (the MKEY cache)";
     EXPECT_EQ(f.cap(0x40, 15, 14), 0u) << "cmdif_checksum";
     EXPECT_EQ(f.cap(0x40, 4, 4), 0u) << "qos";
     EXPECT_EQ(f.cap(0x40, 3, 3), 1u) << "eth_net_offloads";

@@ -46,7 +46,7 @@ constexpr uint64_t kAccessMask = umr::kMaskLocalRead | umr::kMaskLocalWrite | um
 
 struct UmrTest : ConnectedPairTest<> {
   Cq& umr_cq = b.make_cq();
-  Qp& umr_qp = b.create_qp(umr_cq, umr_cq, 0, qp_st::kRegUmr);
+  Qp& umr_qp = b.create_qp(umr_cq, umr_cq, RdmaNode::kNoPd, qp_st::kRegUmr);  // qpc.pd 0, as mlx5_ib 6.1
 
   UmrTest() {
     a.put(src, 0, pattern(4096, 3));
@@ -126,6 +126,181 @@ TEST_F(UmrTest, RefusalsCompleteInErrorAndTheQpRecovers) {
   const Mkey* m = b.f.resources.mkeys.find(dst.key >> 8);
   EXPECT_TRUE(m->remote_write && !m->free) << "refused UMRs changed nothing";
   EXPECT_EQ(write(), (std::pair<uint8_t, uint8_t>{kCqeReq, 0}));
+}
+
+// ---- Translation loads (the MKEY cache: mlx5r_umr_update_mr_pas) ----
+
+// A key as the driver's MKEY cache creates it: free, umr_en, MTT mode, room for `entries`, none loaded.
+uint32_t cache_key(RdmaNode& n, uint32_t entries) {
+  auto in = n.input(0x110);
+  const uint8_t variant = 0x5a;
+  store_be32(&in[0x10], (1u << 30) | (1u << 15) | access_bits::kLocalRead | (1u << 8));  // free, umr_en, MTT
+  store_be32(&in[0x14], 0xffffff00u | variant);
+  store_be32(&in[0x1c], n.pd);
+  store_be32(&in[0x44], (entries + 1) / 2);  // translations_octword_size
+  store_be32(&in[0x48], 12);
+  EXPECT_EQ(n.run(0x200, in), 0);
+  return (n.object() << 8) | variant;
+}
+
+// The PD's local DMA key (ib_alloc_pd's internal MR): PA mode over the whole address space.
+uint32_t dma_key(RdmaNode& n) {
+  auto in = n.input(0x110);
+  store_be32(&in[0x10], access_bits::kLocalRead | access_bits::kLocalWrite);  // PA
+  store_be32(&in[0x14], 0xffffff00u | 0x11);
+  store_be32(&in[0x1c], (1u << 31) | n.pd);  // length64
+  EXPECT_EQ(n.run(0x200, in), 0);
+  return (n.object() << 8) | 0x11;
+}
+
+// A UMR WQE that loads `octowords` x 2 entries from `xlt` at entry 2 x `octo_offset` (the pointer
+// form mlx5_ib uses) and, with `enable`, gives the key its range, PD and access.
+struct XltWqe {
+  uint32_t key = 0, lkey = 0;
+  uint64_t xlt = 0;
+  uint16_t octowords = 0;
+  uint32_t octo_offset = 0;
+  uint8_t check = umr::kFlagCheckFree;  // 1 << 5: must be free (loading a key to enable it)
+  bool enable = false;
+  uint32_t pd = 0;
+  uint64_t start = 0, length = 0;
+};
+
+std::vector<uint8_t> build_xlt(const XltWqe& u, const Qp& qp) {
+  std::vector<uint8_t> w(144, 0);
+  store_be32(&w[0], ((qp.sq_pi & 0xffff) << 8) | umr::kOpcode);
+  store_be32(&w[4], (qp.qpn << 8) | 9);  // ds: 144 bytes
+  w[11] = 0x08;
+  store_be32(&w[12], u.key);
+  w[16] = uint8_t(u.check | (u.octo_offset != 0 ? umr::kFlagTranslationOffset : 0));
+  store_be16(&w[20], u.octowords);
+  store_be16(&w[22], uint16_t(u.octo_offset));
+  uint64_t mask = 0;
+  if (u.enable)
+    mask = umr::kMaskKey | umr::kMaskFree | kAccessMask | umr::kMaskPd | umr::kMaskTranslation;
+  store_be64(&w[24], mask);
+  store_be32(&w[32], u.octo_offset >> 16);
+  store_be32(&w[64], access_bits::kAll);  // free = 0
+  store_be32(&w[64 + 0x04], 0xffffff00u | (u.key & 0xff));
+  store_be32(&w[64 + 0x0c], u.pd);
+  store_be64(&w[64 + 0x10], u.start);
+  store_be64(&w[64 + 0x18], u.length);
+  store_be32(&w[64 + 0x38], 12);
+  store_be32(&w[128], uint32_t(u.octowords) * 16);
+  store_be32(&w[132], u.lkey);
+  store_be64(&w[136], u.xlt);
+  return w;
+}
+
+struct UmrLoadTest : UmrTest {
+  static constexpr uint32_t kRoom = 8;
+  uint32_t key = cache_key(b, kRoom);
+  uint32_t lkey = dma_key(b);
+  uint64_t xlt = b.page();
+  std::vector<uint64_t> pages{b.page(), b.page(), b.page()};
+  uint64_t iova = 0x7f0000001000;
+
+  UmrLoadTest() {
+    for (size_t i = 0; i < kRoom; ++i) {
+      std::array<uint8_t, 8> e{};
+      store_be64(e.data(), i < pages.size() ? pages[i] | 3 : 0);  // MLX5_IB_MTT_PRESENT
+      EXPECT_TRUE(b.memory.write(xlt + 8 * i, e));
+    }
+  }
+  std::vector<Cqe> post(const XltWqe& u) {
+    b.put_wqe(umr_qp, build_xlt(u, umr_qp));
+    EXPECT_TRUE(b.ring(umr_qp));
+    return b.drain(umr_cq);
+  }
+  void recover() {
+    b.to_reset(umr_qp);
+    for (uint16_t opcode : {0x502, 0x503, 0x504}) ASSERT_EQ(b.run(opcode, b.modify_input(umr_qp)), 0);
+  }
+};
+
+TEST_F(UmrLoadTest, TwoPiecesLoadAFreeKeyAndTheLastEnablesIt) {
+  const uint64_t charged = b.f.resources.translation_entries;
+  auto done = post({.key = key, .lkey = lkey, .xlt = xlt, .octowords = 1});  // entries 0..1
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_TRUE(b.f.resources.mkeys.find(key >> 8)->free) << "loaded, not yet enabled";
+  done = post({.key = key, .lkey = lkey, .xlt = xlt + 16, .octowords = 1, .octo_offset = 1, .enable = true,
+               .pd = b.pd, .start = iova, .length = 3 * 4096});  // entries 2..3, then enabled
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  const Mkey* m = b.f.resources.mkeys.find(key >> 8);
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(m->free);
+  EXPECT_EQ(m->start, iova);
+  EXPECT_EQ(m->length, 3u * 4096);
+  EXPECT_EQ(b.f.resources.translation_entries, charged + 4) << "loaded entries are charged";
+
+  // A peer's WRITE across the three pages lands where the loaded entries say, on the responder.
+  const auto data = pattern(4096, 7);
+  a.put(src, 0, data);
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 4096, src.key}}, .remote_va = iova + 4000,
+                     .rkey = key});
+  p.pump();
+  const auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  std::vector<uint8_t> first(96), second(4000);
+  ASSERT_TRUE(b.memory.read(pages[0] + 4000, first));
+  ASSERT_TRUE(b.memory.read(pages[1], second));
+  EXPECT_EQ(first, std::vector<uint8_t>(data.begin(), data.begin() + 96));
+  EXPECT_EQ(second, std::vector<uint8_t>(data.begin() + 96, data.end()));
+}
+
+TEST_F(UmrLoadTest, ALoadedUserMrIsNotInvalidatedByASendWithInvalidate) {
+  ASSERT_EQ(post({.key = key, .lkey = lkey, .xlt = xlt, .octowords = 2, .enable = true, .pd = b.pd, .start = iova,
+                  .length = 3 * 4096})[0].opcode,
+            kCqeReq);
+  // An ibv_reg_mr region stays one though its cache key has umr_en (as Soft-RoCE refuses it too).
+  b.post_recv(*c.b, {{dst.va(0), 256, dst.key}});
+  a.post_send(*c.a, {.opcode = wqe_op::kSendInval, .sges = {{src.va(0), 16, src.key}}, .imm = key});
+  p.pump();
+  const auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReqErr) << "the responder refused the invalidation";
+  EXPECT_FALSE(b.f.resources.mkeys.find(key >> 8)->free) << "the user MR is still registered";
+}
+
+TEST_F(UmrLoadTest, BadLoadsCompleteInErrorAndChangeNothing) {
+  std::array<uint8_t, 8> misaligned{};
+  const uint64_t bad_list = b.page();
+  store_be64(misaligned.data(), pages[0] | 0x800);
+  ASSERT_TRUE(b.memory.write(bad_list, misaligned));
+  struct Case {
+    XltWqe wqe;
+    uint8_t syndrome;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{.key = key, .lkey = lkey, .xlt = xlt, .octowords = 2, .octo_offset = 3}, kSynLocalQpOperation, "past its room"},
+      {{.key = key, .lkey = lkey, .xlt = bad_list, .octowords = 1}, kSynLocalQpOperation, "an entry below its page size"},
+      {{.key = key, .lkey = lkey ^ 0x100, .xlt = xlt, .octowords = 1}, kSynLocalProtection, "the list's key refused"},
+      {{.key = key, .lkey = lkey, .xlt = xlt, .octowords = 1, .check = umr::kFlagMustBeInUse}, kSynLocalProtection,
+       "an update of a key that is free"},
+      {{.key = dst.key, .lkey = lkey, .xlt = xlt, .octowords = 1}, kSynLocalProtection, "a load of a key in use"},
+      {{.key = src.key, .lkey = lkey, .xlt = xlt, .octowords = 1}, kSynLocalProtection, "a key of another function"},
+  };
+  const uint64_t charged = b.f.resources.translation_entries;
+  for (const Case& k : cases) {
+    const auto done = post(k.wqe);
+    ASSERT_EQ(done.size(), 1u) << k.what;
+    EXPECT_EQ(done[0].opcode, kCqeReqErr) << k.what;
+    EXPECT_EQ(done[0].syndrome, k.syndrome) << k.what;
+    recover();
+  }
+  // Over the function's translation budget: refused before anything is loaded.
+  b.f.resources.limits.max_translation_entries = b.f.resources.translation_entries + 1;
+  const auto done = post({.key = key, .lkey = lkey, .xlt = xlt, .octowords = 1});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReqErr) << "over budget";
+  const Mkey* m = b.f.resources.mkeys.find(key >> 8);
+  EXPECT_TRUE(m->free);
+  EXPECT_TRUE(m->mtt.empty()) << "no refused load left an entry";
+  EXPECT_EQ(b.f.resources.translation_entries, charged);
 }
 
 }  // namespace
