@@ -25,7 +25,6 @@ constexpr uint32_t kPas = 0x110;             // klm_pas_mtt[] / pas[] of every c
 // create_mkey_in / mkc.
 constexpr uint32_t kMkc = 0x10, kMkcSize = 0x40;
 constexpr Field kTranslationsActualSize{0x60, 31, 0};
-constexpr uint64_t kMttFlagBits = 0x7;       // MTT entries carry read/write flags in their low bits
 constexpr uint16_t kCheckMemicRange = 0x30;  // a MEMIC key outside the device memory window
 
 // srqc (create_srq_in at 0x10) and xrc_srqc (create_xrc_srq_in at 0x10).
@@ -70,6 +69,48 @@ bool place_memic_key(CommandCall& call, Mkey& mkey) {
   return true;
 }
 
+// An MTT-mode key's list (the command's PAS, charged to the translation budget) and the room a UMR
+// may load later; false when the command failed.
+bool take_mtt(CommandCall& call, std::span<const uint8_t> ctx, Mkey& mkey) {
+  if (mkey.length64 || mkey.log_page_size < PageList::kMinLogPageSize) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kPageSize)));
+    return false;
+  }
+  const uint64_t declared = uint64_t(get(call.in(), kTranslationsActualSize)) * 2;  // octwords of 2 entries
+  if (declared > pas_of(call, kPas).size() / 8) {
+    call.fail(CommandStatus::kBadInputLength, syndrome(kCreateMkey, kCheckPas));
+    return false;
+  }
+  const uint64_t needed = mkey.length == 0 ? 0
+                                           : ((mkey.start + mkey.length - 1) >> mkey.log_page_size) -
+                                                 (mkey.start >> mkey.log_page_size) + 1;
+  if (!mkey.free && declared < needed) {  // a usable key must translate its whole range
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
+    return false;
+  }
+  auto charge = take_translation(call, declared);  // taken before reading a single entry
+  if (!charge) return false;
+  mkey.mtt_charge = std::move(*charge);
+  // A key the driver loads by UMR (the MKEY cache, mlx5r_umr_update_mr_pas) declares its room in
+  // the mkc and is created with none or part of it; loaded entries are charged as they come. The
+  // room is kept in 64-byte units (8 entries), as UMR loads are (MLX5_IB_UMR_XLT_ALIGNMENT): the
+  // driver pads a list's tail with zeroes to the unit.
+  constexpr uint64_t kUmrUnit = 8;
+  const uint64_t room = uint64_t(get(ctx, mkc::kTranslationsOctwordSize)) * 2;
+  mkey.mtt_capacity = mkey.umr_en ? std::max<uint64_t>(declared, (room + kUmrUnit - 1) / kUmrUnit * kUmrUnit)
+                                  : declared;
+  mkey.mtt.reserve(declared);
+  for (uint64_t i = 0; i < declared; ++i) {
+    const uint64_t entry = get64(call.in(), uint32_t(kPas + 8 * i));
+    if (!Mkey::mtt_entry_aligned(entry, mkey.log_page_size)) {
+      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kMisaligned)));
+      return false;
+    }
+    mkey.mtt.push_back(entry);
+  }
+  return true;
+}
+
 void create_mkey(CommandCall& call) {
   if (!start(call, kPas)) return;
   Resources& r = call.function().resources;
@@ -108,45 +149,7 @@ void create_mkey(CommandCall& call) {
   }
   ProtectionDomain* pd = lookup(call, r.pds, mkey.pd, kCheckPd);
   if (pd == nullptr) return;
-  if (mkey.access_mode == Mkey::kAccessMtt) {
-    if (mkey.length64 || mkey.log_page_size < PageList::kMinLogPageSize) {
-      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kPageSize)));
-      return;
-    }
-    const uint64_t declared = uint64_t(get(call.in(), kTranslationsActualSize)) * 2;  // octwords of 2 entries
-    if (declared > pas_of(call, kPas).size() / 8) {
-      call.fail(CommandStatus::kBadInputLength, syndrome(kCreateMkey, kCheckPas));
-      return;
-    }
-    const uint64_t needed = mkey.length == 0 ? 0
-                                             : ((mkey.start + mkey.length - 1) >> mkey.log_page_size) -
-                                                   (mkey.start >> mkey.log_page_size) + 1;
-    if (!mkey.free && declared < needed) {  // a usable key must translate its whole range
-      call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kTooShort)));
-      return;
-    }
-    auto charge = take_translation(call, declared);  // taken before reading a single entry
-    if (!charge) return;
-    mkey.mtt_charge = std::move(*charge);
-    // A key the driver loads by UMR (the MKEY cache, mlx5r_umr_update_mr_pas) declares its room in
-    // the mkc and is created with none or part of it; loaded entries are charged as they come. The
-    // room is kept in 64-byte units (8 entries), as UMR loads are (MLX5_IB_UMR_XLT_ALIGNMENT): the
-    // driver pads a list's tail with zeroes to the unit.
-    constexpr uint64_t kUmrUnit = 8;
-    const uint64_t room = uint64_t(get(ctx, mkc::kTranslationsOctwordSize)) * 2;
-    mkey.mtt_capacity = mkey.umr_en ? std::max<uint64_t>(declared, (room + kUmrUnit - 1) / kUmrUnit * kUmrUnit)
-                                    : declared;
-    const uint64_t page_mask = (uint64_t(1) << mkey.log_page_size) - 1;
-    mkey.mtt.reserve(declared);
-    for (uint64_t i = 0; i < declared; ++i) {
-      const uint64_t entry = get64(call.in(), uint32_t(kPas + 8 * i));
-      if ((entry & page_mask & ~kMttFlagBits) != 0) {
-        call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckPas + uint16_t(PageListError::kMisaligned)));
-        return;
-      }
-      mkey.mtt.push_back(entry);
-    }
-  }
+  if (mkey.access_mode == Mkey::kAccessMtt && !take_mtt(call, ctx, mkey)) return;
   std::copy(ctx.begin(), ctx.end(), mkey.context.begin());
   if (uint32_t index = insert(call, r.mkeys, r.limits.log_max_mkey, std::move(mkey))) {
     ++pd->refs;

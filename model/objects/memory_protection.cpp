@@ -160,7 +160,7 @@ ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_
   const Mkey* m = r.mkeys.find(key >> kKeyIndexShift);
   if (m == nullptr || m->variant != (key & kKeyVariantMask)) return ProtectionError::kBadKey;
   if (m->free) return ProtectionError::kFreeKey;
-  if (m->pd != pd) return ProtectionError::kPdMismatch;
+  if (pd != kAnyPd && m->pd != pd) return ProtectionError::kPdMismatch;
   if (m->bound_qpn != Mkey::kNoQpn && qpn != kAnyQp && qpn != m->bound_qpn) return ProtectionError::kQpMismatch;
   if (!granted(*m, wanted)) return ProtectionError::kAccess;
   if (length == 0) return ProtectionError::kNone;

@@ -48,7 +48,9 @@ inline constexpr uint32_t kMaxDmaChunk = 0x80000000u;
 // state, PD, access) but not the bounds, and appends nothing. On error `out` is as it was.
 // A memory window translates through the MR it is bound to; `qpn` is the QP using the key (a
 // type 2 window answers only to the QP it was bound through), kAnyQp where no QP is involved.
-inline constexpr uint32_t kAnyQp = 0xffffffffu;
+// `pd` kAnyPd: the key's own PD (the 6.1 driver's UMR QP has none; a key of the function is all
+// it can name).
+inline constexpr uint32_t kAnyQp = 0xffffffffu, kAnyPd = 0xffffffffu;
 ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_t va, uint64_t length, uint8_t access,
                           std::vector<DmaChunk>& out, uint32_t qpn = kAnyQp);
 

@@ -88,6 +88,11 @@ struct Mkey {
   uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
 
   static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessMemic = 5;
+  static constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
+  // An MTT entry (CREATE_MKEY's list or a UMR load) names the base of a 2^log_page_size page.
+  static bool mtt_entry_aligned(uint64_t entry, uint32_t log_page_size) {
+    return (entry & ((uint64_t(1) << log_page_size) - 1) & ~kMttFlagBits) == 0;
+  }
   static constexpr uint32_t kNoQpn = 0xffffff;
   bool is_window() const { return access_mode == kAccessKlm; }
   // [va, last] inside the key's range (length64: the whole address space).

@@ -11,8 +11,7 @@ namespace hcaemu::model {
 namespace {
 
 constexpr uint32_t kKeyIndexShift = 8;
-constexpr uint32_t kMinLogPageSize = 12, kMaxLogPageSize = 30;  // mlx5_ib's MR page sizes: 4 KiB .. 1 GiB
-constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
+constexpr uint32_t kMaxLogPageSize = 30;  // mlx5_ib's MR page sizes: 4 KiB (PageList::kMinLogPageSize) .. 1 GiB
 
 // The UMR control segment (after the 16-byte ctrl segment).
 constexpr Field kXltOctowords{umr::kControlOffset + 0x04, 31, 16};
@@ -69,7 +68,7 @@ UmrError read_translation(const Mkey& m, std::span<const uint8_t> wqe, uint64_t 
   t.length = (mask & umr::kMaskLen) ? load_be64(&wqe[seg::kLen]) : m.length;
   t.length64 = (mask & umr::kMaskLen) ? get(wqe, seg::kLength64) != 0 : m.length64;
   t.log_page_size = (mask & umr::kMaskPageSize) ? get(wqe, seg::kLogPageSize) : m.log_page_size;
-  if (m.access_mode != Mkey::kAccessMtt || t.log_page_size < kMinLogPageSize || t.log_page_size > kMaxLogPageSize ||
+  if (m.access_mode != Mkey::kAccessMtt || t.log_page_size < PageList::kMinLogPageSize || t.log_page_size > kMaxLogPageSize ||
       (!t.length64 && t.length > ~t.start))
     return UmrError::kTranslation;
   const uint32_t octowords = get(wqe, kXltOctowords);
@@ -86,11 +85,10 @@ UmrError read_translation(const Mkey& m, std::span<const uint8_t> wqe, uint64_t 
   if (byte_count < count * 8 || !read_xlt) return UmrError::kXltRead;
   std::vector<uint8_t> raw(count * 8);
   if (!read_xlt(lkey, address, raw)) return UmrError::kXltRead;
-  const uint64_t page_mask = (uint64_t(1) << t.log_page_size) - 1;
   t.entries.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     t.entries[i] = load_be64(&raw[i * 8]);
-    if ((t.entries[i] & page_mask & ~kMttFlagBits) != 0) return UmrError::kXltRange;  // not a page base
+    if (!Mkey::mtt_entry_aligned(t.entries[i], t.log_page_size)) return UmrError::kXltRange;
   }
   return UmrError::kNone;
 }

@@ -60,10 +60,9 @@ void RdmaEngine::process_umr_sq(uint32_t qpn, QueuePair& qp) {
     // A translation's entries, read through the driver's local DMA key (a key of the UMR QP's PD).
     const XltReader read_xlt = [&](uint32_t lkey, uint64_t address, std::span<uint8_t> out) {
       std::vector<DmaChunk> chunks;
-      // The 6.1 driver's UMR QP has no PD (qpc.pd 0): the list's key is then checked against its
-      // own PD. Either way only this function's keys, hence its own memory, are reachable.
-      uint32_t pd = qp.pd;
-      if (const Mkey* key = f_.resources.mkeys.find(lkey >> 8); pd == 0 && key != nullptr) pd = key->pd;
+      // The 6.1 driver's UMR QP has no PD (qpc.pd 0): the list's key is then taken in its own PD.
+      // Either way only this function's keys, hence its own memory, are reachable.
+      const uint32_t pd = qp.pd != 0 ? qp.pd : kAnyPd;
       const ProtectionError error = translate(f_.resources, lkey, pd, address, out.size(), access::kLocalRead, chunks, qpn);
       if (error != ProtectionError::kNone) {
         log().debug("function {}: UMR QP {:#x}: translation list at {:#x} through key {:#x}: {}", f_.identity.vhca_id,
