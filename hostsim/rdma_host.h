@@ -254,6 +254,9 @@ struct RdmaNode : HostFunction {
     port.to = peer;
     engine.set_port(&port);
     f.qp_moved_to_error = [this](uint32_t qpn) { engine.qp_moved_to_error(qpn); };
+    f.page_fault_resumed = [this](const PageFault& fault, uint32_t token, bool error) {
+      engine.page_fault_resumed(fault, token, error);
+    };
     engine.set_timer_clock([this] { return clock_ps; });
     engine.set_timer_hook([this](const TimerDeadline& when) {
       if (!deadline || when.model_ps < deadline->model_ps) deadline = when;

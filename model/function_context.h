@@ -79,6 +79,9 @@ struct FunctionContext {
   // is flushed (the command runs on the same thread as the data path).
   std::function<void(uint32_t qpn)> qp_moved_to_error{};
   std::function<void(uint32_t qpn)> qp_ready{};  // INIT to RTR, RTR to RTS
+  // PAGE_FAULT_RESUME took an ODP fault (objects/page_faults.h) from resources.page_faults: the
+  // data path lets the work it held go on, or fail (error).
+  std::function<void(const PageFault& fault, uint32_t token, bool error)> page_fault_resumed{};
 
   // Set by the device that holds the embedded switch: true when another function owns `mac` (its
   // permanent address or one in its unicast list). A unicast address belongs to one vport: a

@@ -56,6 +56,9 @@ void log_rdma(FunctionPort& port) {
                port.name(), r.rx_wrong_source, r.rx_not_addressed);
   if (r.umr_wqes != 0 || r.umr_errors != 0)
     log().info("{}: rdma UMR WQEs (MR loads, re-registration) {}, refused {}", port.name(), r.umr_wqes, r.umr_errors);
+  if (r.page_faults != 0 || r.page_fault_failures != 0)
+    log().info("{}: rdma ODP page faults {}, resumed {}, failed instead {}", port.name(), r.page_faults,
+               r.page_fault_resumes, r.page_fault_failures);
   if (r.datagrams_sent != 0 || r.datagrams_received != 0 || r.datagrams_dropped_no_receive != 0 || r.rx_bad_qkey != 0)
     log().info("{}: datagrams (UD/QP1) sent {}, received {}, dropped: no receive {}, bad Q_Key {}, too long {}",
                port.name(), r.datagrams_sent, r.datagrams_received, r.datagrams_dropped_no_receive, r.rx_bad_qkey,

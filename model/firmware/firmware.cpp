@@ -75,6 +75,7 @@ void register_all_commands(CommandTable& table) {
   register_counter_commands(table);
   register_mad_commands(table);
   register_memic_commands(table);
+  register_page_fault_commands(table);
 }
 }  // namespace
 

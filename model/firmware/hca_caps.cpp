@@ -165,7 +165,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kCqModeration, 1},
     {gen::kImaicl, 1},                       // memory windows type 1 and 2B (objects/umr.h apply_bind_umr)
     {gen::kBlockLbMc, 1},                    // qpc.block_lb_mc (rdma/datagram.cpp receive_multicast)
-    {gen::kPg, 0},                           // no ODP
+    {gen::kPg, 1},                           // ODP: explicit on-demand paging (ODP caps below)
     {gen::kSetDethSqpn, 0},
     {gen::kXrc, 1},                          // mlx5_ib refuses to load without it
     {gen::kUd, 1},
@@ -274,6 +274,30 @@ constexpr CapValue kAtomicCaps[] = {
     {atom::kAtomicSizeDc, 0},  // no DC
 };
 
+// --- odp_cap (type 2) ----------------------------------------------------------------------------
+// On-demand paging of explicit MRs (rdma/page_faults.h): a not-present MTT entry stops the work that
+// needs it with a page-fault event until PAGE_FAULT_RESUME. Offered per transport for what the data
+// path faults on: the requester's SGEs (send), RC/XRC receive WQEs of an RQ or SRQ (receive, srq_receive)
+// and the responder's remote ranges (write, read, atomic). Not offered: UC and DC, and implicit ODP
+// (null_mkey, KSM), so mlx5_ib reports no IBV_ODP_SUPPORT_IMPLICIT. mlx5_core 6.1 sends
+// SET_HCA_CAP(ODP) with every bit of srq_receive and of xrc/dc that max has; cur equals max, so the
+// SET is checked (a subset of max) and changes nothing.
+namespace odp {
+constexpr Field kRc{0x10, 31, 26};   // rc_odp_caps: send receive write read atomic srq_receive
+constexpr Field kUd{0x18, 31, 26};   // ud_odp_caps
+constexpr Field kXrc{0x1c, 31, 26};  // xrc_odp_caps
+constexpr Field kDc{0x20, 31, 26};   // dc_odp_caps
+constexpr uint32_t kSend = 1u << 5, kReceive = 1u << 4, kWrite = 1u << 3, kRead = 1u << 2, kAtomic = 1u << 1,
+                   kSrqReceive = 1u << 0;
+}  // namespace odp
+
+constexpr CapValue kOdpCaps[] = {
+    {odp::kRc, odp::kSend | odp::kReceive | odp::kWrite | odp::kRead | odp::kAtomic | odp::kSrqReceive},
+    {odp::kUd, odp::kSend},  // datagrams are received without faults (rdma/datagram.cpp)
+    {odp::kXrc, odp::kSend | odp::kWrite | odp::kRead | odp::kAtomic | odp::kSrqReceive},
+    {odp::kDc, 0},
+};
+
 // --- roce_cap (type 4) ---------------------------------------------------------------------------
 namespace roce {
 constexpr Field kRoceApm{0x00, 31, 31};                 // roce_apm
@@ -350,7 +374,7 @@ constexpr Field kMaxMemicSize{0x14, 31, 0};                   // max_memic_size
 }  // namespace dm
 
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
-                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100;
+                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -379,6 +403,10 @@ constexpr SettableField kSettable[] = {
     {CapType::kAtomic, atom::kAtomicSizeQp, Settable::kSubset, nullptr},
     {CapType::kAtomic, atom::kAtomicSizeDc, Settable::kSubset, nullptr},
     {CapType::kRoce, roce::kSwRRoceSrcUdpPort, Settable::kFlag, &HcaCapSettings::sw_r_roce_src_udp_port},
+    {CapType::kOdp, odp::kRc, Settable::kSubset, nullptr},
+    {CapType::kOdp, odp::kUd, Settable::kSubset, nullptr},
+    {CapType::kOdp, odp::kXrc, Settable::kSubset, nullptr},
+    {CapType::kOdp, odp::kDc, Settable::kSubset, nullptr},
 };
 constexpr uint16_t kSettableCheckBase = 0x100;
 
@@ -407,6 +435,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       return;
     case CapType::kAtomic:
       fill(page, kAtomicCaps);
+      return;
+    case CapType::kOdp:
+      fill(page, kOdpCaps);
       return;
     case CapType::kRoce:
       fill(page, kRoceCaps);
@@ -440,10 +471,11 @@ uint32_t cap_struct_bytes(uint16_t type) {
     case CapType::kGeneral: return kGeneralBytes;
     case CapType::kEthernetOffloads: return kEthernetBytes;
     case CapType::kAtomic: return kAtomicBytes;
+    case CapType::kOdp: return kOdpBytes;
     case CapType::kRoce: return kRoceBytes;
     case CapType::kFlowTable: return kFlowTableBytes;
     case CapType::kDeviceMemory: return kDeviceMemoryBytes;
-    default: return 0;  // ODP (pg=0) and the rest are never offered
+    default: return 0;  // the rest are never offered
   }
 }
 

@@ -68,11 +68,13 @@ ProtectionError translate_mtt(const Mkey& m, uint64_t va, uint64_t length, std::
   // or the index underflows to a huge value that the size check below refuses.
   uint64_t index = (va >> m.log_page_size) - (m.start >> m.log_page_size);
   while (length > 0) {
-    if (index >= m.mtt.size()) return checkpoint.fail(ProtectionError::kTranslation);
+    // Entries inside the key's UMR room that were never loaded are 0 as well.
+    if (index >= m.mtt.size())
+      return checkpoint.fail(index < m.mtt_capacity ? ProtectionError::kNotPresent : ProtectionError::kTranslation);
     // Entries are stored as read (host order); their low bits carry flags and firmware/mkey_srq.cpp
     // refused any other bit below the page size, so the page base is the entry without them.
     const uint64_t base = m.mtt[index] & ~page_mask;
-    if (base == 0) return checkpoint.fail(ProtectionError::kTranslation);  // not present
+    if (base == 0) return checkpoint.fail(ProtectionError::kNotPresent);
     const uint64_t in_page = va & page_mask;
     const uint64_t n = std::min(length, page_mask + 1 - in_page);
     append(out, base + in_page, n);
@@ -149,6 +151,7 @@ const char* protection_error_name(ProtectionError error) {
     case ProtectionError::kAccess: return "access";
     case ProtectionError::kBounds: return "bounds";
     case ProtectionError::kTranslation: return "translation";
+    case ProtectionError::kNotPresent: return "not_present";
     case ProtectionError::kQpMismatch: return "qp_mismatch";
   }
   return "unknown";

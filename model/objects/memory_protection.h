@@ -28,7 +28,8 @@ enum class ProtectionError : uint8_t {
   kPdMismatch,   // the MKEY belongs to another PD than the QP
   kAccess,       // an access flag the MKEY does not grant
   kBounds,       // outside [start, start + length), or va + length wraps
-  kTranslation,  // MTT entry missing or zero, unsupported access mode or page size, a window's MR gone
+  kTranslation,  // past the key's MTT entries, unsupported access mode or page size, a window's MR gone
+  kNotPresent,   // an MTT entry of the range is 0 (never loaded, or zapped): an ODP page fault
   kQpMismatch,   // a type 2 memory window used through another QP than the one it is bound through
 };
 const char* protection_error_name(ProtectionError error);

@@ -12,6 +12,7 @@
 #include "model/queues/event_queue.h"
 #include "model/objects/multicast_groups.h"
 #include "model/objects/object_table.h"
+#include "model/objects/page_faults.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
 
@@ -188,6 +189,7 @@ struct Resources {
   ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
   MulticastGroups multicast;         // UD QPs attached to multicast GIDs
+  PageFaultTable page_faults;        // ODP faults raised and not yet resumed
   ResourceCounters counters;
 
   void clear() {
@@ -201,6 +203,7 @@ struct Resources {
     srqs.clear();
     qps.clear();
     multicast.clear();
+    page_faults.clear();
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {

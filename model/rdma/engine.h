@@ -93,6 +93,9 @@ struct RdmaCounters {
   uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
   // DCQCN (model/congestion/dcqcn.h), by the names mlx5's hw_counters give them.
   uint64_t np_ecn_marked_roce_packets = 0, np_cnp_sent = 0, rp_cnp_handled = 0, rp_cnp_ignored = 0;
+  // ODP (rdma/odp.cpp): page faults raised, resumed by the driver, and work failed instead of
+  // faulting (no EQ for the event, too many open, no progress, or resumed with the error bit).
+  uint64_t page_faults = 0, page_fault_resumes = 0, page_fault_failures = 0;
 };
 
 // Where an SQ loop stands between two messages: the producer index it read at its doorbell and
@@ -174,6 +177,9 @@ class RdmaEngine {
   // The driver moved the QP to ERR by command (2ERR_QP or a modify to ERR): everything outstanding or
   // posted on its SQ and RQ completes with a flush error, as when the engine itself finds an error.
   void qp_moved_to_error(uint32_t qpn);
+  // PAGE_FAULT_RESUME took fault `token` from the function's table (firmware/page_fault.cpp): the
+  // work it held goes on, or (error) fails.
+  void page_fault_resumed(const PageFault& fault, uint32_t token, bool error);
 
   const RdmaCounters& counters() const { return counters_; }
 
@@ -201,6 +207,12 @@ class RdmaEngine {
   void handle_response(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet);
   void retire(uint32_t qpn, QueuePair& qp);
   void arm_timer(QueuePair& qp);
+
+  // ODP (rdma/odp.cpp): a not-present page holds the work until PAGE_FAULT_RESUME. False when no
+  // fault can be raised (no EQ subscribes to it, too many open, too many without progress, or the
+  // last one was resumed with the error bit): the work then fails as on a protection error.
+  bool raise_page_fault(const PageFault& fault, PageFaultWait& wait);
+  bool hold_sq_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
 
   // Datagram services, UD and QP1 (rdma/datagram.cpp).
   static bool is_datagram(const QueuePair& qp);

@@ -9,6 +9,7 @@
 
 #include "model/queues/send_wqe.h"
 #include "model/queues/sq_doorbells.h"
+#include "model/objects/page_faults.h"
 #include "model/rdma/transport_timer.h"
 #include "transport/rc/completer.h"
 #include "transport/rc/requester.h"
@@ -32,6 +33,7 @@ struct RcRequester : transport::rc::RequesterState {
   SqDoorbells doorbells;  // rung and not yet served: how far the SQ goes, and when each WQE was rung
   bool timer_armed = false;
   TimerDeadline deadline{};  // ACK timeout or RNR wait (timer_armed)
+  PageFaultWait page_fault;  // the WQE at the head of the SQ waits for its pages (ODP)
 };
 
 // The responder's protocol state (transport/rc/responder.h) and the receive WQE it fills: the WQE's
@@ -39,6 +41,7 @@ struct RcRequester : transport::rc::RequesterState {
 struct RcResponder : transport::rc::ResponderState {
   uint16_t wqe_index = 0;
   std::vector<Sge> sges;
+  PageFaultWait page_fault;  // requests are answered RNR NAK until their pages are in (ODP)
 };
 
 struct RcState {

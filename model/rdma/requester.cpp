@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "common/endian.h"
 #include "common/log.h"
@@ -333,6 +334,8 @@ void RdmaEngine::resume_sq(const SqResume& resume) {
 // Takes WQEs up to the producer index: one message, then the rest after a resumption the
 // scheduler queues (or, without one, all of them now).
 void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
+  // The WQE at the head waits for its pages (ODP); a stopped SQ flushes it all the same.
+  if (qp.rc.req.page_fault.token != 0 && !send_queue_stopped(qp)) return;
   std::vector<uint8_t> bytes;
   while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
     // DCQCN's rate limit or a paused port: the next message waits (other work goes on meanwhile).
@@ -428,22 +431,32 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
 }
 
 bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps) {
-  ++counters_.wqes;
-  qp.sq_consumer = (qp.sq_consumer + wqe.wqebbs()) & kCounterMask16;
-  // Local keys are checked before anything goes on the wire.
+  // Local keys are checked before anything goes on the wire. A page of an ODP MR that is not
+  // present holds the WQE at the head of the SQ (not consumed) until the driver resumes the fault.
+  ProtectionError error = ProtectionError::kNone;
   if (!wqe.has_inline && wqe.opcode != wqe_op::kNop) {
     const uint8_t need = is_read(wqe.opcode) || is_atomic(wqe.opcode) ? access::kLocalWrite : access::kLocalRead;
     std::vector<DmaChunk> chunks;
     uint64_t total = 0;
-    const ProtectionError error = translate_sges(f_.resources, wqe.sges, qp.pd, need, chunks, total);
-    if (error != ProtectionError::kNone) {
-      ++counters_.local_protection_errors;
-      log().debug("function {}: QP {:#x} WQE {:#x}: local key: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
-                  protection_error_name(error));
-      requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
-      return false;
-    }
+    error = translate_sges(f_.resources, wqe.sges, qp.pd, need, chunks, total);
   }
+  if (error == ProtectionError::kNotPresent && hold_sq_for_pages(qpn, qp, wqe)) return false;
+  ++counters_.wqes;
+  qp.sq_consumer = (qp.sq_consumer + wqe.wqebbs()) & kCounterMask16;
+  if (error != ProtectionError::kNone) {
+    ++counters_.local_protection_errors;
+    log().debug("function {}: QP {:#x} WQE {:#x}: local key: {}", f_.identity.vhca_id, qpn, wqe.wqe_index,
+                protection_error_name(error));
+    requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
+    return false;
+  }
+  // A fault resumed with the error bit fails the WQE it held, even when its pages came meanwhile.
+  if (std::exchange(qp.rc.req.page_fault.failed, false)) {
+    ++counters_.page_fault_failures;
+    requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
+    return false;
+  }
+  qp.rc.req.page_fault.faults = 0;
   // A datagram is one packet: at most the path MTU (mlx5_ib gives UD QPs 4096 in their qpc).
   if (is_datagram(qp) && wqe.length() > (get(qp.context, qpc::kMtu) != 0 ? pmtu_of(qp) : kMaxDatagram)) {
     ++counters_.bad_wqes;

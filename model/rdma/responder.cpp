@@ -3,6 +3,7 @@
 #include "model/rdma/engine.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/endian.h"
 #include "common/log.h"
@@ -151,21 +152,32 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
 
   HostResult check_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind) override {
     checked_.clear();  // kept for the atomic that follows the check (one packet per port)
-    return translate_remote(va, rkey, length, kind, checked_) ? HostResult::kOk : HostResult::kProtection;
+    return translate_remote(va, rkey, length, kind, checked_);
   }
 
   HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) override {
     std::vector<DmaChunk> chunks;
-    if (!translate_remote(va, rkey, data.size(), RemoteAccess::kWrite, chunks)) return HostResult::kProtection;
+    if (const HostResult r = translate_remote(va, rkey, data.size(), RemoteAccess::kWrite, chunks); r != HostResult::kOk)
+      return r;
     return write(chunks, 0, data);
   }
 
   HostResult write_receive(uint64_t offset, std::span<const uint8_t> data) override {
     std::vector<DmaChunk> chunks;
     uint64_t total = 0;
-    if (translate_sges(e_.f_.resources, qp_.rc.resp.sges, e_.responder_pd(qp_), access::kLocalWrite, chunks, total) !=
-        ProtectionError::kNone)
-      return HostResult::kProtection;
+    const ProtectionError error =
+        translate_sges(e_.f_.resources, qp_.rc.resp.sges, e_.responder_pd(qp_), access::kLocalWrite, chunks, total);
+    if (error == ProtectionError::kNotPresent) {  // the receive WQE's buffers: a WQE fault names it
+      const uint32_t srqn = e_.receive_target(qp_).srqn;
+      const PageFault fault{.subtype = page_fault::kWqe,
+                            .type = srqn != 0 ? page_fault::kSrq : page_fault::kResponderRq,
+                            .wq_number = srqn != 0 ? srqn : qpn_,
+                            .qpn = qpn_,
+                            .wqe_index = qp_.rc.resp.wqe_index};
+      if (e_.raise_page_fault(fault, qp_.rc.resp.page_fault)) return HostResult::kPageFault;
+    }
+    if (error != ProtectionError::kNone) return HostResult::kProtection;
+    if (!pages_were_present()) return HostResult::kProtection;
     if (offset + data.size() > total) return HostResult::kLength;
     return write(chunks, offset, data);
   }
@@ -211,15 +223,34 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   void count(transport::rc::ResponderEvent event) override;
 
  private:
-  bool translate_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind, std::vector<DmaChunk>& chunks) {
+  HostResult translate_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind,
+                              std::vector<DmaChunk>& chunks) {
     const uint32_t need = kind == RemoteAccess::kRead    ? access::kRemoteRead
                           : kind == RemoteAccess::kWrite ? access::kRemoteWrite
                                                          : access::kAtomic;
     const ProtectionError error = translate(e_.f_.resources, rkey, e_.responder_pd(qp_), va, length, need, chunks, qpn_);
-    if (error != ProtectionError::kNone)
+    if (error == ProtectionError::kNotPresent) {  // an RDMA fault names the remote range
+      const PageFault fault{.subtype = page_fault::kRdma,
+                            .type = kind == RemoteAccess::kRead ? page_fault::kRdmaRead : page_fault::kRdmaWrite,
+                            .qpn = qpn_,
+                            .rkey = rkey,
+                            .length = uint32_t(std::min<uint64_t>(length, UINT32_MAX)),
+                            .va = va};
+      if (e_.raise_page_fault(fault, qp_.rc.resp.page_fault)) return HostResult::kPageFault;
+    }
+    if (error != ProtectionError::kNone) {
       log().debug("function {}: QP {:#x}: remote key {:#x}: {}", e_.f_.identity.vhca_id, qpn_, rkey,
                   protection_error_name(error));
-    return error == ProtectionError::kNone;
+      return HostResult::kProtection;
+    }
+    return pages_were_present() ? HostResult::kOk : HostResult::kProtection;
+  }
+  // The request's memory translated: faults behind it made progress. A fault resumed with the
+  // error bit fails the request it held, even when its pages came meanwhile.
+  bool pages_were_present() {
+    PageFaultWait& wait = qp_.rc.resp.page_fault;
+    wait.faults = 0;
+    return !std::exchange(wait.failed, false);
   }
   HostResult write(const std::vector<DmaChunk>& chunks, uint64_t offset, std::span<const uint8_t> data) {
     if (data.empty()) return HostResult::kOk;
@@ -306,6 +337,7 @@ void RdmaEngine::ResponderPort::count(transport::rc::ResponderEvent event) {
     case E::kUcMessageDropped: ++c.uc_packets_dropped; break;
     case E::kRemoteInvalidation: ++c.remote_invalidations; break;
     case E::kCompletion: ++c.responder_cqes; break;
+    case E::kPageFault: break;  // counted where raised (rdma/odp.cpp)
     case E::kCount: break;
   }
 }

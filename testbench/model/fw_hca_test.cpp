@@ -187,7 +187,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x40, 3, 3), 1u) << "eth_net_offloads";
     EXPECT_EQ(f.cap(0x40, 2, 2), 1u) << "roce";
     EXPECT_EQ(f.cap(0x40, 1, 1), 1u) << "atomic";
-    EXPECT_EQ(f.cap(0x44, 24, 24), 0u) << "pg";
+    EXPECT_EQ(f.cap(0x44, 24, 24), 1u) << "pg (ODP)";
     EXPECT_EQ(f.cap(0x44, 3, 0), 0xfu) << "xrc / ud / uc / rc";
     EXPECT_EQ(f.cap(0x48, 31, 31), 0u) << "uar_4k";
     EXPECT_EQ(f.cap(0x48, 7, 0), 12u) << "log_pg_sz";
@@ -335,15 +335,36 @@ TEST(FwHcaCaps, SetAfterInitAndBadTypesAreRefused) {
   EXPECT_EQ(f.run(0x109, kRoce << 1, roce), kBadParam);
   auto in = set_cap_input(f, kGeneral);
   EXPECT_EQ(f.run(0x109, 1, in), kBadParam) << "SET with the mode bit";
-  EXPECT_EQ(f.run(0x109, 2 << 1, in), kBadParam) << "ODP caps are not offered";
   EXPECT_EQ(f.run(0x109, 0, std::vector<uint8_t>(0x40)), kBadInLen) << "short SET";
   ASSERT_EQ(f.enable_and_init(), kOk);
   EXPECT_EQ(f.run(0x109, 0, in), kBadState) << "caps are fixed after INIT_HCA";
 }
 
+// mlx5_core 6.1 (handle_hca_cap_odp) copies ODP `cur` and sets every srq_receive and xrc bit `max`
+// has; mlx5_ib reads rc/ud/xrc from `cur`. DC and UC are not offered, nor implicit ODP.
+TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcAndTheDriversSetChangesNothing) {
+  constexpr uint16_t kOdp = 2;
+  Function f;
+  for (const bool cur : {false, true}) {
+    ASSERT_EQ(f.query_cap(kOdp, cur ? kCur : kMax), kOk);
+    EXPECT_EQ(f.cap(0x10, 31, 26), 0x3fu) << "rc: send receive write read atomic srq_receive";
+    EXPECT_EQ(f.cap(0x14, 31, 26), 0u) << "uc";
+    EXPECT_EQ(f.cap(0x18, 31, 26), 0x20u) << "ud: send";
+    EXPECT_EQ(f.cap(0x1c, 31, 26), 0x2fu) << "xrc: send write read atomic srq_receive";
+    EXPECT_EQ(f.cap(0x20, 31, 26), 0u) << "dc";
+  }
+  auto odp = set_cap_input(f, kOdp);
+  EXPECT_EQ(f.run(0x109, kOdp << 1, odp), kOk) << "the driver's SET: cur with max's bits";
+  store_be32(&odp[0x10 + 0x20], load_be32(&odp[0x10 + 0x20]) | (1u << 31));  // dc send: not in max
+  EXPECT_EQ(f.run(0x109, kOdp << 1, odp), kBadParam);
+  ASSERT_EQ(f.query_cap(kGeneral, kMax), kOk);
+  EXPECT_EQ(f.cap(0x44, 24, 24), 1u) << "pg";
+  EXPECT_EQ(f.cap(0x40, 24, 24), 0u) << "umr_modify_entity_size_disabled: mlx5_ib loads ODP MRs by UMR";
+}
+
 TEST(FwHcaCaps, QueryRefusesUnknownTypesOtherFunctionsAndShortOutput) {
   Function f;
-  for (uint16_t type : {2, 5, 0x20, 0x7fff}) {
+  for (uint16_t type : {5, 0x20, 0x7fff}) {
     EXPECT_EQ(f.run(0x100, uint16_t(type << 1 | 1), {}, kCapOut), kBadParam) << "type " << type;
     EXPECT_EQ(f.syndrome() >> 16, 0x100u);
   }

@@ -14,7 +14,7 @@ const char* event_name(ResponderEvent event) {
       "invalid XRC SRQ", "opcode sequence errors", "unsupported opcodes", "misaligned atomics",
       "remote access errors", "no receive WQE", "WRITE beyond its length", "SEND beyond its receive WQE",
       "local protection errors", "DMA faults", "invalidate refused", "UC messages dropped", "remote invalidations",
-      "receive completions"};
+      "receive completions", "page faults"};
   return name_in(kNames, event);
 }
 
@@ -181,8 +181,12 @@ Step Responder::check_rkey(Request& r) {
   const uint64_t length = r.is_read ? r.packet.reth.dma_length : 8;
   const bool allowed = r.is_read ? r.qp.remote_read : r.qp.remote_atomic;
   const RemoteAccess access = r.is_read ? RemoteAccess::kRead : RemoteAccess::kAtomic;
-  if (!allowed || r.host.check_remote(va, rkey, length, access) != HostResult::kOk)
-    return note(r, ResponderEvent::kRemoteAccess, Step::kErrRemoteAccess);
+  if (!allowed) return note(r, ResponderEvent::kRemoteAccess, Step::kErrRemoteAccess);
+  switch (r.host.check_remote(va, rkey, length, access)) {
+    case HostResult::kOk: break;
+    case HostResult::kPageFault: return note(r, ResponderEvent::kPageFault, Step::kErrRnr);
+    default: return note(r, ResponderEvent::kRemoteAccess, Step::kErrRemoteAccess);
+  }
   return note(r, r.is_read ? ResponderEvent::kReadRequest : ResponderEvent::kAtomicRequest,
               r.is_read ? Step::kExecuteRead : Step::kExecuteAtomic);
 }
@@ -239,6 +243,7 @@ Step Responder::write_data(Request& r) {
   switch (r.host.write_remote(s.write_va + s.offset, s.write_rkey, r.packet.payload)) {
     case HostResult::kOk: return Step::kComplete;
     case HostResult::kDmaFault: return note(r, ResponderEvent::kDmaFault, Step::kErrRemoteOperation);
+    case HostResult::kPageFault: return note(r, ResponderEvent::kPageFault, Step::kErrRnr);
     default: return note(r, ResponderEvent::kRemoteAccess, Step::kErrRemoteAccess);
   }
 }
@@ -248,6 +253,7 @@ Step Responder::receive_data(Request& r) {
     case HostResult::kOk: return Step::kComplete;
     case HostResult::kLength: return note(r, ResponderEvent::kReceiveTooLong, Step::kErrLength);
     case HostResult::kDmaFault: return note(r, ResponderEvent::kDmaFault, Step::kErrLocalProtection);
+    case HostResult::kPageFault: return note(r, ResponderEvent::kPageFault, Step::kErrRnr);
     default: return note(r, ResponderEvent::kLocalProtection, Step::kErrLocalProtection);
   }
 }

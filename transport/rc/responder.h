@@ -57,7 +57,9 @@ struct ResponderQp {
 };
 
 enum class RemoteAccess : uint8_t { kRead, kWrite, kAtomic };
-enum class HostResult : uint8_t { kOk, kProtection, kLength, kDmaFault };
+// kPageFault: the memory is not present yet (ODP); the host raised a page fault and the request is
+// answered RNR NAK (UC: dropped) until the pages are in.
+enum class HostResult : uint8_t { kOk, kProtection, kLength, kDmaFault, kPageFault };
 // Completion statuses of a failed receive (the host maps them to its CQE syndromes).
 enum class ResponderError : uint8_t { kLocalLength, kLocalProtection, kRemoteInvalidRequest, kRemoteAccess, kRemoteOperation };
 enum class MessageKind : uint8_t { kSend, kSendImm, kSendInvalidate, kWrite, kWriteImm, kRead, kCompareSwap, kFetchAdd };
@@ -88,6 +90,7 @@ enum class ResponderEvent : uint8_t {
   kInvalidateFailed,   // 10.6.7: SEND with Invalidate of a key that cannot be invalidated
   kUcMessageDropped,   // 9.7.7: UC drops a message on an error and stays up
   kRemoteInvalidation, kCompletion,
+  kPageFault,          // ODP: the request's memory is not present yet: RNR NAK, sent again later
   kCount
 };
 const char* event_name(ResponderEvent);
