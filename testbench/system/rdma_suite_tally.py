@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Tallies rdma-core's test suite as run_rdma_suite.sh ran it in a guest (the console log): one row
 per module (tests, pass, fail, error, skip, seconds) and the skip reasons, each checked against
-the expected skips (a file of 'reason substring | why a ConnectX-6 Dx skips it too' lines). Exit
-status 1 when a module failed, errored, timed out or never ran, or a skip is not expected."""
+the expected skips (a file of 'reason substring | why a ConnectX-6 Dx skips it too' lines; a line
+'test_name: reason substring | why' expects that skip of that one test only). Exit status 1 when a
+module failed, errored, timed out or never ran, or a skip is not expected."""
 import re
 import sys
 from collections import Counter, OrderedDict
@@ -23,13 +24,21 @@ def parse(log_lines):
     rows = []
     for name, mod in modules.items():
         text = "\n".join(mod["lines"])
+        # unittest -v names a test on its first line; a docstring puts "... skipped" on the next.
+        skipped, test = [], ""
+        for line in mod["lines"]:
+            named = re.match(r"^(test_\w+) \(", line)
+            if named:
+                test = named.group(1)
+            reason = re.search(r"\.\.\. skipped '(.*)'$", line)
+            if reason:
+                skipped.append((test, reason.group(1)))
         ran = re.search(r"^Ran (\d+) tests?", text, re.M)
         counts = Counter()
         for key in ("failures", "errors", "skipped", "expected failures", "unexpected successes"):
             found = re.findall(rf"{key}=(\d+)", text)
             if found:
                 counts[key] = int(found[-1])
-        reasons = re.findall(r"\.\.\. skipped '(.*)'$", text, re.M)
         row = {
             "module": name,
             "tests": int(ran.group(1)) if ran else 0,
@@ -38,7 +47,8 @@ def parse(log_lines):
             "skip": counts["skipped"],
             "seconds": mod["seconds"],
             "rc": mod["rc"],
-            "reasons": reasons,
+            "reasons": [reason for _, reason in skipped],
+            "skipped": skipped,
             "status": "ok",
         }
         row["pass"] = row["tests"] - row["fail"] - row["error"] - row["skip"] - counts["expected failures"]
@@ -53,12 +63,19 @@ def parse(log_lines):
 
 
 def expected_skips(path):
+    """(test name or "" for any test, reason substring) pairs."""
     out = []
     for line in open(path, encoding="utf-8"):
         line = line.strip()
         if line and not line.startswith("#"):
-            out.append(line.split("|")[0].strip())
+            pattern = line.split("|")[0].strip()
+            scoped = re.match(r"^(test_\w+): (.*)$", pattern)
+            out.append((scoped.group(1), scoped.group(2)) if scoped else ("", pattern))
     return out
+
+
+def is_expected(expected, test, reason):
+    return any((not name or name == test) and text in reason for name, text in expected)
 
 
 def main():
@@ -81,8 +98,8 @@ def main():
         total["seconds"] += r["seconds"]
         if r["status"] != "ok":
             bad.append(f"{r['module']}: {r['status']}")
-        for reason in r["reasons"]:
-            if not any(e in reason for e in expected):
+        for test, reason in r["skipped"]:
+            if not is_expected(expected, test, reason):
                 unexpected[reason] += 1
     print(f"{'total':28} {total['tests']:5} {total['pass']:5} {total['fail']:5} {total['error']:5} "
           f"{total['skip']:5} {total['seconds']:8.1f}")

@@ -315,6 +315,41 @@ const std::vector<Scenario>& scenarios() {
          EXPECT_TRUE(b.state.sequence_nak_sent);
          EXPECT_TRUE(b.host.failures.empty());
        }},
+      {"WriteToAPageNotPresentIsRnrNakedAndComesAgain",
+       [](Bench& b) {
+         b.host.write = HostResult::kPageFault;  // ODP: the host raised a page fault
+         b.send(b.packet(op::kRcRdmaWriteOnly, kEpsn, 8));
+         b.expect_path(accepted({Step::kCheckWriteAccess, Step::kCheckResource, Step::kWriteData, Step::kErrRnr}));
+         ASSERT_EQ(b.host.acks.size(), 1u);
+         EXPECT_EQ(b.host.acks[0].syndrome, aeth_rnr_nak(12));
+         EXPECT_EQ(b.state.epsn, kEpsn);
+         EXPECT_TRUE(b.host.failures.empty()) << "no error: the pages come";
+         b.host.write = HostResult::kOk;  // resumed: the same packet again lands
+         b.send(b.packet(op::kRcRdmaWriteOnly, kEpsn, 8));
+         EXPECT_EQ(b.state.epsn, kEpsn + 1);
+         EXPECT_EQ(b.host.placed.size(), 8u);
+       }},
+      {"ReadOfAPageNotPresentIsRnrNaked",
+       [](Bench& b) {
+         b.host.remote = HostResult::kPageFault;
+         b.send(b.packet(op::kRcRdmaReadRequest, kEpsn));
+         b.expect_path(accepted({Step::kCheckRkey, Step::kErrRnr}));
+         EXPECT_EQ(b.host.acks.at(0).syndrome, aeth_rnr_nak(12));
+         EXPECT_TRUE(b.host.read_responses.empty());
+         EXPECT_EQ(b.state.epsn, kEpsn);
+       }},
+      {"SendIntoAPageNotPresentKeepsItsReceiveWqe",
+       [](Bench& b) {
+         b.host.posted_wqes = 1;
+         b.host.receive = HostResult::kPageFault;
+         b.send(b.packet(op::kRcSendOnly, kEpsn, 8));
+         b.expect_path(accepted({Step::kCheckResource, Step::kReceiveData, Step::kErrRnr}));
+         EXPECT_TRUE(b.state.have_wqe) << "the WQE taken waits for the resend";
+         b.host.receive = HostResult::kOk;
+         b.send(b.packet(op::kRcSendOnly, kEpsn, 8));
+         EXPECT_EQ(b.host.completions.size(), 1u) << "completed into the WQE taken first";
+         EXPECT_EQ(b.state.epsn, kEpsn + 1);
+       }},
       {"SendIntoBadBuffersIsALocalProtectionError",
        [](Bench& b) {
          b.host.receive = HostResult::kProtection;
