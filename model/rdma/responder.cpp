@@ -157,7 +157,12 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
 
   HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) override {
     std::vector<DmaChunk> chunks;
-    if (const HostResult r = translate_remote(va, rkey, data.size(), RemoteAccess::kWrite, chunks); r != HostResult::kOk)
+    // A fault names the rest of the WRITE (rdma_op_len), so the driver maps it all at once.
+    const RcResponder& s = qp_.rc.resp;
+    const uint64_t end = s.write_va + s.write_length;
+    const uint64_t rest = va >= s.write_va && va < end ? end - va : data.size();
+    if (const HostResult r = translate_remote(va, rkey, data.size(), RemoteAccess::kWrite, chunks, rest);
+        r != HostResult::kOk)
       return r;
     return write(chunks, 0, data);
   }
@@ -223,8 +228,9 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   void count(transport::rc::ResponderEvent event) override;
 
  private:
+  // fault_length: the bytes a page fault names from va on (the rest of the message; 0: length).
   HostResult translate_remote(uint64_t va, uint32_t rkey, uint64_t length, RemoteAccess kind,
-                              std::vector<DmaChunk>& chunks) {
+                              std::vector<DmaChunk>& chunks, uint64_t fault_length = 0) {
     const uint32_t need = kind == RemoteAccess::kRead    ? access::kRemoteRead
                           : kind == RemoteAccess::kWrite ? access::kRemoteWrite
                                                          : access::kAtomic;
@@ -234,7 +240,8 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
                             .type = kind == RemoteAccess::kRead ? page_fault::kRdmaRead : page_fault::kRdmaWrite,
                             .qpn = qpn_,
                             .rkey = rkey,
-                            .length = uint32_t(std::min<uint64_t>(length, UINT32_MAX)),
+                            .length = uint32_t(std::min<uint64_t>(fault_length != 0 ? fault_length : length,
+                                                                  UINT32_MAX)),
                             .va = va};
       if (e_.raise_page_fault(fault, qp_.rc.resp.page_fault)) return HostResult::kPageFault;
     }

@@ -162,6 +162,7 @@ TEST_F(OdpTest, ResponderAnswersRnrUntilTheRemotePagesAreIn) {
   EXPECT_GE(events[0].va, dst.va(0));
   EXPECT_LE(events[0].va + events[0].length, dst.va(8192));
   EXPECT_GT(events[0].va + events[0].length, dst.va(4096)) << "the range holds the missing page";
+  EXPECT_EQ(events[0].va + events[0].length, dst.va(8192)) << "the rest of the WRITE: mapped in one fault";
   EXPECT_EQ(b.engine.counters().rnr_naks_sent, 1u);
   EXPECT_TRUE(a.drain(*c.a->scq).empty());
   // Sent again before the driver is done: RNR NAK again, no second event.

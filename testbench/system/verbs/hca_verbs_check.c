@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -709,6 +710,65 @@ static bool step_rereg_mr(struct ctx *c)
             return false;
     }
     return true;
+}
+
+/* On-demand paging: each side registers an ODP MR over fresh anonymous memory, so the MR maps none
+ * of its pages at registration. The client fills its region after registering it (the pages are in
+ * the process, not in the MR: its requester faults) and RDMA WRITEs it into the server's untouched
+ * region (the responder faults and answers RNR NAK until the driver has mapped the pages); the
+ * server checks its memory. Left out when the device offers no RC ODP SEND and WRITE. */
+static bool step_odp(struct ctx *c)
+{
+    const char *what = "ODP RDMA WRITE 64 KiB between regions unmapped at registration";
+    enum { LEN = 65536, SEED = 1700 };
+    struct ibv_device_attr_ex dx;
+    const uint32_t need = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE;
+    bool odp = ibv_query_device_ex(c->dev, NULL, &dx) == 0 && (dx.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
+               (dx.odp_caps.per_transport_caps.rc_odp_caps & need) == need;
+    uint8_t *region = odp ? mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    struct ibv_mr *mr = region == MAP_FAILED ? NULL
+                        : ibv_reg_mr(c->pd, region, LEN, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE |
+                                                             IBV_ACCESS_REMOTE_WRITE);
+    if (odp)
+        check(c, mr != NULL, "%s: ibv_reg_mr with IBV_ACCESS_ON_DEMAND", what);
+    char line[256];
+    int peer_ok = 0;
+    uint64_t peer_addr = 0;
+    unsigned peer_rkey = 0;
+    bool ok = ctl_write(c, "ODP %d %" PRIx64 " %x", mr != NULL, (uint64_t)(uintptr_t)region, mr ? mr->rkey : 0) &&
+              ctl_read(c, line, sizeof line, 3.0 * c->timeout_s + 10) &&
+              sscanf(line, "ODP %d %" SCNx64 " %x", &peer_ok, &peer_addr, &peer_rkey) == 3;
+    if (ok && (!mr || !peer_ok)) {
+        printf("%s: step ODP left out: %s\n", c->side, odp ? "no ODP region on one side" : "the device offers no RC ODP");
+    } else if (ok && c->is_server) {
+        struct seg note = {0, 64};
+        struct ibv_wc wc;
+        ok = post_recv(c, what, RECV_OFF, &note, 1, 17) && sync_peer(c, what) &&
+             expect_wc(c, true, what, IBV_WC_RECV, IBV_WC_SUCCESS, &wc);
+        if (ok) {
+            size_t bad = 0;
+            for (size_t j = 0; j < LEN; j++)
+                bad += region[j] != pattern(SEED, j);
+            check(c, bad == 0, "%s: data intact in the target (%zu bytes wrong)", what, bad);
+            ok = sync_peer(c, what);
+        }
+    } else if (ok) {
+        for (size_t j = 0; j < LEN; j++)
+            region[j] = pattern(SEED, j);
+        struct ibv_sge sge = {.addr = (uintptr_t)region, .length = LEN, .lkey = mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = 17, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+                                 .send_flags = IBV_SEND_SIGNALED,
+                                 .wr.rdma = {.remote_addr = peer_addr, .rkey = peer_rkey}};
+        struct ibv_wc wc;
+        ok = sync_peer(c, what) && post_send(c, what, &wr) &&
+             expect_wc(c, false, what, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS, &wc) && notify_peer(c, what) &&
+             sync_peer(c, what);
+    }
+    if (mr)
+        ibv_dereg_mr(mr);
+    if (region != MAP_FAILED)
+        munmap(region, LEN);
+    return ok;
 }
 
 static enum ibv_mtu mtu_enum(int bytes)
@@ -1437,7 +1497,8 @@ int main(int argc, char **argv)
         {"atomics", step_atomics, false},             {"unsignalled SENDs", step_unsignalled, false},
         {"UC RDMA WRITE and SENDs", step_uc_write, true}, {"MR re-registration", step_rereg_mr, false},
         {"XRC", step_xrc, false},                     {"memory window and SEND with Invalidate", step_memory_window, false},
-        {"UD send error", step_ud_send_queue_error, true}, {"bad rkey", step_bad_rkey, false},
+        {"UD send error", step_ud_send_queue_error, true}, {"ODP", step_odp, false},
+        {"bad rkey", step_bad_rkey, false},
     };
     bool completed = true;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && completed; i++) {
