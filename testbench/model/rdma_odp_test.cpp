@@ -81,6 +81,20 @@ struct OdpTest : ConnectedPairTest<2 * 4096> {
   FaultQueue faults_a{a}, faults_b{b};
   std::vector<uint8_t> data = pattern(2 * 4096, 9);
   OdpTest() { a.put(src, 0, data); }
+  // A's first source page unmapped, then one WQE on A's QP: the page faults A's driver sees.
+  std::vector<PageFaultEqe> fault_at_a(uint8_t opcode) {
+    set_present(a, src, 0, false);
+    a.post_send(*c.a, {.opcode = opcode, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0), .rkey = dst.key});
+    p.pump();
+    return faults_a.poll();
+  }
+  // B's driver maps the page and resumes the fault; A sends again after its RNR timer.
+  void resolve_at_b(const Mr& mr, size_t page, const PageFaultEqe& fault) {
+    set_present(b, mr, page, true);
+    ASSERT_EQ(faults_b.resume(fault), kOk);
+    ASSERT_TRUE(p.fire_timers(a));
+    p.pump();
+  }
 };
 
 TEST_F(OdpTest, RequesterHoldsTheWqeUntilResumedThenTheWriteLands) {
@@ -117,11 +131,7 @@ TEST_F(OdpTest, RequesterHoldsTheWqeUntilResumedThenTheWriteLands) {
 }
 
 TEST_F(OdpTest, AReadOrAtomicFaultsAsType3) {
-  set_present(a, src, 0, false);
-  a.post_send(*c.a, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0),
-                     .rkey = dst.key});
-  p.pump();
-  const auto events = faults_a.poll();
+  const auto events = fault_at_a(wqe_op::kRdmaRead);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].fault_type, page_fault::kRequesterReadAtomic);
   set_present(a, src, 0, true);
@@ -135,10 +145,7 @@ TEST_F(OdpTest, AReadOrAtomicFaultsAsType3) {
 }
 
 TEST_F(OdpTest, ResumeWithErrorFailsTheWqe) {
-  set_present(a, src, 0, false);
-  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{src.va(0), 64, src.key}}});
-  p.pump();
-  const auto events = faults_a.poll();
+  const auto events = fault_at_a(wqe_op::kSend);
   ASSERT_EQ(events.size(), 1u);
   ASSERT_EQ(faults_a.resume(events[0], /*error=*/true), kOk);
   p.pump();
@@ -171,10 +178,7 @@ TEST_F(OdpTest, ResponderAnswersRnrUntilTheRemotePagesAreIn) {
   EXPECT_EQ(b.engine.counters().rnr_naks_sent, 2u);
   EXPECT_TRUE(faults_b.poll().empty());
 
-  set_present(b, dst, 1, true);
-  ASSERT_EQ(faults_b.resume(events[0]), kOk);
-  ASSERT_TRUE(p.fire_timers(a));
-  p.pump();
+  resolve_at_b(dst, 1, events[0]);
   const auto done = a.drain(*c.a->scq);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].opcode, kCqeReq);
@@ -195,10 +199,7 @@ TEST_F(OdpTest, AReceiveWqeFaultNamesTheRqWqeAndTheSendLandsAfterTheResume) {
   EXPECT_EQ(events[0].wqe_index, rindex);
   EXPECT_TRUE(b.drain(*c.b->rcq).empty());
 
-  set_present(b, recv, 0, true);
-  ASSERT_EQ(faults_b.resume(events[0]), kOk);
-  ASSERT_TRUE(p.fire_timers(a));
-  p.pump();
+  resolve_at_b(recv, 0, events[0]);
   const auto got = b.drain(*c.b->rcq);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].opcode, kCqeRespSend);
@@ -223,10 +224,7 @@ TEST_F(OdpTest, WithoutAPageFaultEqTheWorkFailsInsteadOfWaiting) {
 }
 
 TEST_F(OdpTest, AResumeNamingNoFaultIsRefused) {
-  set_present(a, src, 0, false);
-  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{src.va(0), 64, src.key}}});
-  p.pump();
-  const auto events = faults_a.poll();
+  const auto events = fault_at_a(wqe_op::kSend);
   ASSERT_EQ(events.size(), 1u);
   PageFaultEqe wrong = events[0];
   wrong.token ^= 1;
@@ -244,11 +242,8 @@ TEST_F(OdpTest, AResumeNamingNoFaultIsRefused) {
 TEST_F(OdpTest, FaultsWithoutProgressEndInAnErrorNotALoop) {
   // A driver that resumes without mapping anything: the WQE faults again, a bounded number of
   // times, then completes in error.
-  set_present(a, src, 0, false);
-  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{src.va(0), 64, src.key}}});
-  p.pump();
   uint32_t rounds = 0;
-  for (auto events = faults_a.poll(); !events.empty() && rounds < 100; events = faults_a.poll(), ++rounds) {
+  for (auto events = fault_at_a(wqe_op::kSend); !events.empty() && rounds < 100; events = faults_a.poll(), ++rounds) {
     ASSERT_EQ(faults_a.resume(events.back()), kOk);
     p.pump();
   }
