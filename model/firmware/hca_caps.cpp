@@ -275,8 +275,8 @@ constexpr CapValue kAtomicCaps[] = {
 };
 
 // --- odp_cap (type 2) ----------------------------------------------------------------------------
-// On-demand paging of explicit MRs (rdma/page_faults.h): a not-present MTT entry stops the work that
-// needs it with a page-fault event until PAGE_FAULT_RESUME. Offered per transport for what the data
+// On-demand paging of explicit MRs (objects/page_faults.h, rdma/odp.cpp): a not-present MTT entry
+// stops the work that needs it with a page-fault event until PAGE_FAULT_RESUME. Offered per transport for what the data
 // path faults on: the requester's SGEs (send), RC/XRC receive WQEs of an RQ or SRQ (receive, srq_receive)
 // and the responder's remote ranges (write, read, atomic). Not offered: UC and DC, and implicit ODP
 // (null_mkey, KSM), so mlx5_ib reports no IBV_ODP_SUPPORT_IMPLICIT. mlx5_core 6.1 sends

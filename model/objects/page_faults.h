@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 
 namespace hcaemu::model {
 
@@ -48,6 +49,13 @@ struct PageFaultWait {
   uint32_t token = 0;   // the fault it waits for (0: not waiting)
   bool failed = false;  // resumed with the error bit: the work it held fails
   uint8_t faults = 0;   // consecutive faults without progress (bounded: kMaxFaultsWithoutProgress)
+
+  // The work's memory translated: the faults behind it made progress. False when the last fault
+  // was resumed with the error bit: the work it held fails even though its pages came meanwhile.
+  bool progressed() {
+    faults = 0;
+    return !std::exchange(failed, false);
+  }
 };
 
 // The faults of one function that wait for PAGE_FAULT_RESUME, by token.

@@ -3,7 +3,6 @@
 // whose memory is not present; both until the driver's PAGE_FAULT_RESUME.
 #include <utility>
 
-#include "common/log.h"
 #include "model/function_context.h"
 #include "model/rdma/engine.h"
 #include "model/rdma/internal.h"

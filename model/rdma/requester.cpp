@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 
 #include "common/endian.h"
 #include "common/log.h"
@@ -450,13 +449,11 @@ bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64
     requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
     return false;
   }
-  // A fault resumed with the error bit fails the WQE it held, even when its pages came meanwhile.
-  if (std::exchange(qp.rc.req.page_fault.failed, false)) {
+  if (!qp.rc.req.page_fault.progressed()) {
     ++counters_.page_fault_failures;
     requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
     return false;
   }
-  qp.rc.req.page_fault.faults = 0;
   // A datagram is one packet: at most the path MTU (mlx5_ib gives UD QPs 4096 in their qpc).
   if (is_datagram(qp) && wqe.length() > (get(qp.context, qpc::kMtu) != 0 ? pmtu_of(qp) : kMaxDatagram)) {
     ++counters_.bad_wqes;

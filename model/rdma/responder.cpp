@@ -3,7 +3,6 @@
 #include "model/rdma/engine.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "common/endian.h"
 #include "common/log.h"
@@ -181,8 +180,7 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
                             .wqe_index = qp_.rc.resp.wqe_index};
       if (e_.raise_page_fault(fault, qp_.rc.resp.page_fault)) return HostResult::kPageFault;
     }
-    if (error != ProtectionError::kNone) return HostResult::kProtection;
-    if (!pages_were_present()) return HostResult::kProtection;
+    if (error != ProtectionError::kNone || !pages_were_present()) return HostResult::kProtection;
     if (offset + data.size() > total) return HostResult::kLength;
     return write(chunks, offset, data);
   }
@@ -252,12 +250,12 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
     }
     return pages_were_present() ? HostResult::kOk : HostResult::kProtection;
   }
-  // The request's memory translated: faults behind it made progress. A fault resumed with the
-  // error bit fails the request it held, even when its pages came meanwhile.
+  // The request's memory translated (PageFaultWait::progressed); a fault resumed with the error
+  // bit fails it, counted as the requester counts it.
   bool pages_were_present() {
-    PageFaultWait& wait = qp_.rc.resp.page_fault;
-    wait.faults = 0;
-    return !std::exchange(wait.failed, false);
+    if (qp_.rc.resp.page_fault.progressed()) return true;
+    ++e_.counters_.page_fault_failures;
+    return false;
   }
   HostResult write(const std::vector<DmaChunk>& chunks, uint64_t offset, std::span<const uint8_t> data) {
     if (data.empty()) return HostResult::kOk;

@@ -14,7 +14,7 @@ namespace hcaemu::model::test {
 namespace {
 
 constexpr uint8_t kCqeReq = 0x0, kCqeReqErr = 0xd, kCqeRespSend = 0x2;
-constexpr uint8_t kSynLocalProtection = 0x04;
+constexpr uint8_t kSynLocalProtection = 0x04, kSynRemoteAccess = 0x13;
 constexpr uint8_t kOk = 0x0, kBadParam = 0x3;
 
 // The EQE fields mlx5_ib_eq_pf_process reads.
@@ -88,6 +88,15 @@ struct OdpTest : ConnectedPairTest<2 * 4096> {
     p.pump();
     return faults_a.poll();
   }
+  // B's target page `page` unmapped, then A WRITEs `bytes` to the start of B's region: the page
+  // faults B's driver sees.
+  std::vector<PageFaultEqe> write_into_missing_page(size_t page, uint32_t bytes) {
+    set_present(b, dst, page, false);
+    a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), bytes, src.key}}, .remote_va = dst.va(0),
+                       .rkey = dst.key});
+    p.pump();
+    return faults_b.poll();
+  }
   // B's driver maps the page and resumes the fault; A sends again after its RNR timer.
   void resolve_at_b(const Mr& mr, size_t page, const PageFaultEqe& fault) {
     set_present(b, mr, page, true);
@@ -157,11 +166,7 @@ TEST_F(OdpTest, ResumeWithErrorFailsTheWqe) {
 }
 
 TEST_F(OdpTest, ResponderAnswersRnrUntilTheRemotePagesAreIn) {
-  set_present(b, dst, 1, false);
-  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 8192, src.key}}, .remote_va = dst.va(0),
-                     .rkey = dst.key});
-  p.pump();
-  const auto events = faults_b.poll();
+  const auto events = write_into_missing_page(1, 8192);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].subtype, page_fault::kRdma);
   EXPECT_EQ(events[0].fault_type, page_fault::kRdmaWrite);
@@ -183,6 +188,21 @@ TEST_F(OdpTest, ResponderAnswersRnrUntilTheRemotePagesAreIn) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].opcode, kCqeReq);
   EXPECT_EQ(b.get(dst, 0, 8192), data) << "all of it landed on the responder";
+}
+
+TEST_F(OdpTest, AResponderFaultResumedWithErrorFailsTheResentRequest) {
+  const auto events = write_into_missing_page(0, 64);
+  ASSERT_EQ(events.size(), 1u);
+  set_present(b, dst, 0, true);  // mapped, but the driver resumes with the error bit
+  ASSERT_EQ(faults_b.resume(events[0], /*error=*/true), kOk);
+  ASSERT_TRUE(p.fire_timers(a));
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReqErr);
+  EXPECT_EQ(done[0].syndrome, kSynRemoteAccess);
+  EXPECT_NE(b.get(dst, 0, 64), std::vector<uint8_t>(data.begin(), data.begin() + 64)) << "nothing landed";
+  EXPECT_EQ(b.engine.counters().page_fault_failures, 1u);
 }
 
 TEST_F(OdpTest, AReceiveWqeFaultNamesTheRqWqeAndTheSendLandsAfterTheResume) {
