@@ -86,7 +86,7 @@ void RdmaEngine::transmit_datagram(uint32_t qpn, QueuePair& qp, SendMessage& mes
     packet.payload = wqe.inline_data;
   } else if (message.length != 0) {
     PayloadReader reader;
-    if (!reader.open(f_.resources, f_.memory, wqe, qp.pd, issue_ps)) {
+    if (reader.open(f_.resources, f_.memory, wqe, qp.pd, issue_ps) != ProtectionError::kNone) {  // checked at post
       ++counters_.local_protection_errors;
       requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
       return;

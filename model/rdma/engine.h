@@ -213,6 +213,10 @@ class RdmaEngine {
   // last one was resumed with the error bit): the work then fails as on a protection error.
   bool raise_page_fault(const PageFault& fault, PageFaultWait& wait);
   bool hold_sq_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
+  // A message past its post meets a page not present: its PSN `psn` on waits for the resume.
+  bool hold_message_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint32_t psn);
+  // The fault resumed: the held PSNs are sent again, or their message fails (error resume).
+  void resend_after_fault(uint32_t qpn, QueuePair& qp);
 
   // Datagram services, UD and QP1 (rdma/datagram.cpp).
   static bool is_datagram(const QueuePair& qp);

@@ -1,6 +1,9 @@
 // On-demand paging on the data path (objects/page_faults.h): the requester holds a send WQE whose
 // SGEs meet a not-present page at the head of its SQ, the responder answers RNR NAK for a request
-// whose memory is not present; both until the driver's PAGE_FAULT_RESUME.
+// whose memory is not present; both until the driver's PAGE_FAULT_RESUME. A message already on its
+// way stops at the packet whose pages went (the driver invalidated them meanwhile) and is sent
+// again from there after the resume, as a READ whose response found its buffer gone.
+#include <optional>
 #include <utility>
 
 #include "model/function_context.h"
@@ -41,6 +44,25 @@ bool RdmaEngine::hold_sq_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& w
                         .requester = true,
                         .wqe_index = wqe.wqe_index};
   return raise_page_fault(fault, qp.rc.req.page_fault);
+}
+
+bool RdmaEngine::hold_message_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint32_t psn) {
+  if (!hold_sq_for_pages(qpn, qp, wqe)) return false;
+  std::optional<uint32_t>& from = qp.rc.req.fault_resend_psn;
+  if (!from || psn_diff(psn, *from) < 0) from = psn;
+  return true;
+}
+
+void RdmaEngine::resend_after_fault(uint32_t qpn, QueuePair& qp) {
+  RcRequester& req = qp.rc.req;
+  const uint32_t psn = *std::exchange(req.fault_resend_psn, std::nullopt);
+  if (!std::exchange(req.page_fault.failed, false)) return retransmit_from(qpn, qp, psn);
+  // Resumed with the error bit: the message holding that PSN fails (older ones are flushed).
+  ++counters_.page_fault_failures;
+  req.page_fault.faults = 0;
+  for (const SendMessage& message : req.outstanding)
+    if (message.npsn != 0 && psn_diff(psn, message.first_psn) >= 0 && psn_diff(psn, message.last_psn()) <= 0)
+      return requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
 }
 
 void RdmaEngine::page_fault_resumed(const PageFault& fault, uint32_t token, bool error) {

@@ -17,16 +17,18 @@ namespace hcaemu::model {
 
 class PayloadReader {
  public:
-  // False when a local key fails its check (a local protection error). Without host memory the
-  // reader opens, and every read fails (a DMA fault).
-  bool open(const Resources& resources, pcie::HostMemory* memory, const SendWqe& wqe, uint32_t pd, uint64_t issue_ps) {
+  // The local keys' check: anything but kNone fails the message (kNotPresent: an ODP page to
+  // fault in first). Without host memory the reader opens, and every read fails (a DMA fault).
+  ProtectionError open(const Resources& resources, pcie::HostMemory* memory, const SendWqe& wqe, uint32_t pd,
+                       uint64_t issue_ps) {
     chunks_.clear();
     reads_.reset();
     uint64_t total = 0;
-    if (translate_sges(resources, wqe.sges, pd, access::kLocalRead, chunks_, total) != ProtectionError::kNone)
-      return false;
+    if (const ProtectionError error = translate_sges(resources, wqe.sges, pd, access::kLocalRead, chunks_, total);
+        error != ProtectionError::kNone)
+      return error;
     if (memory != nullptr) reads_.emplace(*memory, issue_ps);
-    return true;
+    return ProtectionError::kNone;
   }
   // `out.size()` bytes of the payload from `offset`; false on a DMA fault.
   bool read(uint64_t offset, std::span<uint8_t> out) { return reads_ && read_chunks(*reads_, chunks_, offset, out); }

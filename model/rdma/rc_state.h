@@ -5,6 +5,7 @@
 // goes with the QP (2RST, DESTROY_QP, function reset) and can never dangle.
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "model/queues/send_wqe.h"
@@ -34,6 +35,10 @@ struct RcRequester : transport::rc::RequesterState {
   bool timer_armed = false;
   TimerDeadline deadline{};  // ACK timeout or RNR wait (timer_armed)
   PageFaultWait page_fault;  // the WQE at the head of the SQ waits for its pages (ODP)
+  // A message already on its way met a page not present (its payload when sent again, or the
+  // READ response or atomic result it receives): sending goes on from this PSN once the fault is
+  // resumed, and resends asked for meanwhile fold into it.
+  std::optional<uint32_t> fault_resend_psn;
 };
 
 // The responder's protocol state (transport/rc/responder.h) and the receive WQE it fills: the WQE's

@@ -80,13 +80,15 @@ class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
     qp_.rc.req.outstanding.pop_front();
   }
   HostResult place_read_response(size_t index, uint64_t offset, std::span<const uint8_t> data) override {
-    return place(qp_.rc.req.outstanding[index].wqe, offset, data);
+    const SendMessage& message = qp_.rc.req.outstanding[index];
+    return place(message, message.read_next_psn, offset, data);
   }
   HostResult place_atomic_result(size_t index, uint64_t original) override {
     // The original value, in host byte order (the driver asked for host-endian atomics).
     std::array<uint8_t, 8> bytes{};
     for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(original >> (8 * i));
-    return place(qp_.rc.req.outstanding[index].wqe, 0, bytes);
+    const SendMessage& message = qp_.rc.req.outstanding[index];
+    return place(message, message.first_psn, 0, bytes);
   }
   void responded(size_t index) override { e_.stamp(qpn_, qp_.rc.req.outstanding[index], RdmaStage::kAck); }
   void fail(size_t index, transport::rc::CompleterError error) override {
@@ -94,7 +96,12 @@ class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
     e_.requester_error(qpn_, qp_, index < outstanding.size() ? outstanding[index].wqe : SendWqe{}, syndrome_of(error));
   }
   bool stopped() override { return send_queue_stopped(qp_); }
-  void resend_from(uint32_t psn) override { e_.retransmit_from(qpn_, qp_, psn); }
+  void resend_from(uint32_t psn) override {
+    // While a message waits for its pages, a resend joins the one its resume makes.
+    std::optional<uint32_t>& held = qp_.rc.req.fault_resend_psn;
+    if (!held) return e_.retransmit_from(qpn_, qp_, psn);
+    if (psn_diff(psn, *held) < 0) held = psn;
+  }
   void arm_ack_timer() override { e_.arm_timer(qp_); }
   void arm_rnr_timer(uint8_t code) override {
     RcRequester& req = qp_.rc.req;
@@ -108,14 +115,19 @@ class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
 
  private:
   // Into the WQE's local buffers (READ data, atomic original): its lkeys are checked again, as the
-  // MR may have gone since the request left.
-  HostResult place(const SendWqe& wqe, uint64_t offset, std::span<const uint8_t> data) {
+  // MR may have gone since the request left, or its pages (ODP: the response at `psn` is asked
+  // for again once they are in).
+  HostResult place(const SendMessage& message, uint32_t psn, uint64_t offset, std::span<const uint8_t> data) {
     std::vector<DmaChunk> chunks;
     uint64_t total = 0;
-    if (translate_sges(e_.f_.resources, wqe.sges, qp_.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
+    const ProtectionError error = translate_sges(e_.f_.resources, message.wqe.sges, qp_.pd, access::kLocalWrite, chunks, total);
+    if (error == ProtectionError::kNotPresent && e_.hold_message_for_pages(qpn_, qp_, message.wqe, psn))
+      return HostResult::kPageFault;
+    if (error != ProtectionError::kNone) {
       ++e_.counters_.local_protection_errors;
       return HostResult::kProtection;
     }
+    qp_.rc.req.page_fault.faults = 0;
     if (!data.empty() && (e_.f_.memory == nullptr || !write_chunks(*e_.f_.memory, chunks, offset, data))) {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
@@ -169,6 +181,7 @@ void RdmaEngine::CompleterPort::count(transport::rc::CompleterEvent event) {
       ++c.timeouts;
       e_.count(qp_, q_counter::kLocalAckTimeoutErr);
       break;
+    case E::kPageFault:  // counted with the fault it raised (page_faults)
     case E::kCount: break;
   }
 }
@@ -194,15 +207,21 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
   size_t outstanding() override { return qp_.rc.req.outstanding.size(); }
   transport::rc::OutstandingMessage& message(size_t index) override { return qp_.rc.req.outstanding[index]; }
   bool address(RocePacket& packet) override { return e_.address(qp_, packet); }
-  bool open_payload(size_t index) override {
+  HostResult open_payload(size_t index, uint32_t from_psn) override {
     const SendWqe& wqe = qp_.rc.req.outstanding[index].wqe;
+    if (wqe.has_inline) return HostResult::kOk;
     // Payload is read packet by packet, all reads pipelined from issue_ps: a packet waits only
-    // for its own bytes, so the reads overlap the wire.
-    if (!wqe.has_inline && !reader_.open(e_.f_.resources, e_.f_.memory, wqe, qp_.pd, issue_ps_ != 0 ? issue_ps_ : now_ps())) {
-      ++e_.counters_.local_protection_errors;
-      return false;
+    // for its own bytes, so the reads overlap the wire. Its pages were present at the post; the
+    // driver may have invalidated them since (ODP): the packet then waits for them.
+    const ProtectionError error = reader_.open(e_.f_.resources, e_.f_.memory, wqe, qp_.pd, issue_ps_ != 0 ? issue_ps_ : now_ps());
+    if (error == ProtectionError::kNone) {
+      qp_.rc.req.page_fault.faults = 0;
+      return HostResult::kOk;
     }
-    return true;
+    if (error == ProtectionError::kNotPresent && e_.hold_message_for_pages(qpn_, qp_, wqe, from_psn))
+      return HostResult::kPageFault;
+    ++e_.counters_.local_protection_errors;
+    return HostResult::kProtection;
   }
   HostResult payload(size_t index, uint64_t offset, uint32_t size, const RocePacket& packet,
                      std::span<const uint8_t>& bytes, uint64_t& ready_ps) override {
@@ -334,7 +353,11 @@ void RdmaEngine::resume_sq(const SqResume& resume) {
 // scheduler queues (or, without one, all of them now).
 void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
   // The WQE at the head waits for its pages (ODP); a stopped SQ flushes it all the same.
-  if (qp.rc.req.page_fault.token != 0 && !send_queue_stopped(qp)) return;
+  if (!send_queue_stopped(qp)) {
+    if (qp.rc.req.page_fault.token != 0) return;
+    if (qp.rc.req.fault_resend_psn) resend_after_fault(qpn, qp);  // a message's pages came back
+    if (qp.rc.req.page_fault.token != 0 || send_queue_stopped(qp)) return;
+  }
   std::vector<uint8_t> bytes;
   while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
     // DCQCN's rate limit or a paused port: the next message waits (other work goes on meanwhile).
@@ -347,7 +370,7 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     const uint64_t start_ps = now_ps();
     const uint16_t consumer_before = uint16_t(qp.sq_consumer);
     const SqStep step = next_wqe(qpn, qp, cursor.producer, cursor.doorbell_ps, bytes);
-    if (step == SqStep::kStop) return;
+    if (step == SqStep::kStop || qp.rc.req.page_fault.token != 0) return;  // its payload faulted on the way
     if (step != SqStep::kPosted) continue;
     if (dcqcn_ != nullptr && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
       paced_message(qpn, qp, qp.rc.req.outstanding.back().length, start_ps);
@@ -535,6 +558,11 @@ void RdmaEngine::on_timer() {
     QueuePair* qp = f_.resources.qps.find(qpn);
     if (qp == nullptr || qp->state != QpState::kRts) continue;
     qp->rc.req.timer_armed = false;
+    // A message waiting for its pages (ODP) is not lost: the timer waits with it, no retry spent.
+    if (qp->rc.req.fault_resend_psn) {
+      arm_timer(*qp);
+      continue;
+    }
     CompleterPort port(*this, qpn, *qp);
     completer_.timeout(qp->rc.req, completer_qp(*qp), port);
   }

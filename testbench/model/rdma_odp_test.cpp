@@ -227,6 +227,77 @@ TEST_F(OdpTest, AReceiveWqeFaultNamesTheRqWqeAndTheSendLandsAfterTheResume) {
   EXPECT_EQ(b.get(recv, 0, 1000), std::vector<uint8_t>(data.begin(), data.begin() + 1000));
 }
 
+TEST_F(OdpTest, AResendWhosePagesWentWaitsForThemWithoutSpendingRetries) {
+  // The WRITE left with its pages present and was lost; the driver invalidated a source page
+  // before the ACK timer fired (a ZAP): the resend stops there and waits, the timer spends no
+  // retry meanwhile, and after the resume the whole WRITE lands.
+  const uint16_t index = a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 8192, src.key}},
+                                            .remote_va = dst.va(0), .rkey = dst.key});
+  ASSERT_FALSE(p.take().empty());
+  set_present(a, src, 1, false);
+  ASSERT_TRUE(p.fire_timers(a));
+  EXPECT_EQ(p.pump(), 0u) << "nothing is resent while a page is missing";
+  const auto events = faults_a.poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].fault_type, page_fault::kRequesterSend);
+  EXPECT_EQ(events[0].wqe_index, index);
+  const QueuePair* qp = a.f.resources.qps.find(c.a->qpn);
+  const uint8_t retries = qp->rc.req.retries_left;
+  ASSERT_TRUE(p.fire_timers(a));
+  EXPECT_EQ(p.pump(), 0u);
+  EXPECT_EQ(qp->rc.req.retries_left, retries) << "waiting for pages is not a lost packet";
+  EXPECT_TRUE(faults_a.poll().empty());
+
+  set_present(a, src, 1, true);
+  ASSERT_EQ(faults_a.resume(events[0]), kOk);
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_EQ(b.get(dst, 0, 8192), data) << "landed on the responder";
+}
+
+TEST_F(OdpTest, AReadResponseWhosePagesWentIsAskedForAgain) {
+  // The READ left with its buffer present; the driver invalidated it before the response came:
+  // the response raises a type-3 fault and is dropped, the READ is asked again after the resume.
+  const std::vector<uint8_t> remote = pattern(8192, 5);
+  b.put(dst, 0, remote);
+  const uint16_t index = a.post_send(*c.a, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(0), 8192, src.key}},
+                                            .remote_va = dst.va(0), .rkey = dst.key});
+  set_present(a, src, 1, false);
+  p.pump();
+  const auto events = faults_a.poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].fault_type, page_fault::kRequesterReadAtomic);
+  EXPECT_EQ(events[0].wqe_index, index);
+  EXPECT_TRUE(a.drain(*c.a->scq).empty());
+
+  set_present(a, src, 1, true);
+  ASSERT_EQ(faults_a.resume(events[0]), kOk);
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_EQ(a.get(src, 0, 8192), remote) << "the READ's data in the requester's buffer";
+}
+
+TEST_F(OdpTest, AResendFaultResumedWithErrorFailsTheMessage) {
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0),
+                     .rkey = dst.key});
+  ASSERT_FALSE(p.take().empty());
+  set_present(a, src, 0, false);
+  ASSERT_TRUE(p.fire_timers(a));
+  const auto events = faults_a.poll();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(faults_a.resume(events[0], /*error=*/true), kOk);
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReqErr);
+  EXPECT_EQ(done[0].syndrome, kSynLocalProtection);
+  EXPECT_EQ(a.engine.counters().page_fault_failures, 1u);
+}
+
 TEST_F(OdpTest, WithoutAPageFaultEqTheWorkFailsInsteadOfWaiting) {
   // A function whose driver never asked for page-fault events (no ODP MR): a missing page is a
   // protection error, as before ODP, never a wait nobody will end.

@@ -298,6 +298,28 @@ const std::vector<Scenario>& scenarios() {
          b.expect_path(then(kResponsePath, {Step::kRead, Step::kErrLocalProtection}));
          EXPECT_EQ(b.host.failures.at(0).second, CompleterError::kLocalProtection);
        }},
+      {"ReadResponseIntoPagesNotPresentWaitsWithoutAnError",
+       [](Bench& b) {
+         // ODP: the host raised a fault and asks again once it is resumed; nothing fails or
+         // completes, the response is not counted as placed.
+         b.host.placement = HostResult::kPageFault;
+         b.host.messages = {read_message(100, 512)};
+         b.respond(b.read_response(op::kRcRdmaReadResponseFirst, 100, 256));
+         b.expect_path(then(kResponsePath, {Step::kRead}));
+         EXPECT_TRUE(b.host.failures.empty());
+         EXPECT_TRUE(b.host.completed.empty());
+         EXPECT_EQ(b.host.messages[0].read_next_psn, 100u);
+         EXPECT_FALSE(b.host.messages[0].responded);
+       }},
+      {"AtomicResultIntoPagesNotPresentWaitsWithoutAnError",
+       [](Bench& b) {
+         b.host.placement = HostResult::kPageFault;
+         b.host.messages = {atomic_message(100)};
+         b.respond(b.atomic_ack(100, 1));
+         b.expect_path(then(kResponsePath, {Step::kAtomic}));
+         EXPECT_TRUE(b.host.failures.empty());
+         EXPECT_FALSE(b.host.messages[0].responded);
+       }},
       {"AtomicAckPlacesTheOriginalAndCompletes",
        [](Bench& b) {
          b.host.messages = {atomic_message(100)};

@@ -31,7 +31,9 @@ struct Sent {
 
 struct FakeHost : RequesterHost {
   std::vector<OutstandingMessage> messages;
-  bool address_ok = true, open_ok = true;
+  bool address_ok = true;
+  HostResult open_result = HostResult::kOk;
+  std::vector<uint32_t> opened_from;  // the PSN each payload open starts at
   int fault_at_packet = -1;  // the payload read of this packet (counted over all) fails
   int stop_after = -1;       // the send queue stops after this many packets
   std::vector<uint8_t> bytes = std::vector<uint8_t>(4096, 0x11);
@@ -45,7 +47,10 @@ struct FakeHost : RequesterHost {
     p.dest_qp = 0x55;
     return address_ok;
   }
-  bool open_payload(size_t) override { return open_ok; }
+  HostResult open_payload(size_t, uint32_t from_psn) override {
+    opened_from.push_back(from_psn);
+    return open_result;
+  }
   HostResult payload(size_t, uint64_t, uint32_t size, const RocePacket&, std::span<const uint8_t>& out,
                      uint64_t& ready) override {
     if (payload_reads++ == fault_at_packet) return HostResult::kDmaFault;
@@ -243,12 +248,24 @@ const std::vector<Scenario>& scenarios() {
        }},
       {"PayloadWithBadKeysFailsBeforeAnythingIsSent",
        [](Bench& b) {
-         b.host.open_ok = false;
+         b.host.open_result = HostResult::kProtection;
          b.host.messages = {message(RequestKind::kWrite, 100, 600)};
          b.transmit(0, 100);
          b.expect_path({Step::kAddress, Step::kOpenPayload, Step::kErrPayload});
          EXPECT_EQ(b.host.failures.at(0).second, RequesterError::kLocalProtection);
          EXPECT_TRUE(b.host.sent_packets.empty());
+       }},
+      {"PayloadPagesNotPresentStopTheTransmissionWithoutAnError",
+       [](Bench& b) {
+         // ODP: the host raised a page fault for the packet it was asked to open at, and sends
+         // again from there once the fault is resumed.
+         b.host.open_result = HostResult::kPageFault;
+         b.host.messages = {message(RequestKind::kWrite, 100, 600)};
+         b.transmit(0, 101);
+         b.expect_path({Step::kAddress, Step::kOpenPayload, Step::kPageFault});
+         EXPECT_TRUE(b.host.failures.empty());
+         EXPECT_TRUE(b.host.sent_packets.empty());
+         EXPECT_EQ(b.host.opened_from, std::vector<uint32_t>{101});
        }},
       {"PayloadDmaFaultMidMessageStopsIt",
        [](Bench& b) {

@@ -11,7 +11,7 @@ const char* event_name(CompleterEvent event) {
   static constexpr std::array<const char*, size_t(CompleterEvent::kCount)> kNames{
       "ACKs", "RNR NAKs", "NAKs", "responses beyond the sent PSNs", "duplicate responses", "reserved AETH",
       "implied NAKs", "PSN sequence NAKs", "READ response gaps", "wrong response kinds", "NAKs in READ responses",
-      "timeouts"};
+      "timeouts", "responses into pages not present"};
   return name_in(kNames, event);
 }
 
@@ -237,8 +237,11 @@ Step Completer::read(Work& w) {
   const bool last = w.opcode == op::kRcRdmaReadResponseLast || w.opcode == op::kRcRdmaReadResponseOnly;
   const uint64_t expected = last ? m.length - offset : w.qp.pmtu;
   if (offset > m.length || w.packet->payload.size() != expected) return Step::kErrBadResponse;
-  if (w.host.place_read_response(w.index, offset, w.packet->payload) != HostResult::kOk)
-    return Step::kErrLocalProtection;
+  switch (w.host.place_read_response(w.index, offset, w.packet->payload)) {
+    case HostResult::kOk: break;
+    case HostResult::kPageFault: return note(w, CompleterEvent::kPageFault, Step::kDone);
+    default: return Step::kErrLocalProtection;
+  }
   OutstandingMessage& placed = w.host.message(w.index);
   placed.read_next_psn = psn_add(placed.read_next_psn, 1);
   if (last) placed.responded = true;
@@ -246,7 +249,11 @@ Step Completer::read(Work& w) {
 }
 
 Step Completer::atomic(Work& w) {
-  if (w.host.place_atomic_result(w.index, w.packet->atomic_ack) != HostResult::kOk) return Step::kErrLocalProtection;
+  switch (w.host.place_atomic_result(w.index, w.packet->atomic_ack)) {
+    case HostResult::kOk: break;
+    case HostResult::kPageFault: return note(w, CompleterEvent::kPageFault, Step::kDone);
+    default: return Step::kErrLocalProtection;
+  }
   w.host.message(w.index).responded = true;
   return Step::kUpdate;
 }

@@ -84,6 +84,8 @@ enum class CompleterEvent : uint8_t {
   kWrongResponse,        // 9.7.6: a response of the wrong kind for its message: bad response
   kNakInResponse,        // 9.7.6: a READ response whose AETH is not an ACK: dropped
   kTimeout,              // 9.7.6.1.3: the ACK timer expired: resend from the first unacknowledged PSN
+  kPageFault,            // a READ response or atomic result for pages not present (ODP): dropped, asked
+                         // again once the host resumes the fault
   kCount
 };
 const char* event_name(CompleterEvent);
@@ -95,6 +97,8 @@ class CompleterHost {
   virtual OutstandingMessage& message(size_t index) = 0;
   // The oldest message is done: its completion (when signalled), then it leaves the list.
   virtual void complete_oldest(bool acknowledged) = 0;
+  // kPageFault (ODP): the host raised a fault and resends from the response's PSN once it is
+  // resumed; the response is dropped meanwhile.
   virtual HostResult place_read_response(size_t index, uint64_t offset, std::span<const uint8_t> data) = 0;
   virtual HostResult place_atomic_result(size_t index, uint64_t original) = 0;
   virtual void responded(size_t index) = 0;  // latency trace

@@ -12,14 +12,14 @@ using Step = RequesterStep;
 const char* event_name(RequesterEvent event) {
   static constexpr std::array<const char*, size_t(RequesterEvent::kCount)> kNames{
       "fenced requests", "request packets", "messages resent", "no source address", "payload faults",
-      "READ/atomic at initiator depth"};
+      "READ/atomic at initiator depth", "payload page faults"};
   return name_in(kNames, event);
 }
 
 const char* step_name(RequesterStep step) {
   static constexpr std::array<const char*, size_t(Step::kCount)> kNames{
       "CHECK_FENCE", "FENCED", "ASSIGN_PSN", "ADDRESS", "REQUEST_PACKET", "OPEN_PAYLOAD", "DATA_PACKET",
-      "SELECT_RESEND", "ERR_NO_ADDRESS", "ERR_PAYLOAD", "DONE"};
+      "SELECT_RESEND", "ERR_NO_ADDRESS", "ERR_PAYLOAD", "PAGE_FAULT", "DONE"};
   return name_in(kNames, step);
 }
 
@@ -83,6 +83,7 @@ Step Requester::dispatch(Step step, Work& w) {
     case Step::kSelectResend: return select_resend(w);
     case Step::kErrNoAddress: return fail(w, RequesterError::kNoAddress);
     case Step::kErrPayload: return fail(w, RequesterError::kLocalProtection);
+    case Step::kPageFault:
     case Step::kDone:
     case Step::kCount: break;
   }
@@ -187,8 +188,11 @@ Step Requester::request_packet(Work& w) {
 }
 
 Step Requester::open_payload(Work& w) {
-  if (!w.host->open_payload(w.index)) return note(w, RequesterEvent::kPayloadFault, Step::kErrPayload);
-  return Step::kDataPacket;
+  switch (w.host->open_payload(w.index, psn_add(w.message().first_psn, w.next_packet))) {
+    case HostResult::kOk: return Step::kDataPacket;
+    case HostResult::kPageFault: return note(w, RequesterEvent::kPageFault, Step::kPageFault);
+    default: return note(w, RequesterEvent::kPayloadFault, Step::kErrPayload);
+  }
 }
 
 Step Requester::data_packet(Work& w) {

@@ -30,6 +30,7 @@ enum class RequesterEvent : uint8_t {
   kNoAddress,     // the QP's path has no usable source address: local QP operation error
   kPayloadFault,  // the payload's local keys or DMA failed: local protection error
   kInitiatorDepth,  // a READ or atomic waits: max_rd_atomic of them are outstanding
+  kPageFault,     // the payload's pages are not present (ODP): sending stops until the host resumes it
   kCount
 };
 const char* event_name(RequesterEvent);
@@ -40,8 +41,10 @@ class RequesterHost {
   virtual size_t outstanding() = 0;  // messages in PSN order, the oldest at 0
   virtual OutstandingMessage& message(size_t index) = 0;
   virtual bool address(RocePacket& packet) = 0;  // L2/L3/L4 fields and destination QP of the path
-  // Prepares the reads of a message's payload (its local keys checked); false: protection error.
-  virtual bool open_payload(size_t index) = 0;
+  // Prepares the reads of a message's payload (its local keys checked): kProtection fails the
+  // message; kPageFault (ODP) stops the transmission, the host resends from the packet it names
+  // once the fault is resumed.
+  virtual HostResult open_payload(size_t index, uint32_t from_psn) = 0;
   // `size` bytes of the payload at `offset` for `packet` (its headers already set), and the
   // model time they are there (0: at once).
   virtual HostResult payload(size_t index, uint64_t offset, uint32_t size, const RocePacket& packet,
@@ -56,7 +59,7 @@ class RequesterHost {
 
 enum class RequesterStep : uint8_t {
   kCheckFence, kFenced, kAssignPsn, kAddress, kRequestPacket, kOpenPayload, kDataPacket, kSelectResend,
-  kErrNoAddress, kErrPayload, kDone,
+  kErrNoAddress, kErrPayload, kPageFault, kDone,
   kCount
 };
 const char* step_name(RequesterStep);
