@@ -338,6 +338,26 @@ const std::vector<Scenario>& scenarios() {
          EXPECT_TRUE(b.host.read_responses.empty());
          EXPECT_EQ(b.state.epsn, kEpsn);
        }},
+      {"DuplicateReadOfPagesThatWentIsRnrNaked",
+       [](Bench& b) {
+         // Asked again (its responses were lost) after the driver invalidated the pages: it waits
+         // for them as a new READ would, instead of going unanswered until the retries run out.
+         b.host.remote = HostResult::kPageFault;
+         b.send(b.packet(op::kRcRdmaReadRequest, kEpsn - 1));
+         b.expect_path({Step::kCheckPsn, Step::kDuplicate, Step::kErrRnr});
+         EXPECT_EQ(b.host.acks.at(0).psn, kEpsn - 1);
+         EXPECT_EQ(b.host.acks.at(0).syndrome, aeth_rnr_nak(12));
+         EXPECT_TRUE(b.host.read_responses.empty());
+         EXPECT_EQ(b.state.epsn, kEpsn);
+       }},
+      {"DuplicateReadOfAKeyThatWentIsNotAnswered",
+       [](Bench& b) {
+         b.host.remote = HostResult::kProtection;
+         b.send(b.packet(op::kRcRdmaReadRequest, kEpsn - 1));
+         b.expect_path({Step::kCheckPsn, Step::kDuplicate});
+         EXPECT_TRUE(b.host.acks.empty());
+         EXPECT_TRUE(b.host.read_responses.empty());
+       }},
       {"SendIntoAPageNotPresentKeepsItsReceiveWqe",
        [](Bench& b) {
          b.host.posted_wqes = 1;

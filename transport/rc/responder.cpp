@@ -143,7 +143,13 @@ Step Responder::check_psn(Request& r) {
 Step Responder::duplicate(Request& r) {
   // Answer again, change nothing: a READ is read again, an atomic answered from its kept result.
   if (r.is_read) {
-    r.host.send_read_responses(r.packet.psn, r.packet.reth, r.state.msn & kPsnMask);
+    // Its pages may have gone since (ODP): it waits for them as a new READ would. A key that went
+    // altogether answers nothing (the READ had its answer once).
+    switch (r.host.check_remote(r.packet.reth.va, r.packet.reth.rkey, r.packet.reth.dma_length, RemoteAccess::kRead)) {
+      case HostResult::kOk: r.host.send_read_responses(r.packet.psn, r.packet.reth, r.state.msn & kPsnMask); break;
+      case HostResult::kPageFault: return note(r, ResponderEvent::kPageFault, Step::kErrRnr);
+      default: break;
+    }
   } else if (r.is_atomic) {
     for (const auto& done : r.state.atomic_results)
       if (done.psn == r.packet.psn) r.host.send_atomic_ack(r.packet.psn, done.original, r.state.msn & kPsnMask);
