@@ -281,6 +281,31 @@ TEST_F(OdpTest, AReadResponseWhosePagesWentIsAskedForAgain) {
   EXPECT_EQ(a.get(src, 0, 8192), remote) << "the READ's data in the requester's buffer";
 }
 
+TEST_F(OdpTest, AReadAskedAgainAfterTheResponderPagesWentWaitsForThem) {
+  // B answered the READ, the responses were lost, and B's driver invalidated the page meanwhile:
+  // the READ asked again raises an RDMA fault at B and is RNR NAKed (not left unanswered until A's
+  // retries run out); once B maps the page and resumes, the data lands at A.
+  const std::vector<uint8_t> remote = pattern(4096, 6);
+  b.put(dst, 0, remote);
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(0), 4096, src.key}}, .remote_va = dst.va(0),
+                     .rkey = dst.key});
+  p.deliver_one();  // the request reaches B
+  ASSERT_FALSE(p.take().empty()) << "B's responses are lost";
+  set_present(b, dst, 0, false);
+  ASSERT_TRUE(p.fire_timers(a));
+  p.pump();
+  const auto events = faults_b.poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].subtype, page_fault::kRdma);
+  EXPECT_EQ(events[0].fault_type, page_fault::kRdmaRead);
+  EXPECT_EQ(b.engine.counters().rnr_naks_sent, 1u);
+  resolve_at_b(dst, 0, events[0]);
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_EQ(a.get(src, 0, 4096), remote);
+}
+
 TEST_F(OdpTest, AResendFaultResumedWithErrorFailsTheMessage) {
   a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0),
                      .rkey = dst.key});
