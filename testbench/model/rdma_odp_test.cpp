@@ -97,6 +97,37 @@ struct OdpTest : ConnectedPairTest<2 * 4096> {
     p.pump();
     return faults_b.poll();
   }
+  // A's driver maps the page and resumes the fault: what A's send CQ holds then.
+  auto resolve_at_a(size_t page, const PageFaultEqe& fault) {
+    set_present(a, src, page, true);
+    EXPECT_EQ(faults_a.resume(fault), kOk);
+    p.pump();
+    return a.drain(*c.a->scq);
+  }
+  // The one fault A's driver sees: a WQE fault of `type` naming A's WQE `index`.
+  PageFaultEqe one_fault_at_a(uint8_t type, uint16_t index) {
+    const auto events = faults_a.poll();
+    EXPECT_EQ(events.size(), 1u);
+    const PageFaultEqe fault = events.empty() ? PageFaultEqe{} : events[0];
+    EXPECT_EQ(fault.fault_type, type);
+    EXPECT_EQ(fault.wqe_index, index);
+    return fault;
+  }
+  // A's driver resolves `fault`, and the one message it held completes without an error.
+  void expect_completion_after(size_t page, const PageFaultEqe& fault) {
+    const auto done = resolve_at_a(page, fault);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].opcode, kCqeReq);
+  }
+  // A's driver resumes `fault` with the error bit: the message it held fails, alone.
+  void expect_local_protection_error_after_error_resume(const PageFaultEqe& fault) {
+    ASSERT_EQ(faults_a.resume(fault, /*error=*/true), kOk);
+    p.pump();
+    const auto done = a.drain(*c.a->scq);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].opcode, kCqeReqErr);
+    EXPECT_EQ(done[0].syndrome, kSynLocalProtection);
+  }
   // B's driver maps the page and resumes the fault; A sends again after its RNR timer.
   void resolve_at_b(const Mr& mr, size_t page, const PageFaultEqe& fault) {
     set_present(b, mr, page, true);
@@ -125,10 +156,7 @@ TEST_F(OdpTest, RequesterHoldsTheWqeUntilResumedThenTheWriteLands) {
   EXPECT_EQ(p.pump(), 0u);
   EXPECT_TRUE(faults_a.poll().empty()) << "one event per fault";
 
-  set_present(a, src, 1, true);  // the driver maps the page, then resumes
-  EXPECT_EQ(faults_a.resume(events[0]), kOk);
-  p.pump();
-  const auto done = a.drain(*c.a->scq);
+  const auto done = resolve_at_a(1, events[0]);  // the driver maps the page, then resumes
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].opcode, kCqeReq);
   EXPECT_EQ(done[0].wqe_counter, index);
@@ -156,12 +184,7 @@ TEST_F(OdpTest, AReadOrAtomicFaultsAsType3) {
 TEST_F(OdpTest, ResumeWithErrorFailsTheWqe) {
   const auto events = fault_at_a(wqe_op::kSend);
   ASSERT_EQ(events.size(), 1u);
-  ASSERT_EQ(faults_a.resume(events[0], /*error=*/true), kOk);
-  p.pump();
-  const auto done = a.drain(*c.a->scq);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].opcode, kCqeReqErr);
-  EXPECT_EQ(done[0].syndrome, kSynLocalProtection);
+  expect_local_protection_error_after_error_resume(events[0]);
   EXPECT_EQ(b.engine.counters().rx_packets, 0u) << "nothing was sent";
 }
 
@@ -237,10 +260,7 @@ TEST_F(OdpTest, AResendWhosePagesWentWaitsForThemWithoutSpendingRetries) {
   set_present(a, src, 1, false);
   ASSERT_TRUE(p.fire_timers(a));
   EXPECT_EQ(p.pump(), 0u) << "nothing is resent while a page is missing";
-  const auto events = faults_a.poll();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].fault_type, page_fault::kRequesterSend);
-  EXPECT_EQ(events[0].wqe_index, index);
+  const PageFaultEqe fault = one_fault_at_a(page_fault::kRequesterSend, index);
   const QueuePair* qp = a.f.resources.qps.find(c.a->qpn);
   const uint8_t retries = qp->rc.req.retries_left;
   ASSERT_TRUE(p.fire_timers(a));
@@ -248,12 +268,7 @@ TEST_F(OdpTest, AResendWhosePagesWentWaitsForThemWithoutSpendingRetries) {
   EXPECT_EQ(qp->rc.req.retries_left, retries) << "waiting for pages is not a lost packet";
   EXPECT_TRUE(faults_a.poll().empty());
 
-  set_present(a, src, 1, true);
-  ASSERT_EQ(faults_a.resume(events[0]), kOk);
-  p.pump();
-  const auto done = a.drain(*c.a->scq);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].opcode, kCqeReq);
+  expect_completion_after(1, fault);
   EXPECT_EQ(b.get(dst, 0, 8192), data) << "landed on the responder";
 }
 
@@ -266,18 +281,10 @@ TEST_F(OdpTest, AReadResponseWhosePagesWentIsAskedForAgain) {
                                             .remote_va = dst.va(0), .rkey = dst.key});
   set_present(a, src, 1, false);
   p.pump();
-  const auto events = faults_a.poll();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].fault_type, page_fault::kRequesterReadAtomic);
-  EXPECT_EQ(events[0].wqe_index, index);
+  const PageFaultEqe fault = one_fault_at_a(page_fault::kRequesterReadAtomic, index);
   EXPECT_TRUE(a.drain(*c.a->scq).empty());
 
-  set_present(a, src, 1, true);
-  ASSERT_EQ(faults_a.resume(events[0]), kOk);
-  p.pump();
-  const auto done = a.drain(*c.a->scq);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].opcode, kCqeReq);
+  expect_completion_after(1, fault);
   EXPECT_EQ(a.get(src, 0, 8192), remote) << "the READ's data in the requester's buffer";
 }
 
@@ -314,12 +321,7 @@ TEST_F(OdpTest, AResendFaultResumedWithErrorFailsTheMessage) {
   ASSERT_TRUE(p.fire_timers(a));
   const auto events = faults_a.poll();
   ASSERT_EQ(events.size(), 1u);
-  ASSERT_EQ(faults_a.resume(events[0], /*error=*/true), kOk);
-  p.pump();
-  const auto done = a.drain(*c.a->scq);
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].opcode, kCqeReqErr);
-  EXPECT_EQ(done[0].syndrome, kSynLocalProtection);
+  expect_local_protection_error_after_error_resume(events[0]);
   EXPECT_EQ(a.engine.counters().page_fault_failures, 1u);
 }
 
