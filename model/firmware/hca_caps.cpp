@@ -35,6 +35,9 @@ constexpr Field kFastTeardown{0x1c, 4, 4};                    // fast_teardown
 constexpr Field kLogMaxEq{0x1c, 3, 0};                        // log_max_eq
 constexpr Field kLogMaxMrwSz{0x20, 22, 16};                   // log_max_mrw_sz
 constexpr Field kForceTeardown{0x20, 15, 15};                 // force_teardown
+constexpr Field kFixedBufferSize{0x20, 23, 23};               // fixed_buffer_size (KSM)
+constexpr Field kUmrExtendedTranslationOffset{0x20, 7, 7};    // umr_extended_translation_offset
+constexpr Field kNullMkey{0x20, 6, 6};                        // null_mkey (QUERY_SPECIAL_CONTEXTS)
 constexpr Field kLogMaxKlmListSize{0x20, 5, 0};               // log_max_klm_list_size
 constexpr Field kReleaseAllPages{0x28, 26, 26};               // release_all_pages
 constexpr Field kLogMaxRaReqQp{0x28, 21, 16};                 // log_max_ra_req_qp
@@ -130,6 +133,9 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxMrwSz, 64},
     {gen::kForceTeardown, 0},
     {gen::kLogMaxKlmListSize, 16},
+    {gen::kFixedBufferSize, 1},               // KSM keys: implicit ODP MRs (objects/memory_protection.cpp)
+    {gen::kUmrExtendedTranslationOffset, 1},  // UMR offsets past 16 bits (objects/umr.cpp reads 48)
+    {gen::kNullMkey, 1},
     {gen::kReleaseAllPages, 0},
     {gen::kLogMaxRaReqQp, 4},
     {gen::kLogMaxRaResQp, 4},
@@ -278,8 +284,9 @@ constexpr CapValue kAtomicCaps[] = {
 // On-demand paging of explicit MRs (objects/page_faults.h, rdma/odp.cpp): a not-present MTT entry
 // stops the work that needs it with a page-fault event until PAGE_FAULT_RESUME. Offered per transport for what the data
 // path faults on: the requester's SGEs (send), RC/XRC receive WQEs of an RQ or SRQ (receive, srq_receive)
-// and the responder's remote ranges (write, read, atomic). Not offered: UC and DC, and implicit ODP
-// (null_mkey, KSM), so mlx5_ib reports no IBV_ODP_SUPPORT_IMPLICIT. mlx5_core 6.1 sends
+// and the responder's remote ranges (write, read, atomic). Implicit ODP too (fixed_buffer_size,
+// null_mkey, umr_extended_translation_offset: a KSM key over the address space whose entries name
+// child MTT keys or the null MKEY). Not offered: UC and DC. mlx5_core 6.1 sends
 // SET_HCA_CAP(ODP) with every bit of srq_receive and of xrc/dc that max has; cur equals max, so the
 // SET is checked (a subset of max) and changes nothing.
 namespace odp {

@@ -14,7 +14,7 @@ namespace {
 
 using namespace fw;
 
-constexpr uint16_t kCreateMkey = 0x200, kQueryMkey = 0x201, kDestroyMkey = 0x202;
+constexpr uint16_t kCreateMkey = 0x200, kQueryMkey = 0x201, kDestroyMkey = 0x202, kQuerySpecialContexts = 0x203;
 constexpr uint16_t kCreateSrq = 0x700, kDestroySrq = 0x701, kQuerySrq = 0x702, kArmRq = 0x703;
 constexpr uint16_t kCreateXrcSrq = 0x705, kDestroyXrcSrq = 0x706, kQueryXrcSrq = 0x707, kArmXrcSrq = 0x708;
 constexpr uint16_t kCreateRmp = 0x90c, kModifyRmp = 0x90d, kDestroyRmp = 0x90e, kQueryRmp = 0x90f;
@@ -131,14 +131,18 @@ void create_mkey(CommandCall& call) {
   mkey.start = get64(ctx, mkc::kStartAddr);
   mkey.length = get64(ctx, mkc::kLen);
   mkey.log_page_size = get(ctx, mkc::kLogPageSize);
-  // KLM only for a memory window (ibv_alloc_mw: free, umr_en, bound later by a UMR WQE); KSM never.
+  // KLM only for a memory window (ibv_alloc_mw: free, umr_en, bound later by a UMR WQE); KSM only
+  // for an implicit ODP MR (the driver's MKEY cache: free, umr_en, its entries loaded by UMR, one per
+  // octoword of room).
   const bool window = mkey.access_mode == Mkey::kAccessKlm && mkey.free && mkey.umr_en;
+  const bool ksm = mkey.access_mode == Mkey::kAccessKsm && mkey.free && mkey.umr_en;
+  if (ksm) mkey.mtt_capacity = get(ctx, mkc::kTranslationsOctwordSize);
   if (window) {  // nothing to translate until bound
     mkey.length = 0;
     mkey.length64 = false;
   }
   const bool memic = mkey.access_mode == Mkey::kAccessMemic;
-  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window && !memic) {
+  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window && !ksm && !memic) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
   }
@@ -163,6 +167,16 @@ void query_mkey(CommandCall& call) {
   if (mkey == nullptr) return;
   auto out = sub(call.out(), kMkc, kMkcSize);
   std::copy(mkey->context.begin(), mkey->context.end(), out.begin());
+}
+
+// query_special_contexts_out: the null MKEY (mlx5_ib's for implicit ODP MRs, kNullMkey). No dump
+// fill or reserved lkey is offered (caps dump_fill_mkey = 0): they stay 0.
+constexpr Field kSpecialNullMkey{0x10, 31, 0};
+constexpr uint32_t kSpecialContextsOutBytes = 0x20;
+
+void query_special_contexts(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, kSpecialContextsOutBytes)) return;
+  set(call.out(), kSpecialNullMkey, kNullMkey);
 }
 
 void destroy_mkey(CommandCall& call) {
@@ -307,6 +321,7 @@ void register_mkey_srq_commands(CommandTable& table) {
   table.add(kCreateMkey, "CREATE_MKEY", create_mkey);
   table.add(kQueryMkey, "QUERY_MKEY", query_mkey);
   table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey);
+  table.add(kQuerySpecialContexts, "QUERY_SPECIAL_CONTEXTS", query_special_contexts);
   table.add(kCreateSrq, "CREATE_SRQ", create_srq);
   table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); });
   table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); });

@@ -109,6 +109,35 @@ bool for_each_piece(std::span<const DmaChunk> chunks, uint64_t offset, uint64_t 
   return done == size;
 }
 
+// An implicit ODP MR (KSM): page k of the key (2^log_page_size bytes) is at `va` of the MTT key its
+// entry names (a child MR the driver made for that part of the address space); the null MKEY, or an
+// entry never loaded, is a page not present. The child's own entries may be not present too.
+ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+                              std::vector<DmaChunk>& out) {
+  if (m.log_page_size >= kMaxLogPageSize) return ProtectionError::kTranslation;
+  const uint64_t page = uint64_t(1) << m.log_page_size;
+  while (length > 0) {
+    const uint64_t offset = va - m.start;  // covers() kept va at or above start
+    const uint64_t index = offset >> m.log_page_size;
+    if (index >= m.ksm.size())
+      return index < m.mtt_capacity ? ProtectionError::kNotPresent : ProtectionError::kTranslation;
+    const Mkey::KsmEntry& entry = m.ksm[index];
+    if (entry.key == kNullMkey) return ProtectionError::kNotPresent;
+    const Mkey* child = r.mkeys.find(entry.key >> kKeyIndexShift);
+    if (child == nullptr || child->variant != (entry.key & kKeyVariantMask) || child->free ||
+        child->access_mode != Mkey::kAccessMtt)
+      return ProtectionError::kTranslation;
+    const uint64_t in_page = offset & (page - 1);
+    const uint64_t n = std::min(length, page - in_page);
+    const uint64_t child_va = entry.va + in_page;
+    if (child_va < entry.va || !child->covers(child_va, child_va + (n - 1))) return ProtectionError::kTranslation;
+    if (const ProtectionError e = translate_mtt(*child, child_va, n, out); e != ProtectionError::kNone) return e;
+    va += n;
+    length -= n;
+  }
+  return ProtectionError::kNone;
+}
+
 // [va, va + length) of a key whose checks passed, inside its range, to host addresses.
 ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
                                 std::vector<DmaChunk>& out) {
@@ -135,8 +164,10 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
         return ProtectionError::kTranslation;
       return translate_range(r, *mr, mr_va, length, out);
     }
+    case Mkey::kAccessKsm:
+      return translate_ksm(r, m, va, length, out);
     default:
-      return ProtectionError::kTranslation;  // KSM is refused at CREATE_MKEY
+      return ProtectionError::kTranslation;
   }
 }
 

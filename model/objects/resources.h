@@ -48,6 +48,9 @@ inline constexpr uint32_t kUarPageSize = 4096;
 inline constexpr uint32_t kFirstUarIndex = 3;    // pages 0-2 hold the 0x2010-byte init segment
 inline constexpr uint32_t kMaxObjectId = 0xffffff;
 inline constexpr uint32_t kMaxEqn = 0xff;         // create_eq_out.eq_number is 8 bits
+// The null MKEY (QUERY_SPECIAL_CONTEXTS): a KSM entry naming it maps nothing (an implicit ODP MR's
+// range with no child MR yet: a page fault). Index 0 is never a key's.
+inline constexpr uint32_t kNullMkey = 0x000000ff;
 inline constexpr uint32_t kFirstMkeyIndex = 2;    // index 1 with variant 0 would be 0x100 = MLX5_INVALID_LKEY
 inline constexpr uint32_t kFirstQpn = 8;          // keep clear of the IB special QPNs 0 and 1
 inline constexpr uint32_t kLastQpn = 0xbfffff;    // Ethernet SQs and RQs share the number space above (eth/objects.h)
@@ -67,7 +70,7 @@ struct Mkey {
   std::array<uint8_t, 0x40> context{};  // mkc as created (QUERY_MKEY)
   uint8_t variant = 0;                  // mkey_7_0: key = (index << 8) | variant
   uint32_t pd = 0;
-  uint8_t access_mode = 0;              // 0 PA, 1 MTT, 2 KLM (a window), 5 MEMIC
+  uint8_t access_mode = 0;              // 0 PA, 1 MTT, 2 KLM (a window), 3 KSM (implicit ODP), 5 MEMIC
   bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
   bool free = false;                    // created in the free state (to be enabled by UMR)
   bool umr_en = false;
@@ -80,7 +83,15 @@ struct Mkey {
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags
-  uint64_t mtt_capacity = 0;            // entries a UMR may load (umr_en: mkc.translations_octword_size x 2)
+  uint64_t mtt_capacity = 0;            // entries a UMR may load (umr_en: mkc.translations_octword_size x 2;
+                                        // KSM: x 1)
+  // KSM (an implicit ODP MR, loaded by UMR): entry k maps page k of 2^log_page_size bytes to `va` of
+  // MKEY `key` (kNullMkey: not present).
+  struct KsmEntry {
+    uint32_t key = kNullMkey;
+    uint64_t va = 0;
+  };
+  std::vector<KsmEntry> ksm;
   BudgetCharge mtt_charge;              // the entries against the function's translation budget
   // A memory window (KLM mode, created free with umr_en; objects/umr.h apply_bind_umr): the MR range
   // it is bound to (one KLM) and, for a type 2 window, the QP it is bound through.
@@ -88,7 +99,7 @@ struct Mkey {
   uint64_t parent_address = 0;
   uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
 
-  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessMemic = 5;
+  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessKsm = 3, kAccessMemic = 5;
   static constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
   // An MTT entry (CREATE_MKEY's list or a UMR load) names the base of a 2^log_page_size page.
   static bool mtt_entry_aligned(uint64_t entry, uint32_t log_page_size) {

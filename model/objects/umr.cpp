@@ -56,7 +56,8 @@ namespace {
 // A translation a UMR WQE carries, read and checked before anything changes.
 struct Translation {
   uint64_t first = 0;              // entry index of entries[0]
-  std::vector<uint64_t> entries;   // host order, as CREATE_MKEY stores them
+  std::vector<uint64_t> entries;   // MTT: host order, as CREATE_MKEY stores them
+  std::vector<Mkey::KsmEntry> ksm;  // KSM: 16 bytes each (byte count, key, address)
   uint64_t start = 0, length = 0;  // the new range and page size (the key's own where not masked)
   bool length64 = false;
   uint32_t log_page_size = 12;
@@ -68,23 +69,31 @@ UmrError read_translation(const Mkey& m, std::span<const uint8_t> wqe, uint64_t 
   t.length = (mask & umr::kMaskLen) ? load_be64(&wqe[seg::kLen]) : m.length;
   t.length64 = (mask & umr::kMaskLen) ? get(wqe, seg::kLength64) != 0 : m.length64;
   t.log_page_size = (mask & umr::kMaskPageSize) ? get(wqe, seg::kLogPageSize) : m.log_page_size;
-  if (m.access_mode != Mkey::kAccessMtt || t.log_page_size < PageList::kMinLogPageSize || t.log_page_size > kMaxLogPageSize ||
-      (!t.length64 && t.length > ~t.start))
+  const bool ksm = m.access_mode == Mkey::kAccessKsm;
+  if ((m.access_mode != Mkey::kAccessMtt && !ksm) || t.log_page_size < PageList::kMinLogPageSize ||
+      t.log_page_size > kMaxLogPageSize || (!t.length64 && t.length > ~t.start))
     return UmrError::kTranslation;
   const uint32_t octowords = get(wqe, kXltOctowords);
   if (octowords == 0) return UmrError::kNone;
   const uint8_t flags = wqe[kUmrFlags];
   if ((flags & umr::kFlagInline) || wqe.size() < umr::kDataSegmentOffset + 16) return UmrError::kTranslation;
-  const uint64_t count = uint64_t(octowords) * 2;  // 16-byte octowords of two entries
+  const uint64_t per_octoword = ksm ? 1 : 2;  // 16-byte octowords of two MTT entries or one KSM entry
+  const uint64_t entry_bytes = 16 / per_octoword;
+  const uint64_t count = uint64_t(octowords) * per_octoword;
   if ((flags & umr::kFlagTranslationOffset) != 0)
-    t.first = ((uint64_t(load_be32(&wqe[kXltOffsetHigh])) << 16) | load_be16(&wqe[kXltOffset])) * 2;
+    t.first = ((uint64_t(load_be32(&wqe[kXltOffsetHigh])) << 16) | load_be16(&wqe[kXltOffset])) * per_octoword;
   if (t.first > m.mtt_capacity || count > m.mtt_capacity - t.first) return UmrError::kXltRange;
   const uint32_t byte_count = load_be32(&wqe[umr::kDataSegmentOffset]);
   const uint32_t lkey = load_be32(&wqe[umr::kDataSegmentOffset + 4]);
   const uint64_t address = load_be64(&wqe[umr::kDataSegmentOffset + 8]);
-  if (byte_count < count * 8 || !read_xlt) return UmrError::kXltRead;
-  std::vector<uint8_t> raw(count * 8);
+  if (byte_count < count * entry_bytes || !read_xlt) return UmrError::kXltRead;
+  std::vector<uint8_t> raw(count * entry_bytes);
   if (!read_xlt(lkey, address, raw)) return UmrError::kXltRead;
+  if (ksm) {  // each entry is one page of the key: its byte count is implied
+    t.ksm.resize(count);
+    for (uint64_t i = 0; i < count; ++i) t.ksm[i] = {load_be32(&raw[i * 16 + 4]), load_be64(&raw[i * 16 + 8])};
+    return UmrError::kNone;
+  }
   t.entries.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     t.entries[i] = load_be64(&raw[i * 8]);
@@ -108,18 +117,26 @@ UmrError apply_umr(Resources& r, std::span<const uint8_t> wqe, const XltReader& 
   if (translating) {
     if (const UmrError error = read_translation(*m, wqe, mask, read_xlt, t); error != UmrError::kNone) return error;
   }
-  const uint64_t new_size = std::max<uint64_t>(m->mtt.size(), t.first + t.entries.size());
-  if (new_size > m->mtt.size() && !r.translation_fits(new_size - m->mtt.size())) return UmrError::kBudget;
+  const bool ksm = m->access_mode == Mkey::kAccessKsm;
+  const uint64_t loaded = ksm ? m->ksm.size() : m->mtt.size();
+  const uint64_t new_size = std::max<uint64_t>(loaded, t.first + (ksm ? t.ksm.size() : t.entries.size()));
+  if (new_size > loaded && !r.translation_fits(new_size - loaded)) return UmrError::kBudget;
   ProtectionDomain* new_pd = nullptr;
   const uint32_t pd = get(wqe, seg::kPd);
   if ((mask & umr::kMaskPd) != 0 && pd != m->pd && (new_pd = r.pds.find(pd)) == nullptr) return UmrError::kBadPd;
 
   if (translating) {  // checked: the entries and the range land together
-    if (new_size > m->mtt.size()) {
-      m->mtt.resize(new_size, 0);  // entries never loaded stay 0: not present
+    if (new_size > loaded) {
+      if (ksm)
+        m->ksm.resize(new_size);  // entries never loaded name the null MKEY: not present
+      else
+        m->mtt.resize(new_size, 0);  // entries never loaded stay 0: not present
       m->mtt_charge = BudgetCharge(r.translation_entries, new_size);
     }
-    std::copy(t.entries.begin(), t.entries.end(), m->mtt.begin() + std::ptrdiff_t(t.first));
+    if (ksm)
+      std::copy(t.ksm.begin(), t.ksm.end(), m->ksm.begin() + std::ptrdiff_t(t.first));
+    else
+      std::copy(t.entries.begin(), t.entries.end(), m->mtt.begin() + std::ptrdiff_t(t.first));
     m->start = t.start;
     m->length = t.length;
     m->length64 = t.length64;

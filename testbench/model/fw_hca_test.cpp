@@ -360,6 +360,15 @@ TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcAndTheDriversSetChangesNothing) 
   ASSERT_EQ(f.query_cap(kGeneral, kMax), kOk);
   EXPECT_EQ(f.cap(0x44, 24, 24), 1u) << "pg";
   EXPECT_EQ(f.cap(0x40, 24, 24), 0u) << "umr_modify_entity_size_disabled: mlx5_ib loads ODP MRs by UMR";
+  // Implicit ODP (mlx5_ib internal_fill_odp_caps): KSM keys, a null MKEY, UMR offsets past 16 bits,
+  // indirect UMRs allowed.
+  EXPECT_EQ(f.cap(0x20, 23, 23), 1u) << "fixed_buffer_size";
+  EXPECT_EQ(f.cap(0x20, 7, 7), 1u) << "umr_extended_translation_offset";
+  EXPECT_EQ(f.cap(0x20, 6, 6), 1u) << "null_mkey";
+  EXPECT_EQ(f.cap(0x40, 22, 22), 0u) << "umr_indirect_mkey_disabled";
+  ASSERT_EQ(f.run(0x203, 0, {}, 0x20), kOk) << "QUERY_SPECIAL_CONTEXTS";
+  EXPECT_EQ(f.at(0x10, 31, 0), kNullMkey);
+  EXPECT_EQ(f.at(0x08, 31, 0), 0u) << "no dump fill MKEY (dump_fill_mkey = 0)";
 }
 
 TEST(FwHcaCaps, QueryRefusesUnknownTypesOtherFunctionsAndShortOutput) {

@@ -212,6 +212,38 @@ TEST(MemoryProtection, MttPageCrossingsAndMerging) {
   EXPECT_TRUE(same(out, {{0x500800, 0x800}, {0x300000, 0x2000}, {0x900000, 0x800}}));
 }
 
+// An implicit ODP MR (KSM over the whole address space, 1 GiB per entry): an entry names a child
+// MTT key at the child's address, or the null MKEY (not present: a page fault); a child's entry of 0
+// is not present either. A range across two entries translates through both children.
+TEST(MemoryProtection, KsmEntriesTranslateThroughTheirChildOrAreNotPresent) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  Keys k;
+  // Children as mlx5_ib makes them: iova = entry index x 1 GiB, MTT over all of it.
+  const uint32_t child1 = k.add(Keys::mtt(1 * kGiB, kGiB, {0x700000 | 3, 0}));
+  const uint32_t child2 = k.add(Keys::mtt(2 * kGiB, kGiB, {0x800000 | 3}));
+  Mkey imr = Keys::pa(0, 0);
+  imr.access_mode = Mkey::kAccessKsm;
+  imr.length64 = true;
+  imr.log_page_size = 30;
+  imr.mtt_capacity = 8;
+  imr.ksm = {{kNullMkey, 0}, {child1, 1 * kGiB}, {child2, 2 * kGiB}};
+  const uint32_t key = k.add(std::move(imr));
+  std::vector<DmaChunk> out;
+  ASSERT_EQ(tr(k.r, key, 1 * kGiB + 0x10, 0x100, out), ProtectionError::kNone);
+  EXPECT_TRUE(same(out, {{0x700010, 0x100}}));
+  out.clear();
+  ASSERT_EQ(tr(k.r, key, 2 * kGiB - 0x10, 0x20, out), ProtectionError::kTranslation)
+      << "child 1 has only two entries' room: past them the child refuses";
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(tr(k.r, key, 0x1000, 8, out), ProtectionError::kNotPresent) << "the null MKEY";
+  EXPECT_EQ(tr(k.r, key, 1 * kGiB + kPage, 8, out), ProtectionError::kNotPresent) << "the child's entry is 0";
+  EXPECT_EQ(tr(k.r, key, 5 * kGiB, 8, out), ProtectionError::kNotPresent) << "an entry never loaded, inside the room";
+  EXPECT_EQ(tr(k.r, key, 9 * kGiB, 8, out), ProtectionError::kTranslation) << "past the room";
+  EXPECT_TRUE(out.empty());
+  k.r.mkeys.find(child2 >> 8)->free = true;
+  EXPECT_EQ(tr(k.r, key, 2 * kGiB, 8, out), ProtectionError::kTranslation) << "a child that went free";
+}
+
 TEST(MemoryProtection, MttMissingOrZeroEntriesAndListsRestoredOnError) {
   Keys k;
   const uint32_t short_list = k.add(Keys::mtt(0x10000, 3 * kPage, {0x400000, 0x401000}));

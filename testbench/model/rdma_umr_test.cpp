@@ -164,6 +164,8 @@ struct XltWqe {
   bool enable = false;
   uint32_t pd = 0;
   uint64_t start = 0, length = 0;
+  bool length64 = false;
+  uint32_t log_page_size = 12;  // 30: KSM entries of 1 GiB (an implicit ODP MR)
 };
 
 std::vector<uint8_t> build_xlt(const XltWqe& u, const Qp& qp) {
@@ -182,10 +184,10 @@ std::vector<uint8_t> build_xlt(const XltWqe& u, const Qp& qp) {
   store_be32(&w[32], u.octo_offset >> 16);
   store_be32(&w[64], access_bits::kAll);  // free = 0
   store_be32(&w[64 + 0x04], 0xffffff00u | (u.key & 0xff));
-  store_be32(&w[64 + 0x0c], u.pd);
+  store_be32(&w[64 + 0x0c], (u.length64 ? 1u << 31 : 0) | u.pd);
   store_be64(&w[64 + 0x10], u.start);
   store_be64(&w[64 + 0x18], u.length);
-  store_be32(&w[64 + 0x38], 12);
+  store_be32(&w[64 + 0x38], u.log_page_size);
   store_be32(&w[128], uint32_t(u.octowords) * 16);
   store_be32(&w[132], u.lkey);
   store_be64(&w[136], u.xlt);
@@ -301,6 +303,58 @@ TEST_F(UmrLoadTest, BadLoadsCompleteInErrorAndChangeNothing) {
   EXPECT_TRUE(m->free);
   EXPECT_TRUE(m->mtt.empty()) << "no refused load left an entry";
   EXPECT_EQ(b.f.resources.translation_entries, charged);
+}
+
+// An implicit ODP MR as mlx5_ib 6.1 builds it: a KSM key from its MKEY cache (free, umr_en, one
+// entry per octoword of room) loaded with entries of 1 GiB that name the null MKEY or a child MTT
+// key (mlx5_ib_alloc_implicit_mr, then pagefault_implicit_mr). A peer's WRITE through the implicit
+// key lands where the child's entries say; where the null MKEY is, nothing lands.
+TEST_F(UmrLoadTest, AnImplicitOdpKeyTranslatesThroughItsChildren) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  // The child: an MTT cache key enabled over [1 GiB, +3 pages).
+  ASSERT_EQ(post({.key = key, .lkey = lkey, .xlt = xlt, .octowords = 4, .enable = true, .pd = b.pd, .start = kGiB,
+                  .length = 3 * 4096})[0].opcode, kCqeReq);
+  // The KSM key: room for 4 entries; entry 1 names the child, the rest the null MKEY.
+  auto in = b.input(0x110);
+  store_be32(&in[0x10], (1u << 30) | (1u << 15) | access_bits::kLocalRead | (3u << 8));  // free, umr_en, KSM
+  store_be32(&in[0x14], 0xffffff00u | 0x6b);
+  store_be32(&in[0x1c], b.pd);
+  store_be32(&in[0x44], 4);
+  store_be32(&in[0x48], 12);
+  ASSERT_EQ(b.run(0x200, in), 0);
+  const uint32_t imr = (b.object() << 8) | 0x6b;
+  const uint64_t ksm = b.page();
+  for (uint32_t i = 0; i < 4; ++i) {
+    std::array<uint8_t, 16> e{};
+    store_be32(&e[0], uint32_t(kGiB));
+    store_be32(&e[4], i == 1 ? key : kNullMkey);
+    store_be64(&e[8], i == 1 ? kGiB : 0);
+    ASSERT_TRUE(b.memory.write(ksm + 16 * i, e));
+  }
+  auto done = post({.key = imr, .lkey = lkey, .xlt = ksm, .octowords = 4, .enable = true, .pd = b.pd, .length64 = true,
+                    .log_page_size = 30});
+  ASSERT_EQ(done.size(), 1u);
+  ASSERT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_EQ(b.f.resources.mkeys.find(imr >> 8)->ksm.size(), 4u);
+
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 512, src.key}}, .remote_va = kGiB + 4096 + 0x10,
+                     .rkey = imr});
+  p.pump();
+  auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  std::vector<uint8_t> landed(512);
+  ASSERT_TRUE(b.memory.read(pages[1] + 0x10, landed));
+  const auto all = pattern(4096, 3);
+  EXPECT_EQ(landed, std::vector<uint8_t>(all.begin(), all.begin() + 512)) << "in the child's second page";
+  // Where the null MKEY is: not present, and no page-fault EQ here: a remote access error.
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 8, src.key}}, .remote_va = 0x1000,
+                     .rkey = imr});
+  p.pump();
+  sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReqErr);
+  EXPECT_EQ(sent[0].syndrome, kSynRemoteAccess);
 }
 
 }  // namespace
