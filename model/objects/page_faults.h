@@ -53,9 +53,13 @@ struct PageFaultWait {
   // The work's memory translated: the faults behind it made progress. False when the last fault
   // was resumed with the error bit: the work it held fails even though its pages came meanwhile.
   bool progressed() {
-    faults = 0;
+    translated();
     return !std::exchange(failed, false);
   }
+  // The memory of a message already on its way translated (a resend's payload, a response's
+  // buffer): the count of faults without progress starts again; the error bit, if any, is the
+  // resume's to act on (RdmaEngine::resend_after_fault).
+  void translated() { faults = 0; }
 };
 
 // The faults of one function that wait for PAGE_FAULT_RESUME, by token.

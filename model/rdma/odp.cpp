@@ -48,8 +48,7 @@ bool RdmaEngine::hold_sq_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& w
 
 bool RdmaEngine::hold_message_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint32_t psn) {
   if (!hold_sq_for_pages(qpn, qp, wqe)) return false;
-  std::optional<uint32_t>& from = qp.rc.req.fault_resend_psn;
-  if (!from || psn_diff(psn, *from) < 0) from = psn;
+  qp.rc.req.resend_after_fault_from(psn);
   return true;
 }
 
@@ -61,8 +60,7 @@ void RdmaEngine::resend_after_fault(uint32_t qpn, QueuePair& qp) {
   ++counters_.page_fault_failures;
   req.page_fault.faults = 0;
   for (const SendMessage& message : req.outstanding)
-    if (message.npsn != 0 && psn_diff(psn, message.first_psn) >= 0 && psn_diff(psn, message.last_psn()) <= 0)
-      return requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
+    if (message.holds(psn)) return requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
 }
 
 void RdmaEngine::page_fault_resumed(const PageFault& fault, uint32_t token, bool error) {

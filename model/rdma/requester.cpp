@@ -98,9 +98,8 @@ class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
   bool stopped() override { return send_queue_stopped(qp_); }
   void resend_from(uint32_t psn) override {
     // While a message waits for its pages, a resend joins the one its resume makes.
-    std::optional<uint32_t>& held = qp_.rc.req.fault_resend_psn;
-    if (!held) return e_.retransmit_from(qpn_, qp_, psn);
-    if (psn_diff(psn, *held) < 0) held = psn;
+    if (!qp_.rc.req.fault_resend_psn) return e_.retransmit_from(qpn_, qp_, psn);
+    qp_.rc.req.resend_after_fault_from(psn);
   }
   void arm_ack_timer() override { e_.arm_timer(qp_); }
   void arm_rnr_timer(uint8_t code) override {
@@ -127,7 +126,7 @@ class RdmaEngine::CompleterPort final : public transport::rc::CompleterHost {
       ++e_.counters_.local_protection_errors;
       return HostResult::kProtection;
     }
-    qp_.rc.req.page_fault.faults = 0;
+    qp_.rc.req.page_fault.translated();
     if (!data.empty() && (e_.f_.memory == nullptr || !write_chunks(*e_.f_.memory, chunks, offset, data))) {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
@@ -215,7 +214,7 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
     // driver may have invalidated them since (ODP): the packet then waits for them.
     const ProtectionError error = reader_.open(e_.f_.resources, e_.f_.memory, wqe, qp_.pd, issue_ps_ != 0 ? issue_ps_ : now_ps());
     if (error == ProtectionError::kNone) {
-      qp_.rc.req.page_fault.faults = 0;
+      qp_.rc.req.page_fault.translated();
       return HostResult::kOk;
     }
     if (error == ProtectionError::kNotPresent && e_.hold_message_for_pages(qpn_, qp_, wqe, from_psn))

@@ -160,7 +160,7 @@ Step Completer::nak(Work& w) {
   // Invalid request, remote access or remote operational error: the message at that PSN fails.
   for (size_t i = 0; i < w.host.outstanding(); ++i) {
     const OutstandingMessage& m = w.host.message(i);
-    if (m.npsn != 0 && psn_diff(w.psn(), m.first_psn) >= 0 && psn_diff(w.psn(), m.last_psn()) <= 0) {
+    if (m.holds(w.psn())) {
       w.index = i;
       break;
     }

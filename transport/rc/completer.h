@@ -43,6 +43,8 @@ struct OutstandingMessage {
   bool responded = false;
   uint32_t read_next_psn = 0;   // the READ response PSN expected next
   uint32_t last_psn() const { return psn_add(first_psn, npsn == 0 ? 0 : npsn - 1); }
+  // Whether `psn` is one of its PSNs (a NOP has none).
+  bool holds(uint32_t psn) const { return npsn != 0 && psn_diff(psn, first_psn) >= 0 && psn_diff(psn, last_psn()) <= 0; }
   // Where a resend of this READ or atomic starts: a READ asks only for the responses it misses.
   uint32_t resend_psn() const { return request.kind == RequestKind::kRead ? read_next_psn : first_psn; }
 };
