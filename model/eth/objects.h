@@ -198,6 +198,10 @@ struct EthObjects {
     flow_counters.clear();
     roots.clear();
   }
+  // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR, RQT).
+  size_t owned_by(uint16_t uid) const {
+    return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid);
+  }
 };
 
 }  // namespace hcaemu::model

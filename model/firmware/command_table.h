@@ -27,6 +27,18 @@ inline constexpr Field kSyndrome{0x04, 31, 0};
 inline constexpr uint32_t kHeaderSize = 0x10;
 }  // namespace mbox
 
+// Who may send a command, by the uid in its header. The kernel driver sends uid 0. With DevX
+// (log_max_uctx), mlx5_ib stamps a user context's uid on the commands of that process's objects and
+// passes its read-only queries through with it, and marks the kernel objects every user context may
+// use with kSharedResourceUid (objects/resources.h). Firmware::execute refuses any other uid.
+enum class Senders : uint8_t {
+  kKernel,        // uid 0 only
+  kKernelShared,  // uid 0, or kSharedResourceUid for an object shared with user contexts
+  kUser,          // uid 0 or a live user context
+  kUserQuery,     // as kUser; a user context may not ask about another vport or function (the
+                  // other_vport / other_function bit, bit 31 of the third dword, stays clear)
+};
+
 class CommandCall {
  public:
   CommandCall(const CommandRequest& request, std::vector<uint8_t>& output, FunctionContext& function)
@@ -36,6 +48,8 @@ class CommandCall {
   std::span<uint8_t> out() { return output_; }
   uint16_t opcode() const { return request_.opcode; }
   uint16_t op_mod() const { return request_.op_mod; }
+  // The sender's uid (Senders): 0 for the kernel driver.
+  uint16_t uid() const;
   FunctionContext& function() { return function_; }
 
   // Output must hold at least `bytes` (the command's fixed output size); input at least `bytes`.
@@ -57,8 +71,9 @@ using CommandHandler2 = std::function<void(CommandCall&)>;
 
 class CommandTable {
  public:
-  void add(uint16_t opcode, std::string_view name, CommandHandler2 handler);
+  void add(uint16_t opcode, std::string_view name, CommandHandler2 handler, Senders senders = Senders::kKernel);
   const CommandHandler2* find(uint16_t opcode) const;
+  Senders senders(uint16_t opcode) const;
   std::string_view name(uint16_t opcode) const;
   size_t size() const { return handlers_.size(); }
 
@@ -66,6 +81,7 @@ class CommandTable {
   struct Entry {
     std::string_view name;
     CommandHandler2 handler;
+    Senders senders = Senders::kKernel;
   };
   std::unordered_map<uint16_t, Entry> handlers_;
 };

@@ -10,23 +10,17 @@ namespace hcaemu::model {
 namespace {
 
 constexpr uint16_t kAllocQCounter = 0x771, kDeallocQCounter = 0x772, kQueryQCounter = 0x773;
-constexpr Field kUid{0x00, 15, 0};
 constexpr Field kAllocOutCounterSetId{0x08, 7, 0};    // alloc_q_counter_out.counter_set_id
 constexpr Field kDeallocInCounterSetId{0x08, 7, 0};   // dealloc_q_counter_in.counter_set_id
 constexpr Field kQueryInClear{0x18, 31, 31};          // query_q_counter_in.clear
 constexpr Field kQueryInCounterSetId{0x1c, 7, 0};     // query_q_counter_in.counter_set_id
 constexpr uint32_t kQueryQCounterOutSize = q_counter::kOutSize;
 
-enum Check : uint16_t { kUidNotZero = 1, kNoSuchSet = 2, kTableFull = 3 };
-
-bool uid_zero(CommandCall& call) {
-  if (get(call.in(), kUid) == 0) return true;
-  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kUidNotZero));
-  return false;
-}
+// (Check 1, a uid that may not send the command, is Firmware::execute's: Senders.)
+enum Check : uint16_t { kNoSuchSet = 2, kTableFull = 3 };
 
 void alloc_q_counter(CommandCall& call) {
-  if (!call.need_input(0x10) || !call.need_output(0x10) || !uid_zero(call)) return;
+  if (!call.need_input(0x10) || !call.need_output(0x10)) return;
   auto& sets = call.function().q_counters;
   for (uint32_t id = 1; id <= kMaxQueueCounterSets; ++id) {  // 0 is never handed out
     if (sets.try_emplace(id).second) {
@@ -38,13 +32,13 @@ void alloc_q_counter(CommandCall& call) {
 }
 
 void dealloc_q_counter(CommandCall& call) {
-  if (!call.need_input(0x10) || !uid_zero(call)) return;
+  if (!call.need_input(0x10)) return;
   if (call.function().q_counters.erase(get(call.in(), kDeallocInCounterSetId)) == 0)
     call.fail(CommandStatus::kBadResource, syndrome(kDeallocQCounter, kNoSuchSet));
 }
 
 void query_q_counter(CommandCall& call) {
-  if (!call.need_input(0x20) || !call.need_output(kQueryQCounterOutSize) || !uid_zero(call)) return;
+  if (!call.need_input(0x20) || !call.need_output(kQueryQCounterOutSize)) return;
   auto found = call.function().q_counters.find(get(call.in(), kQueryInCounterSetId));
   if (found == call.function().q_counters.end()) {
     call.fail(CommandStatus::kBadResource, syndrome(kQueryQCounter, kNoSuchSet));
@@ -96,11 +90,11 @@ void query_cong_statistics(CommandCall& call) {
 }  // namespace
 
 void register_counter_commands(CommandTable& table) {
-  table.add(kAllocQCounter, "ALLOC_Q_COUNTER", alloc_q_counter);
+  table.add(kAllocQCounter, "ALLOC_Q_COUNTER", alloc_q_counter, Senders::kKernelShared);
   table.add(kDeallocQCounter, "DEALLOC_Q_COUNTER", dealloc_q_counter);
   table.add(kQueryQCounter, "QUERY_Q_COUNTER", query_q_counter);
-  table.add(kQueryVportCounter, "QUERY_VPORT_COUNTER", query_vport_counter);
-  table.add(kQueryCongStatistics, "QUERY_CONG_STATISTICS", query_cong_statistics);
+  table.add(kQueryVportCounter, "QUERY_VPORT_COUNTER", query_vport_counter, Senders::kUserQuery);
+  table.add(kQueryCongStatistics, "QUERY_CONG_STATISTICS", query_cong_statistics, Senders::kUser);
 }
 
 }  // namespace hcaemu::model

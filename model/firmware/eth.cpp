@@ -21,6 +21,7 @@ const char* wq_state_name(WqState state) {
 namespace {
 
 using fw::lookup;
+using fw::lookup_owned;
 
 constexpr uint16_t kCreateTir = 0x900, kModifyTir = 0x901, kDestroyTir = 0x902, kQueryTir = 0x903;
 constexpr uint16_t kCreateSq = 0x904, kModifySq = 0x905, kDestroySq = 0x906, kQuerySq = 0x907;
@@ -202,7 +203,7 @@ void create_rq(CommandCall& call) {
 
 void modify_rq(CommandCall& call) {
   if (!fw::start(call, kQueueInSize)) return;
-  EthReceiveQueue* rq = lookup(call, call.function().eth.rqs, get(call.in(), kObjectId), kCheckRq);
+  EthReceiveQueue* rq = lookup_owned(call, call.function().eth.rqs, get(call.in(), kObjectId), kCheckRq);
   if (rq == nullptr) return;
   const auto next = next_state(call, rq->state);
   if (!next) return;
@@ -223,7 +224,7 @@ void destroy_rq(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
   FunctionContext& f = call.function();
   const uint32_t rqn = get(call.in(), kObjectId);
-  EthReceiveQueue* rq = lookup(call, f.eth.rqs, rqn, kCheckRq);
+  EthReceiveQueue* rq = lookup_owned(call, f.eth.rqs, rqn, kCheckRq);
   if (rq == nullptr || !fw::not_in_use(call, rq->refs)) return;
   if (CompletionQueue* cq = f.resources.cqs.find(rq->cqn)) --cq->refs;
   if (ProtectionDomain* pd = f.resources.pds.find(rq->wq.pd)) --pd->refs;
@@ -232,7 +233,7 @@ void destroy_rq(CommandCall& call) {
 
 void query_rq(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
-  EthReceiveQueue* rq = lookup(call, call.function().eth.rqs, get(call.in(), kObjectId), kCheckRq);
+  EthReceiveQueue* rq = lookup_owned(call, call.function().eth.rqs, get(call.in(), kObjectId), kCheckRq);
   if (rq != nullptr) answer_context(call, rq->context);
 }
 
@@ -248,6 +249,9 @@ void create_sq(CommandCall& call) {
   if (!check(call, get(sqc, kQState) == uint32_t(WqState::kReset), kCheckTransition) ||
       !check(call, get(sqc, kHairpin) == 0 && tis_list <= 1, fw::kCheckParameter))
     return;
+  // Raw Ethernet from a user context: only one created with RAW_TX.
+  const UserContext* sender = call.uid() == kKernelUid ? nullptr : f.resources.user_contexts.find(call.uid());
+  if (!check(call, sender == nullptr || (sender->cap & kUctxCapRawTx) != 0, fw::kCheckUid)) return;
   CompletionQueue* cq = lookup(call, f.resources.cqs, cqn, fw::kCheckCq);
   if (cq == nullptr) return;
   TransportInterfaceSend* tis = nullptr;
@@ -270,7 +274,7 @@ void create_sq(CommandCall& call) {
 
 void modify_sq(CommandCall& call) {
   if (!fw::start(call, kQueueInSize)) return;
-  EthSendQueue* sq = lookup(call, call.function().eth.sqs, get(call.in(), kObjectId), fw::kCheckLookup);
+  EthSendQueue* sq = lookup_owned(call, call.function().eth.sqs, get(call.in(), kObjectId), fw::kCheckLookup);
   if (sq == nullptr) return;
   const auto next = next_state(call, sq->state);
   if (!next) return;
@@ -288,7 +292,7 @@ void destroy_sq(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
   FunctionContext& f = call.function();
   const uint32_t sqn = get(call.in(), kObjectId);
-  EthSendQueue* sq = lookup(call, f.eth.sqs, sqn, fw::kCheckLookup);
+  EthSendQueue* sq = lookup_owned(call, f.eth.sqs, sqn, fw::kCheckLookup);
   if (sq == nullptr) return;
   if (CompletionQueue* cq = f.resources.cqs.find(sq->cqn)) --cq->refs;
   if (ProtectionDomain* pd = f.resources.pds.find(sq->wq.pd)) --pd->refs;
@@ -298,7 +302,7 @@ void destroy_sq(CommandCall& call) {
 
 void query_sq(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
-  EthSendQueue* sq = lookup(call, call.function().eth.sqs, get(call.in(), kObjectId), fw::kCheckLookup);
+  EthSendQueue* sq = lookup_owned(call, call.function().eth.sqs, get(call.in(), kObjectId), fw::kCheckLookup);
   if (sq != nullptr) answer_context(call, sq->context);
 }
 
@@ -319,7 +323,7 @@ void create_tis(CommandCall& call) {
 
 void modify_tis(CommandCall& call) {
   if (!fw::start(call, kCtx + kTiscSize)) return;
-  TransportInterfaceSend* tis = lookup(call, call.function().eth.tises, get(call.in(), kObjectId), kCheckTis);
+  TransportInterfaceSend* tis = lookup_owned(call, call.function().eth.tises, get(call.in(), kObjectId), kCheckTis);
   if (tis == nullptr) return;
   // prio (bit 0), lag_tx_port_affinity (bit 1), strict_lag_tx_port_affinity (bit 2): all in dword 0.
   const auto tisc = context_in(call, kTiscSize);
@@ -332,14 +336,14 @@ void modify_tis(CommandCall& call) {
 void destroy_tis(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
   const uint32_t tisn = get(call.in(), kObjectId);
-  TransportInterfaceSend* tis = lookup(call, call.function().eth.tises, tisn, kCheckTis);
+  TransportInterfaceSend* tis = lookup_owned(call, call.function().eth.tises, tisn, kCheckTis);
   if (tis == nullptr || !fw::not_in_use(call, tis->refs)) return;
   call.function().eth.tises.erase(tisn);
 }
 
 void query_tis(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
-  TransportInterfaceSend* tis = lookup(call, call.function().eth.tises, get(call.in(), kObjectId), kCheckTis);
+  TransportInterfaceSend* tis = lookup_owned(call, call.function().eth.tises, get(call.in(), kObjectId), kCheckTis);
   if (tis != nullptr) answer_context(call, tis->context);
 }
 
@@ -384,7 +388,7 @@ void create_rqt(CommandCall& call) {
 void modify_rqt(CommandCall& call) {
   if (!fw::start(call, kRqtList)) return;
   FunctionContext& f = call.function();
-  RqTable* rqt = lookup(call, f.eth.rqts, get(call.in(), kObjectId), kCheckRqt);
+  RqTable* rqt = lookup_owned(call, f.eth.rqts, get(call.in(), kObjectId), kCheckRqt);
   if (rqt == nullptr || (modify_bitmask(call) & kModifyRqtList) == 0) return;
   const uint32_t actual = get(context_in(call, kRqtcSize), kRqtActualSize);
   if (!check(call, actual <= rqt->max_size, kCheckListSize)) return;
@@ -400,7 +404,7 @@ void destroy_rqt(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
   FunctionContext& f = call.function();
   const uint32_t rqtn = get(call.in(), kObjectId);
-  RqTable* rqt = lookup(call, f.eth.rqts, rqtn, kCheckRqt);
+  RqTable* rqt = lookup_owned(call, f.eth.rqts, rqtn, kCheckRqt);
   if (rqt == nullptr || !fw::not_in_use(call, rqt->refs)) return;
   reference_rqs(f, rqt->rqns, -1);
   f.eth.rqts.erase(rqtn);
@@ -408,7 +412,7 @@ void destroy_rqt(CommandCall& call) {
 
 void query_rqt(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
-  RqTable* rqt = lookup(call, call.function().eth.rqts, get(call.in(), kObjectId), kCheckRqt);
+  RqTable* rqt = lookup_owned(call, call.function().eth.rqts, get(call.in(), kObjectId), kCheckRqt);
   if (rqt == nullptr || !call.need_output(kRqtList + uint32_t(rqt->rqns.size()) * 4) || !answer_context(call, rqt->context))
     return;
   for (size_t i = 0; i < rqt->rqns.size(); ++i) set(call.out(), Field{uint32_t(kRqtList + 4 * i), 23, 0}, rqt->rqns[i]);
@@ -456,7 +460,7 @@ void create_tir(CommandCall& call) {
 
 void modify_tir(CommandCall& call) {
   if (!fw::start(call, kCtx + kTircSize)) return;
-  TransportInterfaceReceive* tir = lookup(call, call.function().eth.tirs, get(call.in(), kObjectId), fw::kCheckLookup);
+  TransportInterfaceReceive* tir = lookup_owned(call, call.function().eth.tirs, get(call.in(), kObjectId), fw::kCheckLookup);
   if (tir == nullptr) return;
   const auto tirc = context_in(call, kTircSize);
   const uint32_t mask = modify_bitmask(call);
@@ -476,7 +480,7 @@ void destroy_tir(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
   FunctionContext& f = call.function();
   const uint32_t tirn = get(call.in(), kObjectId);
-  TransportInterfaceReceive* tir = lookup(call, f.eth.tirs, tirn, fw::kCheckLookup);
+  TransportInterfaceReceive* tir = lookup_owned(call, f.eth.tirs, tirn, fw::kCheckLookup);
   if (tir == nullptr || !fw::not_in_use(call, tir->refs)) return;
   reference_tir_target(f, *tir, -1);
   f.eth.tirs.erase(tirn);
@@ -484,33 +488,33 @@ void destroy_tir(CommandCall& call) {
 
 void query_tir(CommandCall& call) {
   if (!fw::start(call, 0x10)) return;
-  TransportInterfaceReceive* tir = lookup(call, call.function().eth.tirs, get(call.in(), kObjectId), fw::kCheckLookup);
+  TransportInterfaceReceive* tir = lookup_owned(call, call.function().eth.tirs, get(call.in(), kObjectId), fw::kCheckLookup);
   if (tir != nullptr) answer_context(call, tir->context);
 }
 
 }  // namespace
 
 void register_eth_commands(CommandTable& table) {
-  table.add(kCreateTir, "CREATE_TIR", create_tir);
-  table.add(kModifyTir, "MODIFY_TIR", modify_tir);
-  table.add(kDestroyTir, "DESTROY_TIR", destroy_tir);
-  table.add(kQueryTir, "QUERY_TIR", query_tir);
-  table.add(kCreateSq, "CREATE_SQ", create_sq);
-  table.add(kModifySq, "MODIFY_SQ", modify_sq);
-  table.add(kDestroySq, "DESTROY_SQ", destroy_sq);
-  table.add(kQuerySq, "QUERY_SQ", query_sq);
-  table.add(kCreateRq, "CREATE_RQ", create_rq);
-  table.add(kModifyRq, "MODIFY_RQ", modify_rq);
-  table.add(kDestroyRq, "DESTROY_RQ", destroy_rq);
-  table.add(kQueryRq, "QUERY_RQ", query_rq);
-  table.add(kCreateTis, "CREATE_TIS", create_tis);
-  table.add(kModifyTis, "MODIFY_TIS", modify_tis);
-  table.add(kDestroyTis, "DESTROY_TIS", destroy_tis);
-  table.add(kQueryTis, "QUERY_TIS", query_tis);
-  table.add(kCreateRqt, "CREATE_RQT", create_rqt);
-  table.add(kModifyRqt, "MODIFY_RQT", modify_rqt);
-  table.add(kDestroyRqt, "DESTROY_RQT", destroy_rqt);
-  table.add(kQueryRqt, "QUERY_RQT", query_rqt);
+  table.add(kCreateTir, "CREATE_TIR", create_tir, Senders::kUser);
+  table.add(kModifyTir, "MODIFY_TIR", modify_tir, Senders::kUser);
+  table.add(kDestroyTir, "DESTROY_TIR", destroy_tir, Senders::kUser);
+  table.add(kQueryTir, "QUERY_TIR", query_tir, Senders::kUser);
+  table.add(kCreateSq, "CREATE_SQ", create_sq, Senders::kUser);
+  table.add(kModifySq, "MODIFY_SQ", modify_sq, Senders::kUser);
+  table.add(kDestroySq, "DESTROY_SQ", destroy_sq, Senders::kUser);
+  table.add(kQuerySq, "QUERY_SQ", query_sq, Senders::kUser);
+  table.add(kCreateRq, "CREATE_RQ", create_rq, Senders::kUser);
+  table.add(kModifyRq, "MODIFY_RQ", modify_rq, Senders::kUser);
+  table.add(kDestroyRq, "DESTROY_RQ", destroy_rq, Senders::kUser);
+  table.add(kQueryRq, "QUERY_RQ", query_rq, Senders::kUser);
+  table.add(kCreateTis, "CREATE_TIS", create_tis, Senders::kUser);
+  table.add(kModifyTis, "MODIFY_TIS", modify_tis, Senders::kUser);
+  table.add(kDestroyTis, "DESTROY_TIS", destroy_tis, Senders::kUser);
+  table.add(kQueryTis, "QUERY_TIS", query_tis, Senders::kUser);
+  table.add(kCreateRqt, "CREATE_RQT", create_rqt, Senders::kUser);
+  table.add(kModifyRqt, "MODIFY_RQT", modify_rqt, Senders::kUser);
+  table.add(kDestroyRqt, "DESTROY_RQT", destroy_rqt, Senders::kUser);
+  table.add(kQueryRqt, "QUERY_RQT", query_rqt, Senders::kUser);
   register_flow_commands(table);
 }
 

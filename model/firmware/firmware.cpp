@@ -4,6 +4,7 @@
 
 #include "common/endian.h"
 #include "common/log.h"
+#include "model/firmware/resource_helpers.h"
 
 namespace hcaemu::model {
 
@@ -19,6 +20,8 @@ bool CommandCall::need_output(uint32_t bytes) {
   return false;
 }
 
+uint16_t CommandCall::uid() const { return uint16_t(get(request_.input, mbox::kUid)); }
+
 void CommandCall::fail(CommandStatus status, uint32_t syndrome_value) {
   failed_ = true;
   std::fill(output_.begin(), output_.end(), 0);
@@ -26,8 +29,13 @@ void CommandCall::fail(CommandStatus status, uint32_t syndrome_value) {
   set(output_, mbox::kSyndrome, syndrome_value);
 }
 
-void CommandTable::add(uint16_t opcode, std::string_view name, CommandHandler2 handler) {
-  handlers_[opcode] = Entry{name, std::move(handler)};
+void CommandTable::add(uint16_t opcode, std::string_view name, CommandHandler2 handler, Senders senders) {
+  handlers_[opcode] = Entry{name, std::move(handler), senders};
+}
+
+Senders CommandTable::senders(uint16_t opcode) const {
+  auto it = handlers_.find(opcode);
+  return it == handlers_.end() ? Senders::kKernel : it->second.senders;
 }
 
 const CommandHandler2* CommandTable::find(uint16_t opcode) const {
@@ -67,6 +75,24 @@ void FunctionContext::reset_objects() {
 }
 
 namespace {
+// Whether the uid in the command's header may send it (Senders).
+bool sender_allowed(const CommandRequest& request, Senders senders, const FunctionContext& f) {
+  const uint16_t uid = request.input.size() >= 4 ? uint16_t(get(request.input, mbox::kUid)) : kKernelUid;
+  if (uid == kKernelUid) return true;
+  switch (senders) {
+    case Senders::kKernel:
+      return false;
+    case Senders::kKernelShared:
+      return uid == kSharedResourceUid;
+    case Senders::kUser:
+      return f.resources.user_contexts.contains(uid);
+    case Senders::kUserQuery:
+      return f.resources.user_contexts.contains(uid) &&
+             (request.input.size() < 0x0c || get(request.input, Field{0x08, 31, 31}) == 0);
+  }
+  return false;
+}
+
 void register_all_commands(CommandTable& table) {
   register_lifecycle_commands(table);
   register_hca_commands(table);
@@ -76,6 +102,7 @@ void register_all_commands(CommandTable& table) {
   register_mad_commands(table);
   register_memic_commands(table);
   register_page_fault_commands(table);
+  register_user_context_commands(table);
 }
 }  // namespace
 
@@ -108,6 +135,12 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
     return;
   }
   CommandCall call(request, output, function_);
+  if (!sender_allowed(request, table_.senders(request.opcode), function_)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(request.opcode, fw::kCheckUid));
+    ++failed_;
+    log().debug("firmware: {} refused: uid {:#x} may not send it", table_.name(request.opcode), call.uid());
+    return;
+  }
   log().trace("firmware: {} op_mod {:#x} inlen {}", table_.name(request.opcode), request.op_mod, request.input.size());
   (*handler)(call);
   if (call.failed()) {

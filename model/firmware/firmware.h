@@ -21,6 +21,7 @@ void register_counter_commands(CommandTable& table);  // firmware/counters.cpp: 
 void register_mad_commands(CommandTable& table);      // firmware/mad.cpp: MAD_IFC (no SMA on RoCE)
 void register_memic_commands(CommandTable& table);    // firmware/memic.cpp: ALLOC/DEALLOC_MEMIC
 void register_page_fault_commands(CommandTable& table);  // firmware/page_fault.cpp: PAGE_FAULT_RESUME (ODP)
+void register_user_context_commands(CommandTable& table);  // firmware/user_context.cpp: CREATE/DESTROY_UCTX (DevX)
 
 // A PORT_CHANGE EQE (ACTIVE or DOWN, as the port now is) on the EQs that asked for them: after a
 // PAOS write or the physical link changing (firmware/hca.cpp).

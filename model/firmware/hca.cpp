@@ -628,20 +628,20 @@ void post_port_change(FunctionContext& f) {
 }
 
 void register_hca_commands(CommandTable& table) {
-  table.add(kQueryHcaCap, "QUERY_HCA_CAP", query_hca_cap);
-  table.add(kQueryAdapter, "QUERY_ADAPTER", query_adapter);
+  table.add(kQueryHcaCap, "QUERY_HCA_CAP", query_hca_cap, Senders::kUserQuery);
+  table.add(kQueryAdapter, "QUERY_ADAPTER", query_adapter, Senders::kUser);
   table.add(kInitHca, "INIT_HCA", init_hca);
   table.add(kTeardownHca, "TEARDOWN_HCA", teardown_hca);
   table.add(kSetHcaCap, "SET_HCA_CAP", set_hca_cap);
   table.add(kSetDriverVersion, "SET_DRIVER_VERSION", set_driver_version);
   table.add(kAccessRegister, "ACCESS_REG", access_register);
-  table.add(kQueryVportState, "QUERY_VPORT_STATE", query_vport_state);
+  table.add(kQueryVportState, "QUERY_VPORT_STATE", query_vport_state, Senders::kUserQuery);
   table.add(kModifyVportState, "MODIFY_VPORT_STATE", modify_vport_state);
-  table.add(kQueryNicVportContext, "QUERY_NIC_VPORT_CONTEXT", query_nic_vport_context);
+  table.add(kQueryNicVportContext, "QUERY_NIC_VPORT_CONTEXT", query_nic_vport_context, Senders::kUserQuery);
   table.add(kModifyNicVportContext, "MODIFY_NIC_VPORT_CONTEXT", modify_nic_vport_context);
-  table.add(kQueryRoceAddress, "QUERY_ROCE_ADDRESS", query_roce_address);
+  table.add(kQueryRoceAddress, "QUERY_ROCE_ADDRESS", query_roce_address, Senders::kUser);
   table.add(kSetRoceAddress, "SET_ROCE_ADDRESS", set_roce_address);
-  table.add(kQueryHcaVportContext, "QUERY_HCA_VPORT_CONTEXT", query_hca_vport_context);
+  table.add(kQueryHcaVportContext, "QUERY_HCA_VPORT_CONTEXT", query_hca_vport_context, Senders::kUserQuery);
   table.add(kQueryHcaVportGid, "QUERY_HCA_VPORT_GID", query_hca_vport_gid);
   table.add(kQueryHcaVportPkey, "QUERY_HCA_VPORT_PKEY", query_hca_vport_pkey);
 }

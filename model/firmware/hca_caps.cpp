@@ -41,6 +41,7 @@ constexpr Field kNullMkey{0x20, 6, 6};                        // null_mkey (QUER
 constexpr Field kLogMaxKlmListSize{0x20, 5, 0};               // log_max_klm_list_size
 constexpr Field kReleaseAllPages{0x28, 26, 26};               // release_all_pages
 constexpr Field kLogMaxRaReqQp{0x28, 21, 16};                 // log_max_ra_req_qp
+constexpr Field kRts2RtsQpUdpSport{0x28, 14, 14};             // rts2rts_qp_udp_sport
 constexpr Field kLogMaxRaResQp{0x28, 5, 0};                   // log_max_ra_res_qp
 constexpr Field kCcQueryAllowed{0x2c, 30, 30};                // cc_query_allowed
 constexpr Field kCacheLine128Byte{0x2c, 27, 27};              // cache_line_128byte
@@ -115,6 +116,7 @@ constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequenc
 constexpr Field kNativePortNum{0xc0, 23, 16};                 // native_port_num
 constexpr Field kNumVhcaPorts{0xc0, 15, 8};                   // num_vhca_ports
 constexpr Field kSf{0xd0, 31, 31};                            // sf
+constexpr Field kUctxCap{0xd4, 31, 0};                        // uctx_cap
 }  // namespace gen
 
 // Fixed part of the general caps. Zeros that section 4.3 calls out as "musts" are listed too, so
@@ -137,6 +139,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kUmrExtendedTranslationOffset, 1},  // UMR offsets past 16 bits (objects/umr.cpp reads 48)
     {gen::kNullMkey, 1},
     {gen::kReleaseAllPages, 0},
+    {gen::kRts2RtsQpUdpSport, 1},           // RTS2RTS may set a RoCE QP's UDP source port (firmware/qp.cpp)
     {gen::kLogMaxRaReqQp, 4},
     {gen::kLogMaxRaResQp, 4},
     {gen::kCcQueryAllowed, 1},               // QUERY_CONG_STATISTICS (hw_counters); debugfs needs cc_modify too
@@ -204,12 +207,13 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxVlanList, kLogMaxVlanList},
     {gen::kLogMaxCurrentMcList, kLogMaxCurrentMcList},
     {gen::kLogMaxCurrentUcList, kLogMaxCurrentUcList},
-    {gen::kLogMaxUctx, 0},                   // no DEVX
+    {gen::kLogMaxUctx, ResourceLimits{}.log_max_uctx},  // DevX user contexts (firmware/user_context.cpp)
     {gen::kLogUarPageSz, 0},
     {gen::kDeviceFrequencyKhz, init_seg::kInternalTimerKhz},  // the internal timer: model time
     {gen::kNativePortNum, 1},
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions
+    {gen::kUctxCap, kUctxCapRawTx},          // a user context may send raw Ethernet (raw packet QPs)
 };
 
 // --- per_protocol_networking_offload_caps (type 1) ---------------------------------------------

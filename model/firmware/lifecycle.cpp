@@ -116,7 +116,7 @@ void manage_pages(CommandCall& call) {
 void register_lifecycle_commands(CommandTable& table) {
   table.add(kEnableHca, "ENABLE_HCA", enable_hca);
   table.add(kDisableHca, "DISABLE_HCA", disable_hca);
-  table.add(kQueryIssi, "QUERY_ISSI", query_issi);
+  table.add(kQueryIssi, "QUERY_ISSI", query_issi, Senders::kUser);
   table.add(kSetIssi, "SET_ISSI", set_issi);
   table.add(kQueryPages, "QUERY_PAGES", query_pages);
   table.add(kManagePages, "MANAGE_PAGES", manage_pages);

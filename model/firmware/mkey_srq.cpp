@@ -163,7 +163,7 @@ void create_mkey(CommandCall& call) {
 
 void query_mkey(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize, kMkc + kMkcSize)) return;
-  Mkey* mkey = lookup(call, call.function().resources.mkeys, get(call.in(), kObjectNumber), kCheckLookup);
+  Mkey* mkey = lookup_owned(call, call.function().resources.mkeys, get(call.in(), kObjectNumber), kCheckLookup);
   if (mkey == nullptr) return;
   auto out = sub(call.out(), kMkc, kMkcSize);
   std::copy(mkey->context.begin(), mkey->context.end(), out.begin());
@@ -183,7 +183,7 @@ void destroy_mkey(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t index = get(call.in(), kObjectNumber);
-  Mkey* mkey = lookup(call, r.mkeys, index, kCheckLookup);
+  Mkey* mkey = lookup_owned(call, r.mkeys, index, kCheckLookup);
   if (mkey == nullptr) return;
   if (ProtectionDomain* pd = r.pds.find(mkey->pd)) --pd->refs;
   r.mkeys.erase(index);  // its MTT charge gives the entries back
@@ -230,7 +230,7 @@ void create_srq_common(CommandCall& call, const SrqRequest& req) {
 }
 
 SharedReceiveQueue* find_srq(CommandCall& call, SrqKind kind) {
-  SharedReceiveQueue* srq = lookup(call, call.function().resources.srqs, get(call.in(), kObjectNumber), kCheckLookup);
+  SharedReceiveQueue* srq = lookup_owned(call, call.function().resources.srqs, get(call.in(), kObjectNumber), kCheckLookup);
   if (srq != nullptr && srq->kind != kind) {  // a number of another kind of SRQ
     call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckLookup));
     return nullptr;
@@ -318,22 +318,22 @@ void create_rmp(CommandCall& call) {
 }  // namespace
 
 void register_mkey_srq_commands(CommandTable& table) {
-  table.add(kCreateMkey, "CREATE_MKEY", create_mkey);
-  table.add(kQueryMkey, "QUERY_MKEY", query_mkey);
-  table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey);
+  table.add(kCreateMkey, "CREATE_MKEY", create_mkey, Senders::kUser);
+  table.add(kQueryMkey, "QUERY_MKEY", query_mkey, Senders::kUser);
+  table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey, Senders::kUser);
   table.add(kQuerySpecialContexts, "QUERY_SPECIAL_CONTEXTS", query_special_contexts);
-  table.add(kCreateSrq, "CREATE_SRQ", create_srq);
-  table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); });
-  table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); });
-  table.add(kArmRq, "ARM_RQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kSrq); });
-  table.add(kCreateXrcSrq, "CREATE_XRC_SRQ", create_xrc_srq);
-  table.add(kDestroyXrcSrq, "DESTROY_XRC_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kXrcSrq); });
-  table.add(kQueryXrcSrq, "QUERY_XRC_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kXrcSrq, kSrqc); });
-  table.add(kArmXrcSrq, "ARM_XRC_SRQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kXrcSrq); });
-  table.add(kCreateRmp, "CREATE_RMP", create_rmp);
-  table.add(kModifyRmp, "MODIFY_RMP", modify_rmp);
-  table.add(kDestroyRmp, "DESTROY_RMP", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kRmp); });
-  table.add(kQueryRmp, "QUERY_RMP", [](CommandCall& c) { query_srq_common(c, SrqKind::kRmp, kRmpc); });
+  table.add(kCreateSrq, "CREATE_SRQ", create_srq, Senders::kUser);
+  table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); }, Senders::kUser);
+  table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); }, Senders::kUser);
+  table.add(kArmRq, "ARM_RQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kSrq); }, Senders::kUser);
+  table.add(kCreateXrcSrq, "CREATE_XRC_SRQ", create_xrc_srq, Senders::kUser);
+  table.add(kDestroyXrcSrq, "DESTROY_XRC_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kXrcSrq); }, Senders::kUser);
+  table.add(kQueryXrcSrq, "QUERY_XRC_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kXrcSrq, kSrqc); }, Senders::kUser);
+  table.add(kArmXrcSrq, "ARM_XRC_SRQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kXrcSrq); }, Senders::kUser);
+  table.add(kCreateRmp, "CREATE_RMP", create_rmp, Senders::kUser);
+  table.add(kModifyRmp, "MODIFY_RMP", modify_rmp, Senders::kUser);
+  table.add(kDestroyRmp, "DESTROY_RMP", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kRmp); }, Senders::kUser);
+  table.add(kQueryRmp, "QUERY_RMP", [](CommandCall& c) { query_srq_common(c, SrqKind::kRmp, kRmpc); }, Senders::kUser);
 }
 
 }  // namespace hcaemu::model

@@ -37,6 +37,11 @@ constexpr uint16_t kAttachToMcg = 0x806, kDetachFromMcg = 0x807;
 
 constexpr Field kQpn{0x08, 23, 0};
 constexpr Field kOptParamMask{0x10, 31, 0};
+// opt_param_mask_95_32 (after the qpc): the extended optional parameters. Bit 34 (bit 2 of its low
+// dword) is UDP_SPORT, which RTS2RTS takes for an RC or UC QP (mlx5dv_modify_qp_udp_sport, sent by
+// libmlx5 through DevX; cap rts2rts_qp_udp_sport).
+constexpr Field kOptParamMask63To32{0x10c, 31, 0};
+constexpr uint32_t kOptUdpSport = 1u << 2;
 constexpr uint32_t kQpc = 0x18, kQpcSize = 0xe8, kPas = 0x110;
 constexpr uint32_t kModifyInSize = kQpc + kQpcSize;
 
@@ -234,7 +239,7 @@ void destroy_qp(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t qpn = get(call.in(), kQpn);
-  QueuePair* qp = lookup(call, r.qps, qpn, kCheckLookup);
+  QueuePair* qp = lookup_owned(call, r.qps, qpn, kCheckLookup);
   if (qp == nullptr) return;
   release(r, *qp);
   r.multicast.forget_qp(qpn);
@@ -248,7 +253,7 @@ enum McgCheck : uint16_t { kCheckNotUd = 0x30, kCheckNotMulticast = 0x31, kCheck
 
 bool mcg_operands(CommandCall& call, MulticastGroups::Gid& mgid) {
   if (!start(call, kMcgInSize)) return false;
-  const QueuePair* qp = lookup(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  const QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
   if (qp == nullptr) return false;
   std::copy_n(call.in().begin() + kMulticastGid, mgid.size(), mgid.begin());
   const uint16_t check = qp->st != qp_st::kUd ? kCheckNotUd : !is_multicast_gid(mgid) ? kCheckNotMulticast : 0;
@@ -276,7 +281,7 @@ void detach_from_mcg(CommandCall& call) {
 
 void query_qp(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize, kModifyInSize)) return;
-  QueuePair* qp = lookup(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
   if (qp == nullptr) return;
   set(call.out(), kOptParamMask, qp->opt_param_mask);
   auto out = sub(call.out(), kQpc, kQpcSize);
@@ -314,7 +319,7 @@ std::array<uint8_t, kQpcSize> transition_context(const Transition& t, const Queu
 
 void modify_qp(CommandCall& call, const Transition& t) {
   if (!start(call, t.bit != 0 ? kModifyInSize : mbox::kHeaderSize)) return;
-  QueuePair* qp = lookup(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
   if (qp == nullptr) return;
   if ((t.from & from(qp->state)) == 0) {
     log().debug("qp {:#x}: {} from state {} refused", get(call.in(), kQpn), t.name, qp_state_name(qp->state));
@@ -323,7 +328,10 @@ void modify_qp(CommandCall& call, const Transition& t) {
   }
   if (t.bit != 0) {
     const uint32_t mask = get(call.in(), kOptParamMask);
-    const auto next = transition_context(t, *qp, sub(call.in(), kQpc, kQpcSize), mask);
+    auto next = transition_context(t, *qp, sub(call.in(), kQpc, kQpcSize), mask);
+    const uint32_t extended = call.in().size() >= kOptParamMask63To32.offset + 4 ? get(call.in(), kOptParamMask63To32) : 0;
+    if (t.bit == kS2S && (extended & kOptUdpSport) != 0 && (qp->st == qp_st::kRc || qp->st == qp_st::kUc))
+      set(next, qpc::kUdpSport, get(sub(call.in(), kQpc, kQpcSize), qpc::kUdpSport));
     if (!check_transition_result(call, t, *qp, next)) return;
     if (const uint32_t ignored = mask & ~allowed_optional(t.bit, qp->st); ignored != 0)
       log().debug("qp {:#x}: {} ignores optional parameters {:#x}", get(call.in(), kQpn), t.name, ignored);
@@ -358,12 +366,12 @@ void modify_qp(CommandCall& call, const Transition& t) {
 }  // namespace
 
 void register_qp_commands(CommandTable& table) {
-  table.add(kCreateQp, "CREATE_QP", create_qp);
-  table.add(kDestroyQp, "DESTROY_QP", destroy_qp);
-  table.add(kQueryQp, "QUERY_QP", query_qp);
-  table.add(kAttachToMcg, "ATTACH_TO_MCG", attach_to_mcg);
-  table.add(kDetachFromMcg, "DETACH_FROM_MCG", detach_from_mcg);
-  for (const Transition& t : kTransitions) table.add(t.opcode, t.name, [&t](CommandCall& call) { modify_qp(call, t); });
+  table.add(kCreateQp, "CREATE_QP", create_qp, Senders::kUser);
+  table.add(kDestroyQp, "DESTROY_QP", destroy_qp, Senders::kUser);
+  table.add(kQueryQp, "QUERY_QP", query_qp, Senders::kUser);
+  table.add(kAttachToMcg, "ATTACH_TO_MCG", attach_to_mcg, Senders::kUser);
+  table.add(kDetachFromMcg, "DETACH_FROM_MCG", detach_from_mcg, Senders::kUser);
+  for (const Transition& t : kTransitions) table.add(t.opcode, t.name, [&t](CommandCall& call) { modify_qp(call, t); }, Senders::kUser);
 }
 
 }  // namespace hcaemu::model

@@ -33,15 +33,9 @@ enum Check : uint16_t {
   kCheckBudget = 0x20,       // hcaemu's memory budget for the function (ResourceLimits)
 };
 
-// No DEVX: every object belongs to the function's kernel driver (uid 0).
-inline bool no_uid(CommandCall& call) {
-  if (get(call.in(), mbox::kUid) == 0) return true;
-  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckUid));
-  return false;
-}
-
+// The command's fixed input and output sizes (the sender's uid was checked before: Senders).
 inline bool start(CommandCall& call, uint32_t in_bytes, uint32_t out_bytes = mbox::kHeaderSize) {
-  return call.need_input(in_bytes) && call.need_output(out_bytes) && no_uid(call);
+  return call.need_input(in_bytes) && call.need_output(out_bytes);
 }
 
 // Looks up an ID from the driver: BAD_INDEX when it cannot name an object of this kind at all,
@@ -57,10 +51,24 @@ T* lookup(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check)
   return object;
 }
 
+// The object a command acts on (destroys, modifies, queries): as lookup(), and a user context may
+// act only on its own objects; another's, or the kernel's, is no object of its (BAD_RESOURCE).
+// Objects a command merely points at (a QP's CQs and PD) are looked up with lookup(): mlx5_ib
+// itself mixes owners there (an XRC initiator QP is the kernel's, with a user's CQs; a PD shared
+// between processes keeps its creator's uid).
+template <typename T>
+T* lookup_owned(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check) {
+  T* object = lookup(call, table, id, check);
+  if (object == nullptr || call.uid() == kKernelUid || table.owner(id) == call.uid()) return object;
+  call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), check));
+  return nullptr;
+}
+
+// A new object, owned by the command's sender.
 template <typename T>
 uint32_t insert(CommandCall& call, ObjectTable<T>& table, uint32_t log_max, T object) {
   table.set_limit(log_max >= 32 ? 0xffffffffu : (1u << log_max));
-  const uint32_t id = table.insert(std::move(object));
+  const uint32_t id = table.insert(std::move(object), call.uid());
   if (id == 0) call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckFull));
   return id;
 }

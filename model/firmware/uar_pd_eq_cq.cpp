@@ -75,12 +75,7 @@ void dealloc_uar(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   auto& uars = call.function().resources.uars;
   const uint32_t index = get(call.in(), kObjectNumber);
-  if (!uars.contains(index)) {
-    call.fail(uars.in_range(index) ? CommandStatus::kBadResource : CommandStatus::kBadIndex,
-              syndrome(kDeallocUar, kCheckLookup));
-    return;
-  }
-  uars.erase(index);
+  if (lookup_owned(call, uars, index, kCheckLookup) != nullptr) uars.erase(index);
 }
 
 // --- PD, transport domain, XRCD ---
@@ -95,7 +90,7 @@ void dealloc_pd(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t pd = get(call.in(), kObjectNumber);
-  ProtectionDomain* object = lookup(call, r.pds, pd, kCheckLookup);
+  ProtectionDomain* object = lookup_owned(call, r.pds, pd, kCheckLookup);
   if (object == nullptr || !not_in_use(call, object->refs)) return;
   r.pds.erase(pd);
 }
@@ -111,7 +106,7 @@ void dealloc_transport_domain(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t td = get(call.in(), kObjectNumber);
-  if (lookup(call, r.tds, td, kCheckLookup) != nullptr) r.tds.erase(td);
+  if (lookup_owned(call, r.tds, td, kCheckLookup) != nullptr) r.tds.erase(td);
 }
 
 void alloc_xrcd(CommandCall& call) {
@@ -124,7 +119,7 @@ void dealloc_xrcd(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t xrcd = get(call.in(), kObjectNumber);
-  XrcDomain* object = lookup(call, r.xrcds, xrcd, kCheckLookup);
+  XrcDomain* object = lookup_owned(call, r.xrcds, xrcd, kCheckLookup);
   if (object == nullptr || !not_in_use(call, object->refs)) return;
   r.xrcds.erase(xrcd);
 }
@@ -223,7 +218,7 @@ void destroy_cq(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t cqn = get(call.in(), kObjectNumber);
-  CompletionQueue* cq = lookup(call, r.cqs, cqn, kCheckLookup);
+  CompletionQueue* cq = lookup_owned(call, r.cqs, cqn, kCheckLookup);
   if (cq == nullptr || !not_in_use(call, cq->refs)) return;
   if (EventQueue* eq = r.eqs.find(cq->eqn)) --eq->cq_refs;
   r.cqs.erase(cqn);
@@ -232,7 +227,7 @@ void destroy_cq(CommandCall& call) {
 void query_cq(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize, kCqc + kCqcSize)) return;
   FunctionContext& f = call.function();
-  CompletionQueue* cq = lookup(call, f.resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
+  CompletionQueue* cq = lookup_owned(call, f.resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
   if (cq == nullptr) return;
   auto ctx = sub(call.out(), kCqc, kCqcSize);
   std::copy(cq->context.begin(), cq->context.end(), ctx.begin());
@@ -280,7 +275,7 @@ void resize_cq_command(CommandCall& call, CompletionQueue& cq) {
 // MODIFY_CQ: moderation is accepted (the model completes at once), resize switches the rings.
 void modify_cq(CommandCall& call) {
   if (!start(call, kCqc + kCqcSize)) return;
-  CompletionQueue* cq = lookup(call, call.function().resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
+  CompletionQueue* cq = lookup_owned(call, call.function().resources.cqs, get(call.in(), kObjectNumber), kCheckLookup);
   if (cq == nullptr) return;
   if (call.op_mod() == kModifyCqResize) return resize_cq_command(call, *cq);
   if (call.op_mod() != kModifyCqModerate) {
@@ -296,22 +291,22 @@ void modify_cq(CommandCall& call) {
 }  // namespace
 
 void register_resource_commands(CommandTable& table) {
-  table.add(kAllocUar, "ALLOC_UAR", alloc_uar);
-  table.add(kDeallocUar, "DEALLOC_UAR", dealloc_uar);
-  table.add(kAllocPd, "ALLOC_PD", alloc_pd);
-  table.add(kDeallocPd, "DEALLOC_PD", dealloc_pd);
-  table.add(kAllocTransportDomain, "ALLOC_TRANSPORT_DOMAIN", alloc_transport_domain);
-  table.add(kDeallocTransportDomain, "DEALLOC_TRANSPORT_DOMAIN", dealloc_transport_domain);
-  table.add(kAllocXrcd, "ALLOC_XRCD", alloc_xrcd);
-  table.add(kDeallocXrcd, "DEALLOC_XRCD", dealloc_xrcd);
-  table.add(kCreateEq, "CREATE_EQ", create_eq);
+  table.add(kAllocUar, "ALLOC_UAR", alloc_uar, Senders::kUser);
+  table.add(kDeallocUar, "DEALLOC_UAR", dealloc_uar, Senders::kUser);
+  table.add(kAllocPd, "ALLOC_PD", alloc_pd, Senders::kUser);
+  table.add(kDeallocPd, "DEALLOC_PD", dealloc_pd, Senders::kUser);
+  table.add(kAllocTransportDomain, "ALLOC_TRANSPORT_DOMAIN", alloc_transport_domain, Senders::kUser);
+  table.add(kDeallocTransportDomain, "DEALLOC_TRANSPORT_DOMAIN", dealloc_transport_domain, Senders::kUser);
+  table.add(kAllocXrcd, "ALLOC_XRCD", alloc_xrcd, Senders::kUser);
+  table.add(kDeallocXrcd, "DEALLOC_XRCD", dealloc_xrcd, Senders::kUser);
+  table.add(kCreateEq, "CREATE_EQ", create_eq, Senders::kKernelShared);
   table.add(kDestroyEq, "DESTROY_EQ", destroy_eq);
   table.add(kQueryEq, "QUERY_EQ", query_eq);
   table.add(kGenEqe, "GEN_EQE", gen_eqe);
-  table.add(kCreateCq, "CREATE_CQ", create_cq);
-  table.add(kDestroyCq, "DESTROY_CQ", destroy_cq);
-  table.add(kQueryCq, "QUERY_CQ", query_cq);
-  table.add(kModifyCq, "MODIFY_CQ", modify_cq);
+  table.add(kCreateCq, "CREATE_CQ", create_cq, Senders::kUser);
+  table.add(kDestroyCq, "DESTROY_CQ", destroy_cq, Senders::kUser);
+  table.add(kQueryCq, "QUERY_CQ", query_cq, Senders::kUser);
+  table.add(kModifyCq, "MODIFY_CQ", modify_cq, Senders::kUser);
   register_mkey_srq_commands(table);
   register_qp_commands(table);
 }

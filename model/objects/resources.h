@@ -37,6 +37,7 @@ struct ResourceLimits {
   uint32_t log_max_srq_sz = 15;
   uint32_t log_max_msg = 30;
   uint32_t roce_address_table_size = 256;
+  uint32_t log_max_uctx = 0;  // DevX user contexts (CREATE_UCTX); 0: none (until mlx5dv indirect MKEYs work)
   uint32_t num_ports = 1;
   // Not a cap: hcaemu's own memory for the function's translation tables (8 bytes an entry): the
   // MKEYs' MTTs and the page lists of its queues (EQ, CQ, QP, SRQ/RMP, RQ, SQ) together. A command
@@ -57,6 +58,20 @@ inline constexpr uint32_t kLastQpn = 0xbfffff;    // Ethernet SQs and RQs share 
 
 struct Uar {};
 struct TransportDomain {};
+
+// A DevX user context (CREATE_UCTX): the uid that mlx5_ib stamps on the commands of one user
+// process's objects, so the firmware can tell whose object a command names. uid 0 is the kernel
+// driver's; kSharedResourceUid marks the kernel's objects every user context may point at (the
+// completion EQs, the shared Q counter).
+struct UserContext {
+  uint32_t cap = 0;  // uctx.cap: what the context may do beyond its own objects (kUctxCapRawTx)
+};
+// uctx_cap / uctx.cap bits. The device offers RAW_TX (mlx5_ib asks for it for a process with
+// CAP_NET_RAW): only such a context may create an Ethernet SQ. INTERNAL_DEV_RES is not offered.
+inline constexpr uint32_t kUctxCapRawTx = 1u << 0;
+inline constexpr uint32_t kUctxCapInternalDevRes = 1u << 1;
+inline constexpr uint16_t kKernelUid = 0;
+inline constexpr uint16_t kSharedResourceUid = 0xffff;
 
 struct ProtectionDomain {
   uint32_t refs = 0;  // MKEYs, QPs, SRQs
@@ -199,6 +214,7 @@ struct Resources {
   ObjectTable<Mkey> mkeys{kFirstMkeyIndex, kMaxObjectId, 1u << 16};
   ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
+  ObjectTable<UserContext> user_contexts{1, kSharedResourceUid - 1, 0};  // limit: 1 << log_max_uctx
   MulticastGroups multicast;         // UD QPs attached to multicast GIDs
   PageFaultTable page_faults;        // ODP faults raised and not yet resumed
   ResourceCounters counters;
@@ -213,8 +229,14 @@ struct Resources {
     mkeys.clear();
     srqs.clear();
     qps.clear();
+    user_contexts.clear();
     multicast.clear();
     page_faults.clear();
+  }
+  // Objects a user context created that are still alive (DESTROY_UCTX waits for none).
+  size_t owned_by(uint16_t uid) const {
+    return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
+           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {

@@ -222,6 +222,25 @@ TEST_F(QpModifyTest, UcWriteAccessSurvivesRtr) {
   EXPECT_EQ(get(n.state_of(qp).context, Field{0x90, 14, 14}), 1u);
 }
 
+// mlx5dv_modify_qp_udp_sport: RTS2RTS with bit 34 of the mask (bit 2 of opt_param_mask_95_32,
+// after the qpc) sets ads.udp_sport of an RC or UC QP, the source port of its next packets; without
+// the bit, or for a UD QP, the port stays.
+TEST_F(QpModifyTest, UdpSourcePortMovesOnlyWithItsExtendedBit) {
+  const Field udp_sport{0x38, 15, 0};
+  for (uint8_t service : {qp_st::kRc, qp_st::kUc, qp_st::kUd}) {
+    Qp& qp = make(service);
+    bring_to(qp, QpState::kRts);
+    auto in = command(qp, kRts2Rts, 0);
+    in.resize(std::max<size_t>(in.size(), 0x120), 0);
+    set(RdmaNode::qpc_of(in), udp_sport, 55555);
+    ASSERT_EQ(n.run(kRts2Rts, in), 0u);
+    EXPECT_EQ(get(n.state_of(qp).context, udp_sport), 0u) << "no bit";
+    store_be32(&in[0x10c], 1u << 2);
+    ASSERT_EQ(n.run(kRts2Rts, in), 0u);
+    EXPECT_EQ(get(n.state_of(qp).context, udp_sport), service == qp_st::kUd ? 0u : 55555u) << int(service);
+  }
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 
