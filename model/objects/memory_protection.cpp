@@ -138,6 +138,46 @@ ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, ui
   return ProtectionError::kNone;
 }
 
+ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+                                std::vector<DmaChunk>& out);
+
+// [va, va + length) of an indirect key (Mkey::indirect): each piece through the entry's key, which
+// is looked up again (it may have gone or changed since the layout) and must not be indirect itself.
+ProtectionError translate_indirect(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+                                   std::vector<DmaChunk>& out) {
+  uint64_t repeat_bytes = 0;
+  for (const Mkey::IndirectEntry& e : m.indirect) repeat_bytes += e.bytes;
+  if (repeat_bytes == 0) return ProtectionError::kTranslation;
+  uint64_t offset = va - m.start;  // covers() kept va inside the key
+  while (length > 0) {
+    // The repeat the offset falls in (a plain list is one repeat) and the entry within it.
+    const uint64_t repeat = m.repeat_count > 0 ? offset / repeat_bytes : 0;
+    uint64_t within = offset - repeat * repeat_bytes;
+    const Mkey::IndirectEntry* entry = nullptr;
+    for (const Mkey::IndirectEntry& e : m.indirect) {
+      if (within < e.bytes) {
+        entry = &e;
+        break;
+      }
+      within -= e.bytes;
+    }
+    if (entry == nullptr) return ProtectionError::kTranslation;
+    const Mkey* target = r.mkeys.find(entry->key >> kKeyIndexShift);
+    if (target == nullptr || target->variant != (entry->key & kKeyVariantMask) || target->free ||
+        target->is_window() || target->pd != m.pd)
+      return ProtectionError::kTranslation;
+    const uint64_t n = std::min(length, entry->bytes - within);
+    const uint64_t target_va = entry->va + repeat * entry->stride + within;
+    const uint64_t target_last = target_va + (n - 1);
+    if (target_va < entry->va || target_last < target_va || !target->covers(target_va, target_last))
+      return ProtectionError::kTranslation;
+    if (const ProtectionError e = translate_range(r, *target, target_va, n, out); e != ProtectionError::kNone) return e;
+    offset += n;
+    length -= n;
+  }
+  return ProtectionError::kNone;
+}
+
 // [va, va + length) of a key whose checks passed, inside its range, to host addresses.
 ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
                                 std::vector<DmaChunk>& out) {
@@ -153,6 +193,7 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
     case Mkey::kAccessMtt:
       return translate_mtt(m, va, length, out);
     case Mkey::kAccessKlm: {
+      if (!m.indirect.empty()) return translate_indirect(r, m, va, length, out);
       // A window: its range sits on its MR at parent_address, checked at bind; the MR may have
       // gone or been re-registered since, so it is looked up again (and a window is never an MR).
       const Mkey* mr = r.mkeys.find(m.parent_key >> kKeyIndexShift);

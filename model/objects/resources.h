@@ -112,6 +112,18 @@ struct Mkey {
   // it is bound to (one KLM) and, for a type 2 window, the QP it is bound through.
   uint32_t parent_key = 0;
   uint64_t parent_address = 0;
+  // An indirect key (KLM mode, laid out by a UMR WQE from user space: mlx5dv_wr_mkey_configure with
+  // set_mkey_layout_list or _interleaved). Byte k of the key is in entry after entry, each `bytes`
+  // long at `va` of MKEY `key`; with `repeat_count` > 0 the entries repeat that many times, entry e
+  // starting `stride` bytes further on in its key each time. Empty: a window (parent_key).
+  struct IndirectEntry {
+    uint32_t key = 0;
+    uint64_t va = 0;
+    uint32_t bytes = 0;
+    uint32_t stride = 0;
+  };
+  std::vector<IndirectEntry> indirect;
+  uint32_t repeat_count = 0;
   uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
 
   static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessKsm = 3, kAccessMemic = 5;

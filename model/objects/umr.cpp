@@ -1,6 +1,7 @@
 #include "model/objects/umr.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "common/endian.h"
@@ -186,6 +187,99 @@ const char* bind_error_name(BindError error) {
   return "?";
 }
 
+namespace {
+
+// An entry of an indirect layout names a key of the function that is not free, not itself
+// indirect or a window, of the indirect key's PD, and covers every byte the entry maps.
+bool entry_maps(const Resources& r, const Mkey::IndirectEntry& e, uint32_t pd, uint32_t repeats) {
+  const Mkey* target = r.mkeys.find(e.key >> kKeyIndexShift);
+  if (target == nullptr || target->variant != (e.key & 0xff) || target->free || target->is_window() || target->pd != pd)
+    return false;
+  if (e.bytes == 0) return true;
+  const uint64_t span = uint64_t(repeats > 1 ? repeats - 1 : 0) * e.stride + (e.bytes - 1);
+  const uint64_t last = e.va + span;
+  return last >= e.va && target->covers(e.va, last);
+}
+
+// The inline translation of a layout UMR: a KLM list (byte_count, key, address each) summing to
+// the key's length, or a repeat block (byte_count, op 0x400, repeat_count, num_ent) followed by
+// num_ent entries (stride, byte_count, key, address) repeated repeat_count times.
+constexpr uint32_t kRepeatBlockOp = 0x400;
+constexpr uint32_t kMaxRepeatCount = 1u << 20;  // bounds the key's length with the 2 GiB of an entry set
+
+std::optional<std::vector<Mkey::IndirectEntry>> parse_layout(std::span<const uint8_t> data, uint64_t length,
+                                                             uint32_t& repeat_count) {
+  std::vector<Mkey::IndirectEntry> entries;
+  repeat_count = 0;
+  if (data.size() >= 16 && load_be32(&data[4]) == kRepeatBlockOp) {
+    const uint32_t block_bytes = load_be32(&data[0]);
+    const uint32_t repeats = load_be32(&data[8]);
+    const uint32_t count = load_be16(&data[14]);
+    if (repeats == 0 || repeats > kMaxRepeatCount || count == 0 || (uint64_t(count) + 1) * 16 > data.size())
+      return std::nullopt;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint8_t* p = &data[16 + i * 16];
+      const Mkey::IndirectEntry e{load_be32(p + 4), load_be64(p + 8), load_be16(p + 2), load_be16(p)};
+      if (e.stride < e.bytes) return std::nullopt;  // entries of one repeat would overlap the next
+      sum += e.bytes;
+      entries.push_back(e);
+    }
+    if (sum != block_bytes || sum * repeats != length) return std::nullopt;
+    repeat_count = repeats;
+    return entries;
+  }
+  uint64_t sum = 0;
+  for (size_t at = 0; at + 16 <= data.size() && sum < length; at += 16) {
+    const Mkey::IndirectEntry e{load_be32(&data[at + 4]), load_be64(&data[at + 8]), load_be32(&data[at]), 0};
+    if (e.bytes == 0 || e.bytes > umr::kMaxWindow) return std::nullopt;
+    sum += e.bytes;
+    entries.push_back(e);
+  }
+  if (sum != length || entries.empty()) return std::nullopt;
+  return entries;
+}
+
+// mlx5dv_wr_mkey_configure on an indirect key (mlx5dv_create_mkey): the layout (inline, the key's
+// length in the MKEY segment, no start address: the key is zero-based as created), the access
+// flags the mask names, and the key enabled.
+BindError configure_indirect(Resources& r, Mkey& m, std::span<const uint8_t> wqe, uint64_t mask) {
+  if ((mask & umr::kMaskLen) == 0) return BindError::kMalformed;
+  const uint32_t octowords = uint32_t(get(wqe, kXltOctowords));
+  const uint64_t length = load_be64(&wqe[seg::kLen]);
+  if (octowords == 0 || wqe.size() < umr::kKlmOffset + uint64_t(octowords) * 16 || length == 0 ||
+      octowords > get(m.context, mkc::kTranslationsOctwordSize))
+    return BindError::kMalformed;
+  uint32_t repeat_count = 0;
+  auto entries = parse_layout(wqe.subspan(umr::kKlmOffset, size_t(octowords) * 16), length, repeat_count);
+  if (!entries) return BindError::kMalformed;
+  for (const Mkey::IndirectEntry& e : *entries)
+    if (!entry_maps(r, e, m.pd, repeat_count)) return BindError::kBadMr;
+
+  auto take = [&](uint64_t bit, Field from, Field to, bool& flag) {
+    if ((mask & bit) == 0) return;
+    flag = get(wqe, from) != 0;
+    set(m.context, to, flag ? 1 : 0);
+  };
+  take(umr::kMaskLocalWrite, seg::kLocalWrite, mkc::kLocalWrite, m.local_write);
+  take(umr::kMaskRemoteRead, seg::kRemoteRead, mkc::kRemoteRead, m.remote_read);
+  take(umr::kMaskRemoteWrite, seg::kRemoteWrite, mkc::kRemoteWrite, m.remote_write);
+  take(umr::kMaskAtomic, seg::kAtomic, mkc::kAtomic, m.atomic);
+  if (mask & umr::kMaskKey) m.variant = uint8_t(get(wqe, seg::kVariant));
+  m.indirect = std::move(*entries);
+  m.repeat_count = repeat_count;
+  m.length = length;
+  m.parent_key = 0;
+  m.bound_qpn = Mkey::kNoQpn;
+  m.free = false;
+  set(m.context, mkc::kFree, 0);
+  set(m.context, mkc::kVariant, m.variant);
+  set64(m.context, mkc::kLen, length);
+  return BindError::kNone;
+}
+
+}  // namespace
+
 BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp_pd, uint32_t qpn) {
   if (wqe.size() < umr::kMinBytes || wqe[3] != umr::kOpcode) return BindError::kMalformed;
   // ctrl imm: the window's (or key's) key. Its index names the MKEY; its tag is not compared, as
@@ -205,6 +299,8 @@ BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp
     return BindError::kNone;
   }
   if (!m->is_window()) return BindError::kBadKey;
+  // A layout without a start address configures an indirect key; a bind names where the window starts.
+  if ((flags & umr::kFlagInline) && (mask & umr::kMaskStartAddr) == 0) return configure_indirect(r, *m, wqe, mask);
   if ((flags & umr::kFlagCheckFree) && !m->free) return BindError::kNotFree;
   if (!(flags & umr::kFlagInline) || wqe.size() < umr::kKlmOffset + 16) return BindError::kMalformed;
   const uint64_t start = load_be64(&wqe[seg::kStartAddr]);
@@ -233,6 +329,8 @@ BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp
   m->length = length;
   m->parent_key = mr_key;
   m->parent_address = mr_address;
+  m->indirect.clear();
+  m->repeat_count = 0;
   m->free = false;
   set(m->context, mkc::kFree, 0);
   set(m->context, mkc::kVariant, m->variant);
