@@ -4,12 +4,7 @@
 namespace hcaemu::model::test {
 namespace {
 
-constexpr uint8_t kOk = 0;
-constexpr uint8_t kBadParameter = uint8_t(CommandStatus::kBadParameter);
-constexpr uint8_t kBadResource = uint8_t(CommandStatus::kBadResource);
-constexpr uint8_t kBadResourceState = uint8_t(CommandStatus::kBadResourceState);
 constexpr uint8_t kBadQpState = uint8_t(CommandStatus::kBadQpState);
-constexpr uint8_t kBadInputLength = uint8_t(CommandStatus::kBadInputLength);
 
 std::vector<uint8_t> with_number(uint32_t number) {
   auto in = TestFunction::input(16);

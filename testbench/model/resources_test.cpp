@@ -5,12 +5,6 @@
 namespace hcaemu::model::test {
 namespace {
 
-constexpr uint8_t kOk = 0;
-constexpr uint8_t kBadParameter = uint8_t(CommandStatus::kBadParameter);
-constexpr uint8_t kBadResource = uint8_t(CommandStatus::kBadResource);
-constexpr uint8_t kBadResourceState = uint8_t(CommandStatus::kBadResourceState);
-constexpr uint8_t kBadIndex = uint8_t(CommandStatus::kBadIndex);
-constexpr uint8_t kExceedLimit = uint8_t(CommandStatus::kExceedLimit);
 constexpr uint64_t kCmdMask = uint64_t(1) << 0x0a;
 
 std::vector<uint8_t> with_number(uint32_t number) {

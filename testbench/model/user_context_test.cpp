@@ -6,11 +6,6 @@
 namespace hcaemu::model::test {
 namespace {
 
-constexpr uint8_t kOk = 0;
-constexpr uint8_t kBadParameter = uint8_t(CommandStatus::kBadParameter);
-constexpr uint8_t kBadResource = uint8_t(CommandStatus::kBadResource);
-constexpr uint8_t kBadResourceState = uint8_t(CommandStatus::kBadResourceState);
-constexpr uint8_t kExceedLimit = uint8_t(CommandStatus::kExceedLimit);
 constexpr uint16_t kCreateUctx = 0xa04, kDestroyUctx = 0xa06;
 constexpr uint16_t kAllocPd = 0x800, kDeallocPd = 0x801, kAllocUar = 0x802, kDeallocUar = 0x803;
 constexpr uint16_t kCreateCq = 0x400, kDestroyCq = 0x401, kQueryCq = 0x402;
