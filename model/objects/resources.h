@@ -37,7 +37,7 @@ struct ResourceLimits {
   uint32_t log_max_srq_sz = 15;
   uint32_t log_max_msg = 30;
   uint32_t roce_address_table_size = 256;
-  uint32_t log_max_uctx = 0;  // DevX user contexts (CREATE_UCTX); 0: none (until mlx5dv indirect MKEYs work)
+  uint32_t log_max_uctx = 10;  // DevX user contexts (CREATE_UCTX); 0: none
   uint32_t num_ports = 1;
   // Not a cap: hcaemu's own memory for the function's translation tables (8 bytes an entry): the
   // MKEYs' MTTs and the page lists of its queues (EQ, CQ, QP, SRQ/RMP, RQ, SQ) together. A command

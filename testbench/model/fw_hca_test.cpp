@@ -207,7 +207,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x44, 23, 23), 1u) << "block_lb_mc";
     EXPECT_EQ(f.cap(0x7c, 30, 29), 3u) << "disable_local_lb_uc/mc: the driver may turn local loopback off";
     EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), 0u) << "general_obj_types";
-    EXPECT_EQ(f.cap(0x8c, 28, 24), 0u) << "log_max_uctx: DevX off";
+    EXPECT_EQ(f.cap(0x8c, 28, 24), 10u) << "log_max_uctx: DevX user contexts";
     EXPECT_EQ(f.cap(0xd4, 31, 0), 1u) << "uctx_cap: RAW_TX only";
     EXPECT_EQ(f.cap(0x8c, 15, 0), 9u + 4u) << "max_num_eqs: the MSI-X vectors plus the control EQs";
     EXPECT_GE(1u << f.cap(0x1c, 3, 0), f.cap(0x8c, 15, 0));
