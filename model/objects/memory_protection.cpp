@@ -60,7 +60,13 @@ struct Checkpoint {
   }
 };
 
-ProtectionError translate_mtt(const Mkey& m, uint64_t va, uint64_t length, std::vector<DmaChunk>& out) {
+// An MTT entry's low bits (rd_en, wr_en) say how the page is mapped: mlx5_ib's ODP maps a page it
+// faulted in for reading (a prefetch, or the shared zero page of untouched memory) read only. A
+// write to such a page is a page fault (the driver maps it writable), never a write into it. An
+// entry without either bit (a driver that sets none) allows both, as before.
+constexpr uint64_t kMttWriteEnable = 1u << 1;
+
+ProtectionError translate_mtt(const Mkey& m, uint64_t va, uint64_t length, bool writes, std::vector<DmaChunk>& out) {
   if (m.log_page_size > kMaxLogPageSize) return ProtectionError::kTranslation;
   Checkpoint checkpoint(out);
   const uint64_t page_mask = (uint64_t(1) << m.log_page_size) - 1;
@@ -75,6 +81,8 @@ ProtectionError translate_mtt(const Mkey& m, uint64_t va, uint64_t length, std::
     // refused any other bit below the page size, so the page base is the entry without them.
     const uint64_t base = m.mtt[index] & ~page_mask;
     if (base == 0) return checkpoint.fail(ProtectionError::kNotPresent);
+    const uint64_t flags = m.mtt[index] & Mkey::kMttFlagBits;
+    if (writes && flags != 0 && (flags & kMttWriteEnable) == 0) return checkpoint.fail(ProtectionError::kNotPresent);
     const uint64_t in_page = va & page_mask;
     const uint64_t n = std::min(length, page_mask + 1 - in_page);
     append(out, base + in_page, n);
@@ -112,7 +120,7 @@ bool for_each_piece(std::span<const DmaChunk> chunks, uint64_t offset, uint64_t 
 // An implicit ODP MR (KSM): page k of the key (2^log_page_size bytes) is at `va` of the MTT key its
 // entry names (a child MR the driver made for that part of the address space); the null MKEY, or an
 // entry never loaded, is a page not present. The child's own entries may be not present too.
-ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, uint64_t length, bool writes,
                               std::vector<DmaChunk>& out) {
   if (m.log_page_size >= kMaxLogPageSize) return ProtectionError::kTranslation;
   const uint64_t page = uint64_t(1) << m.log_page_size;
@@ -131,19 +139,19 @@ ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, ui
     const uint64_t n = std::min(length, page - in_page);
     const uint64_t child_va = entry.va + in_page;
     if (child_va < entry.va || !child->covers(child_va, child_va + (n - 1))) return ProtectionError::kTranslation;
-    if (const ProtectionError e = translate_mtt(*child, child_va, n, out); e != ProtectionError::kNone) return e;
+    if (const ProtectionError e = translate_mtt(*child, child_va, n, writes, out); e != ProtectionError::kNone) return e;
     va += n;
     length -= n;
   }
   return ProtectionError::kNone;
 }
 
-ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length, bool writes,
                                 std::vector<DmaChunk>& out);
 
 // [va, va + length) of an indirect key (Mkey::indirect): each piece through the entry's key, which
 // is looked up again (it may have gone or changed since the layout) and must not be indirect itself.
-ProtectionError translate_indirect(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+ProtectionError translate_indirect(const Resources& r, const Mkey& m, uint64_t va, uint64_t length, bool writes,
                                    std::vector<DmaChunk>& out) {
   uint64_t repeat_bytes = 0;
   for (const Mkey::IndirectEntry& e : m.indirect) repeat_bytes += e.bytes;
@@ -171,15 +179,16 @@ ProtectionError translate_indirect(const Resources& r, const Mkey& m, uint64_t v
     const uint64_t target_last = target_va + (n - 1);
     if (target_va < entry->va || target_last < target_va || !target->covers(target_va, target_last))
       return ProtectionError::kTranslation;
-    if (const ProtectionError e = translate_range(r, *target, target_va, n, out); e != ProtectionError::kNone) return e;
+    if (const ProtectionError e = translate_range(r, *target, target_va, n, writes, out); e != ProtectionError::kNone) return e;
     offset += n;
     length -= n;
   }
   return ProtectionError::kNone;
 }
 
-// [va, va + length) of a key whose checks passed, inside its range, to host addresses.
-ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length,
+// [va, va + length) of a key whose checks passed, inside its range, to host addresses; `writes`:
+// the access writes there.
+ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, uint64_t length, bool writes,
                                 std::vector<DmaChunk>& out) {
   switch (m.access_mode) {
     case Mkey::kAccessPa:
@@ -191,9 +200,9 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
       append(out, kDeviceMemoryAddress + m.device_offset + va, length);  // covers() bounded va by the length
       return ProtectionError::kNone;
     case Mkey::kAccessMtt:
-      return translate_mtt(m, va, length, out);
+      return translate_mtt(m, va, length, writes, out);
     case Mkey::kAccessKlm: {
-      if (!m.indirect.empty()) return translate_indirect(r, m, va, length, out);
+      if (!m.indirect.empty()) return translate_indirect(r, m, va, length, writes, out);
       // A window: its range sits on its MR at parent_address, checked at bind; the MR may have
       // gone or been re-registered since, so it is looked up again (and a window is never an MR).
       const Mkey* mr = r.mkeys.find(m.parent_key >> kKeyIndexShift);
@@ -203,10 +212,10 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
       const uint64_t mr_last = mr_va + (length - 1);
       if (mr_va < m.parent_address || mr_last < mr_va || !mr->covers(mr_va, mr_last))
         return ProtectionError::kTranslation;
-      return translate_range(r, *mr, mr_va, length, out);
+      return translate_range(r, *mr, mr_va, length, writes, out);
     }
     case Mkey::kAccessKsm:
-      return translate_ksm(r, m, va, length, out);
+      return translate_ksm(r, m, va, length, writes, out);
     default:
       return ProtectionError::kTranslation;
   }
@@ -245,7 +254,8 @@ ProtectionError translate(const Resources& r, uint32_t key, uint32_t pd, uint64_
   if (last < va) return ProtectionError::kBounds;  // wraps the address space
   if (!m->covers(va, last)) return ProtectionError::kBounds;
   Checkpoint checkpoint(out);
-  const ProtectionError e = translate_range(r, *m, va, length, out);
+  const bool writes = (wanted & (access::kLocalWrite | access::kRemoteWrite | access::kAtomic)) != 0;
+  const ProtectionError e = translate_range(r, *m, va, length, writes, out);
   return e == ProtectionError::kNone ? e : checkpoint.fail(e);
 }
 

@@ -213,6 +213,27 @@ TEST_F(OdpTest, ResponderAnswersRnrUntilTheRemotePagesAreIn) {
   EXPECT_EQ(b.get(dst, 0, 8192), data) << "all of it landed on the responder";
 }
 
+// mlx5_ib maps a page it faulted in for reading read only (MTT rd_en without wr_en): untouched
+// memory is then the kernel's shared zero page. A WRITE into it must fault for a writable mapping,
+// never write the page it maps (a write there corrupted every guest process reading zeroes).
+TEST_F(OdpTest, AWriteIntoAReadOnlyMappedPageFaultsInsteadOfWritingIt) {
+  Mkey* m = b.f.resources.mkeys.find(dst.key >> 8);
+  ASSERT_NE(m, nullptr);
+  m->mtt[0] = dst.pages[0] | 1;  // rd_en only
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0),
+                     .rkey = dst.key});
+  p.pump();
+  const auto events = faults_b.poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].fault_type, page_fault::kRdmaWrite);
+  EXPECT_EQ(b.get(dst, 0, 64), std::vector<uint8_t>(64, 0)) << "the read-only page was not written";
+  resolve_at_b(dst, 0, events[0]);  // mapped writable (rd_en | wr_en)
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReq);
+  EXPECT_EQ(b.get(dst, 0, 64), a.get(src, 0, 64));
+}
+
 TEST_F(OdpTest, AResponderFaultResumedWithErrorFailsTheResentRequest) {
   const auto events = write_into_missing_page(0, 64);
   ASSERT_EQ(events.size(), 1u);
