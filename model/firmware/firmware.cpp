@@ -5,6 +5,7 @@
 #include "common/endian.h"
 #include "common/log.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/prm/mkc_fields.h"
 
 namespace hcaemu::model {
 
@@ -93,6 +94,40 @@ bool sender_allowed(const CommandRequest& request, Senders senders, const Functi
   return false;
 }
 
+// DevX passes a user's create commands through with their umem_valid bits set (mlx5_ib forces
+// them): the object's buffers are then in a UMEM the kernel pinned, never the command's PAS, which
+// the user wrote. The device has no UMEMs, so such a command is refused; honouring its PAS would
+// let any guest process point a queue at any memory of the guest. The kernel's own commands (and
+// those it builds for a process's verbs objects) leave the bits clear.
+struct UmemField {
+  uint16_t opcode;
+  Field valid;
+};
+constexpr UmemField kUmemValid[] = {
+    {0x200, {0x0c, 30, 30}},  // CREATE_MKEY: mkey_umem_valid
+    {0x400, {0x5c, 31, 31}},  // CREATE_CQ: cq_umem_valid
+    {0x403, {0x5c, 31, 31}},  // MODIFY_CQ: cq_umem_valid
+    {0x500, {0x10c, 31, 31}},  // CREATE_QP: wq_umem_valid
+    {0x908, {0x74, 30, 30}},  // CREATE_RQ: wq.wq_umem_valid
+    {0x904, {0x74, 30, 30}},  // CREATE_SQ: wq.wq_umem_valid
+    {0x90c, {0x74, 30, 30}},  // CREATE_RMP: wq.wq_umem_valid
+};
+
+bool asks_for_umem(const CommandRequest& request) {
+  for (const UmemField& u : kUmemValid) {
+    if (u.opcode != request.opcode || request.input.size() < u.valid.offset + 4) continue;
+    if (get(request.input, u.valid) == 0) return false;
+    // mlx5dv_create_mkey's key has no translation to take (KLM, free, umr_en: UMR lays it out).
+    if (request.opcode == 0x200 && request.input.size() >= 0x50) {
+      const auto mkc = std::span<const uint8_t>(request.input).subspan(0x10, 0x40);
+      const bool klm = get(mkc, mkc::kAccessMode10) == Mkey::kAccessKlm && get(mkc, mkc::kAccessMode42) == 0;
+      if (klm && get(mkc, mkc::kFree) != 0 && get(mkc, mkc::kUmrEn) != 0) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
 void register_all_commands(CommandTable& table) {
   register_lifecycle_commands(table);
   register_hca_commands(table);
@@ -139,6 +174,12 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
     call.fail(CommandStatus::kBadParameter, syndrome(request.opcode, fw::kCheckUid));
     ++failed_;
     log().debug("firmware: {} refused: uid {:#x} may not send it", table_.name(request.opcode), call.uid());
+    return;
+  }
+  if (asks_for_umem(request)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(request.opcode, fw::kCheckUmem));
+    ++failed_;
+    log().debug("firmware: {} refused: its buffers are in a UMEM (not offered)", table_.name(request.opcode));
     return;
   }
   log().trace("firmware: {} op_mod {:#x} inlen {}", table_.name(request.opcode), request.op_mod, request.input.size());

@@ -317,19 +317,21 @@ void create_rmp(CommandCall& call) {
 
 }  // namespace
 
+// Basic and XRC SRQs are the kernel's only (mlx5_ib makes a process's SRQ an RMP, and its XRC SRQs
+// with uid 0): a user context's CREATE_SRQ would bring a PAS the user wrote.
 void register_mkey_srq_commands(CommandTable& table) {
   table.add(kCreateMkey, "CREATE_MKEY", create_mkey, Senders::kUser);
   table.add(kQueryMkey, "QUERY_MKEY", query_mkey, Senders::kUser);
   table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey, Senders::kUser);
   table.add(kQuerySpecialContexts, "QUERY_SPECIAL_CONTEXTS", query_special_contexts);
-  table.add(kCreateSrq, "CREATE_SRQ", create_srq, Senders::kUser);
-  table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); }, Senders::kUser);
-  table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); }, Senders::kUser);
-  table.add(kArmRq, "ARM_RQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kSrq); }, Senders::kUser);
-  table.add(kCreateXrcSrq, "CREATE_XRC_SRQ", create_xrc_srq, Senders::kUser);
-  table.add(kDestroyXrcSrq, "DESTROY_XRC_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kXrcSrq); }, Senders::kUser);
-  table.add(kQueryXrcSrq, "QUERY_XRC_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kXrcSrq, kSrqc); }, Senders::kUser);
-  table.add(kArmXrcSrq, "ARM_XRC_SRQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kXrcSrq); }, Senders::kUser);
+  table.add(kCreateSrq, "CREATE_SRQ", create_srq);
+  table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); });
+  table.add(kQuerySrq, "QUERY_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kSrq, kSrqc); });
+  table.add(kArmRq, "ARM_RQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kSrq); });
+  table.add(kCreateXrcSrq, "CREATE_XRC_SRQ", create_xrc_srq);
+  table.add(kDestroyXrcSrq, "DESTROY_XRC_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kXrcSrq); });
+  table.add(kQueryXrcSrq, "QUERY_XRC_SRQ", [](CommandCall& c) { query_srq_common(c, SrqKind::kXrcSrq, kSrqc); });
+  table.add(kArmXrcSrq, "ARM_XRC_SRQ", [](CommandCall& c) { arm_srq_common(c, SrqKind::kXrcSrq); });
   table.add(kCreateRmp, "CREATE_RMP", create_rmp, Senders::kUser);
   table.add(kModifyRmp, "MODIFY_RMP", modify_rmp, Senders::kUser);
   table.add(kDestroyRmp, "DESTROY_RMP", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kRmp); }, Senders::kUser);

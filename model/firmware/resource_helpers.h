@@ -31,6 +31,7 @@ enum Check : uint16_t {
   kCheckState = 0x0f,
   kCheckPas = 0x10,          // + PageListError
   kCheckBudget = 0x20,       // hcaemu's memory budget for the function (ResourceLimits)
+  kCheckUmem = 0x21,         // buffers in a DevX UMEM, which the device does not offer
 };
 
 // The command's fixed input and output sizes (the sender's uid was checked before: Senders).

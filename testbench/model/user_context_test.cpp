@@ -144,6 +144,42 @@ TEST(UserContext, OnlyARawTxContextCreatesAnEthernetSq) {
   EXPECT_NE(t.out32(0x04), (uint32_t(kCreateSq) << 16) | 0x01);
 }
 
+// DevX's own create commands come with their umem_valid bits set (mlx5_ib forces them): buffers in
+// a UMEM, which the device does not offer. Refused, so a process's PAS never reaches a queue.
+TEST(UserContext, CommandsWithBuffersInAUmemAreRefused) {
+  DevxFunction t;
+  const uint16_t a = t.create_uctx();
+  const uint32_t uar = t.alloc(kAllocUar);
+  const uint32_t eqn = t.create_eq(6, uar, 0, 0, {t.page()});
+  auto cq = t.cq_input(2, uar, eqn, t.page(), {t.page()});
+  store_be16(&cq[2], a);
+  cq[0x5c] |= 0x80;  // cq_umem_valid
+  EXPECT_EQ(t.run(kCreateCq, cq), kBadParameter);
+  EXPECT_EQ(t.out32(0x04), (uint32_t(kCreateCq) << 16) | 0x21) << "the UMEM check";
+  cq[0x5c] &= 0x7f;
+  EXPECT_EQ(t.run(kCreateCq, cq), kOk) << "the same CQ as mlx5_ib builds it for a process";
+
+  const uint32_t pd = t.alloc_as(a, kAllocPd);
+  auto mkey = from(a, 0, 0x110);
+  mkey[0x0c] |= 0x40;                                       // mkey_umem_valid
+  store_be32(&mkey[0x10], (1u << 30) | (1u << 15) | (2u << 8));  // free, umr_en, KLM: mlx5dv_create_mkey
+  store_be32(&mkey[0x1c], pd);
+  store_be32(&mkey[0x10 + 0x34], 4);
+  EXPECT_EQ(t.run(0x200, mkey), kOk) << "an indirect key takes no translation from the UMEM";
+  store_be32(&mkey[0x10], (1u << 8));                        // MTT, in use: its pages would be the UMEM's
+  EXPECT_EQ(t.run(0x200, mkey), kBadParameter);
+  EXPECT_EQ(t.out32(0x04), (0x200u << 16) | 0x21) << "the UMEM check";
+}
+
+TEST(UserContext, BasicAndXrcSrqsAreTheKernelsOnly) {
+  DevxFunction t;
+  const uint16_t a = t.create_uctx();
+  for (uint16_t create : {0x700, 0x705}) {  // CREATE_SRQ, CREATE_XRC_SRQ
+    EXPECT_EQ(t.run(create, from(a, 0, 0x200)), kBadParameter) << create;
+    EXPECT_EQ(t.out32(0x04), (uint32_t(create) << 16) | 0x01) << "the uid check";
+  }
+}
+
 TEST(UserContext, ResetForgetsEveryContext) {
   DevxFunction t;
   const uint16_t a = t.create_uctx();
