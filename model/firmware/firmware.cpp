@@ -77,8 +77,8 @@ void FunctionContext::reset_objects() {
 
 namespace {
 // Whether the uid in the command's header may send it (Senders).
-bool sender_allowed(const CommandRequest& request, Senders senders, const FunctionContext& f) {
-  const uint16_t uid = request.input.size() >= 4 ? uint16_t(get(request.input, mbox::kUid)) : kKernelUid;
+bool sender_allowed(const CommandCall& call, const CommandRequest& request, Senders senders, const FunctionContext& f) {
+  const uint16_t uid = call.uid();  // an input too short for a header reads as the kernel's uid 0
   if (uid == kKernelUid) return true;
   switch (senders) {
     case Senders::kKernel:
@@ -88,8 +88,7 @@ bool sender_allowed(const CommandRequest& request, Senders senders, const Functi
     case Senders::kUser:
       return f.resources.user_contexts.contains(uid);
     case Senders::kUserQuery:
-      return f.resources.user_contexts.contains(uid) &&
-             (request.input.size() < 0x0c || get(request.input, Field{0x08, 31, 31}) == 0);
+      return f.resources.user_contexts.contains(uid) && get(request.input, Field{0x08, 31, 31}) == 0;
   }
   return false;
 }
@@ -170,7 +169,7 @@ void Firmware::execute(const CommandRequest& request, std::vector<uint8_t>& outp
     return;
   }
   CommandCall call(request, output, function_);
-  if (!sender_allowed(request, table_.senders(request.opcode), function_)) {
+  if (!sender_allowed(call, request, table_.senders(request.opcode), function_)) {
     call.fail(CommandStatus::kBadParameter, syndrome(request.opcode, fw::kCheckUid));
     ++failed_;
     log().debug("firmware: {} refused: uid {:#x} may not send it", table_.name(request.opcode), call.uid());

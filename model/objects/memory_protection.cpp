@@ -131,10 +131,8 @@ ProtectionError translate_ksm(const Resources& r, const Mkey& m, uint64_t va, ui
       return index < m.mtt_capacity ? ProtectionError::kNotPresent : ProtectionError::kTranslation;
     const Mkey::KsmEntry& entry = m.ksm[index];
     if (entry.key == kNullMkey) return ProtectionError::kNotPresent;
-    const Mkey* child = r.mkeys.find(entry.key >> kKeyIndexShift);
-    if (child == nullptr || child->variant != (entry.key & kKeyVariantMask) || child->free ||
-        child->access_mode != Mkey::kAccessMtt)
-      return ProtectionError::kTranslation;
+    const Mkey* child = r.direct_key(entry.key);
+    if (child == nullptr || child->access_mode != Mkey::kAccessMtt) return ProtectionError::kTranslation;
     const uint64_t in_page = offset & (page - 1);
     const uint64_t n = std::min(length, page - in_page);
     const uint64_t child_va = entry.va + in_page;
@@ -170,10 +168,8 @@ ProtectionError translate_indirect(const Resources& r, const Mkey& m, uint64_t v
       within -= e.bytes;
     }
     if (entry == nullptr) return ProtectionError::kTranslation;
-    const Mkey* target = r.mkeys.find(entry->key >> kKeyIndexShift);
-    if (target == nullptr || target->variant != (entry->key & kKeyVariantMask) || target->free ||
-        target->is_window() || target->pd != m.pd)
-      return ProtectionError::kTranslation;
+    const Mkey* target = r.direct_key(entry->key);
+    if (target == nullptr || target->pd != m.pd) return ProtectionError::kTranslation;
     const uint64_t n = std::min(length, entry->bytes - within);
     const uint64_t target_va = entry->va + repeat * entry->stride + within;
     const uint64_t target_last = target_va + (n - 1);
@@ -205,9 +201,8 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
       if (!m.indirect.empty()) return translate_indirect(r, m, va, length, writes, out);
       // A window: its range sits on its MR at parent_address, checked at bind; the MR may have
       // gone or been re-registered since, so it is looked up again (and a window is never an MR).
-      const Mkey* mr = r.mkeys.find(m.parent_key >> kKeyIndexShift);
-      if (mr == nullptr || mr->variant != (m.parent_key & kKeyVariantMask) || mr->free || mr->is_window())
-        return ProtectionError::kTranslation;
+      const Mkey* mr = r.direct_key(m.parent_key);
+      if (mr == nullptr) return ProtectionError::kTranslation;
       const uint64_t mr_va = m.parent_address + (va - m.start);
       const uint64_t mr_last = mr_va + (length - 1);
       if (mr_va < m.parent_address || mr_last < mr_va || !mr->covers(mr_va, mr_last))

@@ -245,6 +245,13 @@ struct Resources {
     multicast.clear();
     page_faults.clear();
   }
+  // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
+  // through other keys (a window or an indirect key): what a window's bind, an indirect key's
+  // entries and their translations may point at. Null otherwise.
+  const Mkey* direct_key(uint32_t key) const {
+    const Mkey* m = mkeys.find(key >> 8);
+    return m != nullptr && m->variant == (key & 0xff) && !m->free && !m->is_window() ? m : nullptr;
+  }
   // Objects a user context created that are still alive (DESTROY_UCTX waits for none).
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +

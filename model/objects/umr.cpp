@@ -192,9 +192,8 @@ namespace {
 // An entry of an indirect layout names a key of the function that is not free, not itself
 // indirect or a window, of the indirect key's PD, and covers every byte the entry maps.
 bool entry_maps(const Resources& r, const Mkey::IndirectEntry& e, uint32_t pd, uint32_t repeats) {
-  const Mkey* target = r.mkeys.find(e.key >> kKeyIndexShift);
-  if (target == nullptr || target->variant != (e.key & 0xff) || target->free || target->is_window() || target->pd != pd)
-    return false;
+  const Mkey* target = r.direct_key(e.key);
+  if (target == nullptr || target->pd != pd) return false;
   if (e.bytes == 0) return true;
   const uint64_t span = uint64_t(repeats > 1 ? repeats - 1 : 0) * e.stride + (e.bytes - 1);
   const uint64_t last = e.va + span;
@@ -310,9 +309,8 @@ BindError apply_bind_umr(Resources& r, std::span<const uint8_t> wqe, uint32_t qp
   const uint64_t mr_address = load_be64(&wqe[umr::kKlmOffset + 8]);
   if (length == 0 || length > umr::kMaxWindow || klm_bytes < length || start + (length - 1) < start)
     return BindError::kMalformed;
-  const Mkey* mr = r.mkeys.find(mr_key >> kKeyIndexShift);
-  if (mr == nullptr || mr->variant != (mr_key & 0xff) || mr->free || mr->is_window() || mr->pd != qp_pd)
-    return BindError::kBadMr;
+  const Mkey* mr = r.direct_key(mr_key);
+  if (mr == nullptr || mr->pd != qp_pd) return BindError::kBadMr;
   const uint64_t mr_last = mr_address + (length - 1);
   if (mr_last < mr_address || !mr->covers(mr_address, mr_last)) return BindError::kBadMr;
   const bool remote_write = get(wqe, seg::kRemoteWrite), atomic = get(wqe, seg::kAtomic);
