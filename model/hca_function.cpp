@@ -199,6 +199,13 @@ void HcaFunction::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&
       context_.device_memory.write(at, std::span<const uint8_t>(data, length));
     return;
   }
+  if (context_.device_memory.in_operations(offset, length)) {
+    // MEMIC atomic operations: each access acts on device memory at once, as a load or store would.
+    ++counters_.device_memory_accesses;
+    if (!context_.device_memory.operate(offset, trans.is_read(), std::span(data, length)))
+      ++counters_.device_memory_operations_ignored;
+    return;
+  }
   const bool in_init_segment = offset < init_seg::kSize;
   if (trans.is_read()) {
     ++counters_.bar_reads;

@@ -36,7 +36,8 @@ struct HcaFunctionCounters {
   uint64_t bar_reads = 0;
   uint64_t bar_writes = 0;
   uint64_t uar_writes = 0;        // BAR0 writes past the init segment, routed to the doorbell unit
-  uint64_t device_memory_accesses = 0;  // loads and stores to the MEMIC window of BAR0
+  uint64_t device_memory_accesses = 0;  // loads and stores to the MEMIC window of BAR0 and its operation mirrors
+  uint64_t device_memory_operations_ignored = 0;  // at an operation address not turned on, or not one byte
   uint64_t command_events = 0;    // CMD EQEs posted for completed commands (event mode)
   uint64_t rejected_accesses = 0;  // outside BAR0, bad size, or while the function is inactive
   uint64_t commands_while_detached = 0;

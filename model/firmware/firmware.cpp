@@ -137,6 +137,7 @@ void register_all_commands(CommandTable& table) {
   register_memic_commands(table);
   register_page_fault_commands(table);
   register_user_context_commands(table);
+  register_general_object_commands(table);
 }
 }  // namespace
 

@@ -22,6 +22,7 @@ void register_mad_commands(CommandTable& table);      // firmware/mad.cpp: MAD_I
 void register_memic_commands(CommandTable& table);    // firmware/memic.cpp: ALLOC/DEALLOC_MEMIC
 void register_page_fault_commands(CommandTable& table);  // firmware/page_fault.cpp: PAGE_FAULT_RESUME (ODP)
 void register_user_context_commands(CommandTable& table);  // firmware/user_context.cpp: CREATE/DESTROY_UCTX (DevX)
+void register_general_object_commands(CommandTable& table);  // firmware/general_objects.cpp: reserved QP numbers
 
 // A PORT_CHANGE EQE (ACTIVE or DOWN, as the port now is) on the EQs that asked for them: after a
 // PAOS write or the physical link changing (firmware/hca.cpp).

@@ -109,6 +109,8 @@ constexpr Field kDisableLocalLbMc{0x7c, 29, 29};              // disable_local_l
 constexpr Field kLogMaxVlanList{0x7c, 20, 16};                // log_max_vlan_list
 constexpr Field kLogMaxCurrentMcList{0x7c, 12, 8};            // log_max_current_mc_list
 constexpr Field kLogMaxCurrentUcList{0x7c, 4, 0};             // log_max_current_uc_list
+constexpr Field kGeneralObjTypesHigh{0x80, 31, 0};            // general_obj_types, bits 63..32
+constexpr Field kGeneralObjTypesLow{0x84, 31, 0};             // bits 31..0
 constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
 constexpr Field kMaxNumEqs{0x8c, 15, 0};                      // max_num_eqs
 constexpr Field kLogUarPageSz{0x90, 15, 0};                   // log_uar_page_sz
@@ -122,7 +124,7 @@ constexpr Field kUctxCap{0xd4, 31, 0};                        // uctx_cap
 // Fixed part of the general caps. Zeros that section 4.3 calls out as "musts" are listed too, so
 // the table says what is switched off and why a feature's commands never come.
 constexpr CapValue kGeneralCaps[] = {
-    {gen::kHcaCap2, 0},                      // no GENERAL_2 query
+    {gen::kHcaCap2, 1},                      // cmd_hca_cap_2: reserved QP number blocks
     {gen::kLogMaxSrqSz, 15},
     {gen::kLogMaxQpSz, 15},
     {gen::kLogMaxQp, 17},
@@ -214,6 +216,23 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions
     {gen::kUctxCap, kUctxCapRawTx},          // a user context may send raw Ethernet (raw packet QPs)
+    // General objects (firmware/general_objects.cpp): reserved QP numbers only.
+    {gen::kGeneralObjTypesHigh, kObjTypeReservedQpn >= 32 ? 1u << (kObjTypeReservedQpn - 32) : 0},
+    {gen::kGeneralObjTypesLow, 0},
+};
+
+// --- cmd_hca_cap_2 (type 0x20) ------------------------------------------------------------------
+namespace gen2 {
+constexpr Field kLogMaxNumReservedQpn{0x10, 20, 16};          // log_max_num_reserved_qpn
+constexpr Field kLogReservedQpnGranularity{0x10, 12, 8};      // log_reserved_qpn_granularity
+constexpr Field kLogReservedQpnMaxAlloc{0x10, 4, 0};          // log_reserved_qpn_max_alloc
+}  // namespace gen2
+
+// sw_vhca_id_valid stays 0: mlx5_core then never sets this page.
+constexpr CapValue kGeneral2Caps[] = {
+    {gen2::kLogMaxNumReservedQpn, kLogMaxNumReservedQpn},
+    {gen2::kLogReservedQpnGranularity, kLogReservedQpnGranularity},
+    {gen2::kLogReservedQpnMaxAlloc, kLogReservedQpnMaxAlloc},
 };
 
 // --- per_protocol_networking_offload_caps (type 1) ---------------------------------------------
@@ -380,12 +399,14 @@ constexpr Field kMemicBarStartAddrHigh{0x08, 31, 0};          // memic_bar_start
 constexpr Field kMemicBarStartAddrLow{0x0c, 31, 0};
 constexpr Field kMemicBarSize{0x10, 31, 0};                   // memic_bar_size
 constexpr Field kMaxMemicSize{0x14, 31, 0};                   // max_memic_size
-// memic_operations (0x40) stays 0: no MEMIC atomic ops (MODIFY_MEMIC is not offered), and no SW
-// ICM (general_obj_types has no SW_ICM bit), so mlx5 DR does not take its ICM from here.
+constexpr Field kMemicIncrementSizes{0x04, 31, 24};           // sizes of an increment (bit 0: one byte)
+constexpr Field kMemicTestAndSetSizes{0x04, 15, 8};           // sizes of a test-and-set
+constexpr Field kMemicOperationsOffered{0x40, 31, 0};                // memic_operations: bit per operation
+// No SW ICM (general_obj_types has no SW_ICM bit), so mlx5 DR does not take its ICM from here.
 }  // namespace dm
 
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
-                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100;
+                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100, kGeneral2Bytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -469,6 +490,14 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       set(page, dm::kMemicBarStartAddrLow, uint32_t(identity.memic.bar_offset));
       set(page, dm::kMemicBarSize, identity.memic.bytes);
       set(page, dm::kMaxMemicSize, identity.memic.bytes);
+      if (identity.memic.ops_offset != 0) {  // MEMIC atomic operations, one byte at a time
+        set(page, dm::kMemicOperationsOffered, (1u << kMemicOperations) - 1);
+        set(page, dm::kMemicIncrementSizes, 1);
+        set(page, dm::kMemicTestAndSetSizes, 1);
+      }
+      return;
+    case CapType::kGeneral2:
+      fill(page, kGeneral2Caps);
       return;
     default:
       return;
@@ -486,6 +515,7 @@ uint32_t cap_struct_bytes(uint16_t type) {
     case CapType::kRoce: return kRoceBytes;
     case CapType::kFlowTable: return kFlowTableBytes;
     case CapType::kDeviceMemory: return kDeviceMemoryBytes;
+    case CapType::kGeneral2: return kGeneral2Bytes;
     default: return 0;  // the rest are never offered
   }
 }

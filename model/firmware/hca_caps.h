@@ -22,6 +22,7 @@ enum class CapType : uint16_t {
   kRoce = 0x4,
   kFlowTable = 0x7,
   kDeviceMemory = 0xf,  // queried when cmd_hca_cap.device_memory is set
+  kGeneral2 = 0x20,     // cmd_hca_cap_2, queried when cmd_hca_cap.hca_cap_2 is set
 };
 enum class CapMode : uint16_t { kMax = 0, kCur = 1 };
 
@@ -57,6 +58,13 @@ struct HcaCapSettings {
   // RoCE (type 4)
   uint32_t sw_r_roce_src_udp_port = 0;
 };
+
+// Reserved QP numbers, the one general object type offered (general_obj_types bit and obj_type;
+// firmware/general_objects.cpp). cmd_hca_cap_2 reports the block sizes.
+inline constexpr uint16_t kObjTypeReservedQpn = 0x2c;
+inline constexpr uint32_t kLogReservedQpnGranularity = 3;  // the smallest block (log_obj_range)
+inline constexpr uint32_t kLogReservedQpnMaxAlloc = 10;    // the largest block
+inline constexpr uint32_t kLogMaxNumReservedQpn = 16;      // QP numbers a function holds at once
 
 // atomic_caps values other code must agree with (the send/receive paths and the QP context).
 inline constexpr uint32_t kAtomicOpsCompareSwap = 1u << 0;  // atomic_operations: MLX5_ATOMIC_OPS_CMP_SWAP

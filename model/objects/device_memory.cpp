@@ -8,7 +8,7 @@ DeviceMemoryWindow device_memory_window(uint64_t bar0_size) {
   constexpr uint64_t kMaxBytes = 256 << 10, kPage = 4096;
   const uint64_t bytes = std::min(kMaxBytes, bar0_size / 8 / kPage * kPage);
   if (bytes == 0) return {};
-  return {.bar_offset = bar0_size - bytes, .bytes = uint32_t(bytes)};
+  return {.bar_offset = bar0_size - bytes, .bytes = uint32_t(bytes), .ops_offset = bar0_size - (kMemicOperations + 1) * bytes};
 }
 
 void DeviceMemory::configure(DeviceMemoryWindow window) {
@@ -49,11 +49,13 @@ bool DeviceMemory::release(uint64_t bar_offset, uint32_t size) {
   if (it == allocations_.end() || it->second != size) return false;
   std::fill_n(bytes_.begin() + ptrdiff_t(bar_offset - window_.bar_offset), size, uint8_t(0));
   allocations_.erase(it);
+  operations_.erase(bar_offset);
   return true;
 }
 
 void DeviceMemory::release_all() {
   allocations_.clear();
+  operations_.clear();
   std::fill(bytes_.begin(), bytes_.end(), uint8_t(0));
 }
 
@@ -67,6 +69,56 @@ bool DeviceMemory::write(uint64_t window_offset, std::span<const uint8_t> in) {
   if (window_offset > bytes_.size() || in.size() > bytes_.size() - window_offset) return false;
   std::copy(in.begin(), in.end(), bytes_.begin() + ptrdiff_t(window_offset));
   return true;
+}
+
+std::optional<uint64_t> DeviceMemory::enable_operation(uint64_t bar_offset, uint8_t operation) {
+  if (operation >= kMemicOperations || window_.ops_offset == 0 || allocations_.count(bar_offset) == 0)
+    return std::nullopt;
+  operations_[bar_offset] |= uint8_t(1u << operation);
+  return window_.ops_offset + uint64_t(operation) * window_.bytes + (bar_offset - window_.bar_offset);
+}
+
+bool DeviceMemory::disable_operation(uint64_t bar_offset, uint8_t operation) {
+  auto it = operations_.find(bar_offset);
+  if (operation >= kMemicOperations || it == operations_.end() || (it->second & (1u << operation)) == 0)
+    return false;
+  it->second &= uint8_t(~(1u << operation));
+  if (it->second == 0) operations_.erase(it);
+  return true;
+}
+
+bool DeviceMemory::in_operations(uint64_t bar_offset, uint64_t length) const {
+  const uint64_t span = uint64_t(kMemicOperations) * window_.bytes;
+  return present() && window_.ops_offset != 0 && bar_offset >= window_.ops_offset && bar_offset - window_.ops_offset <= span &&
+         length <= span - (bar_offset - window_.ops_offset);
+}
+
+bool DeviceMemory::operate(uint64_t bar_offset, bool is_read, std::span<uint8_t> data) {
+  if (is_read) std::fill(data.begin(), data.end(), uint8_t(0));
+  if (data.size() != 1 || !in_operations(bar_offset, 1)) return false;
+  const uint64_t mirror = bar_offset - window_.ops_offset;
+  const auto operation = MemicOperation(mirror / window_.bytes);
+  const uint64_t byte = window_.bar_offset + mirror % window_.bytes;
+  // The allocation holding the byte, if it has turned this operation on.
+  auto it = allocations_.upper_bound(byte);
+  if (it == allocations_.begin()) return false;
+  --it;
+  auto on = operations_.find(it->first);
+  if (byte >= it->first + it->second || on == operations_.end() || (on->second & (1u << uint8_t(operation))) == 0)
+    return false;
+  uint8_t& value = bytes_[size_t(byte - window_.bar_offset)];
+  switch (operation) {
+    case MemicOperation::kIncrement:
+      if (is_read) return false;
+      value = uint8_t(value + data[0]);
+      return true;
+    case MemicOperation::kTestAndSet:
+      if (!is_read) return false;
+      data[0] = value;
+      value = 1;
+      return true;
+  }
+  return false;
 }
 
 namespace {

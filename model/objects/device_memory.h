@@ -23,14 +23,24 @@ namespace hcaemu::model {
 // DMA router (FunctionMemory) can tell the two apart by the address alone.
 inline constexpr uint64_t kDeviceMemoryAddress = uint64_t(1) << 63;
 
+// MEMIC atomic operations (MODIFY_MEMIC): a load or store at an operation address acts on the
+// byte of device memory it mirrors. Each operation has its own mirror of the window.
+enum class MemicOperation : uint8_t { kIncrement = 0, kTestAndSet = 1 };
+inline constexpr uint32_t kMemicOperations = 2;
+
 struct DeviceMemoryWindow {
   uint64_t bar_offset = 0;  // BAR0 offset of byte 0 (device_mem_cap.memic_bar_start_addr)
   uint32_t bytes = 0;       // 0: the function has no device memory
+  // BAR0 offset of the operation mirrors: operation k's mirror of window byte n is at
+  // ops_offset + k * bytes + n. They sit just below the window.
+  uint64_t ops_offset = 0;
+  // The first BAR0 byte past the UAR pages: the mirrors, or the window, or the BAR's end.
+  uint64_t uar_end(uint64_t bar0_size) const { return bytes == 0 ? bar0_size : ops_offset; }
 };
 
 // The window of a BAR0 of `bar0_size` bytes: its last eighth, at most 256 KiB (a ConnectX-6 Dx
-// offers 256 KiB of MEMIC), so the UAR pages before it keep most of the BAR. mlx5_ib tracks at
-// most 256 pages of it (MLX5_MAX_MEMIC_PAGES).
+// offers 256 KiB of MEMIC), and its operation mirrors below it, so the UAR pages before them keep
+// most of the BAR. mlx5_ib tracks at most 256 pages of it (MLX5_MAX_MEMIC_PAGES).
 DeviceMemoryWindow device_memory_window(uint64_t bar0_size);
 
 class DeviceMemory {
@@ -55,6 +65,19 @@ class DeviceMemory {
   void release_all();  // the function reset: every allocation gone, every byte zero
   size_t allocations() const { return allocations_.size(); }
 
+  // MODIFY_MEMIC: turns an operation on (or off) for the allocation that starts at `bar_offset`.
+  // On: returns the operation address of the allocation's first byte (a BAR0 offset); nothing for
+  // an unknown operation or a start that is no allocation's. Off: false when it was not on.
+  std::optional<uint64_t> enable_operation(uint64_t bar_offset, uint8_t operation);
+  bool disable_operation(uint64_t bar_offset, uint8_t operation);
+  // [bar_offset, bar_offset + length) lies in the operation mirrors.
+  bool in_operations(uint64_t bar_offset, uint64_t length) const;
+  // A load or store at an operation address, one byte at a time: an increment adds the byte
+  // stored, a test-and-set load returns the byte and leaves 1. An access to a byte whose
+  // allocation has not turned the operation on, or of another size, does nothing (a load reads
+  // 0) and returns false.
+  bool operate(uint64_t bar_offset, bool is_read, std::span<uint8_t> data);
+
   // Loads and stores through BAR0 and the data path's accesses, by offset inside the window.
   // False (nothing touched) for a range outside it.
   bool read(uint64_t window_offset, std::span<uint8_t> out) const;
@@ -64,6 +87,7 @@ class DeviceMemory {
   DeviceMemoryWindow window_{};
   std::vector<uint8_t> bytes_;
   std::map<uint64_t, uint32_t> allocations_;  // BAR0 offset -> size
+  std::map<uint64_t, uint8_t> operations_;    // allocation's BAR0 offset -> bit per MemicOperation on
 };
 
 // The function's DMA as the data path sees it: host memory through the client, device memory at

@@ -153,7 +153,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
   Function f({.is_vf = false, .vhca_id = 0, .msix_vectors = 9});
   for (uint16_t mode : {kCur, kMax}) {
     ASSERT_EQ(f.query_cap(kGeneral, mode), kOk);
-    EXPECT_EQ(f.cap(0x04, 31, 31), 0u) << "hca_cap_2";
+    EXPECT_EQ(f.cap(0x04, 31, 31), 1u) << "hca_cap_2: reserved QP number blocks";
     EXPECT_EQ(f.cap(0x04, 15, 0), 0u) << "vhca_id of the PF";
     EXPECT_EQ(f.cap(0x10, 31, 24), 15u) << "log_max_srq_sz";
     EXPECT_EQ(f.cap(0x10, 23, 16), 15u) << "log_max_qp_sz";
@@ -206,7 +206,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x78, 4, 0), 17u) << "log_max_wq_sz";
     EXPECT_EQ(f.cap(0x44, 23, 23), 1u) << "block_lb_mc";
     EXPECT_EQ(f.cap(0x7c, 30, 29), 3u) << "disable_local_lb_uc/mc: the driver may turn local loopback off";
-    EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), 0u) << "general_obj_types";
+    EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), uint64_t(1) << 0x2c) << "general_obj_types: RESERVED_QPN only";
     EXPECT_EQ(f.cap(0x8c, 28, 24), 10u) << "log_max_uctx: DevX user contexts";
     EXPECT_EQ(f.cap(0xd4, 31, 0), 1u) << "uctx_cap: RAW_TX only";
     EXPECT_EQ(f.cap(0x8c, 15, 0), 9u + 4u) << "max_num_eqs: the MSI-X vectors plus the control EQs";
@@ -374,7 +374,7 @@ TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcAndTheDriversSetChangesNothing) 
 
 TEST(FwHcaCaps, QueryRefusesUnknownTypesOtherFunctionsAndShortOutput) {
   Function f;
-  for (uint16_t type : {5, 0x20, 0x7fff}) {
+  for (uint16_t type : {5, 0x21, 0x7fff}) {
     EXPECT_EQ(f.run(0x100, uint16_t(type << 1 | 1), {}, kCapOut), kBadParam) << "type " << type;
     EXPECT_EQ(f.syndrome() >> 16, 0x100u);
   }

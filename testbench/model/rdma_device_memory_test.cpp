@@ -14,7 +14,8 @@
 namespace hcaemu::model::test {
 namespace {
 
-constexpr uint16_t kAllocMemic = 0x205, kDeallocMemic = 0x206, kCreateMkey = 0x200, kQueryHcaCap = 0x100;
+constexpr uint16_t kAllocMemic = 0x205, kDeallocMemic = 0x206, kModifyMemic = 0x207, kCreateMkey = 0x200,
+                   kQueryHcaCap = 0x100;
 constexpr uint8_t kStatusBadParameter = 0x3, kStatusNoResources = 0xf;
 constexpr uint8_t kCqeReqErr = 0xd, kSynRemoteAccess = 0x13;
 
@@ -36,6 +37,17 @@ uint8_t dealloc_memic(RdmaNode& n, uint64_t start, uint32_t size) {
   store_be64(&in[0x10], start);
   store_be32(&in[0x18], size);
   return n.run(kDeallocMemic, in, 0x10);
+}
+
+// MODIFY_MEMIC as mlx5_cmd_alloc_memic_op / mlx5_cmd_dealloc_memic_op build it (op_mod 0: on,
+// 1: off); `address` gets the operation address (a BAR0 offset).
+uint8_t modify_memic(RdmaNode& n, uint16_t op_mod, uint64_t start, uint8_t operation, uint64_t& address) {
+  auto in = HostFunction::input(0x40);
+  in[0x0f] = operation;
+  store_be64(&in[0x10], start);
+  const uint8_t status = n.run(kModifyMemic, in, 0x40, op_mod);
+  address = load_be64(&n.out[0x10]);
+  return status;
 }
 
 // CREATE_MKEY as mlx5_ib_get_dm_mr builds it: access mode MEMIC (5), start_addr a BAR0 offset.
@@ -112,8 +124,50 @@ TEST_F(DeviceMemoryTest, CapsTellWhereTheWindowIsAndUarsStopBeforeIt) {
   EXPECT_EQ(load_be32(cap + 0x10), window.bytes);
   EXPECT_EQ(load_be32(cap + 0x14), window.bytes);
   EXPECT_EQ(cap[0x07], DeviceMemory::kMaxLogAlignment);
-  EXPECT_TRUE(b.f.resources.uars.in_range(uint32_t(window.bar_offset / 4096 - 1)));
-  EXPECT_FALSE(b.f.resources.uars.in_range(uint32_t(window.bar_offset / 4096))) << "no UAR page in the window";
+  EXPECT_EQ(load_be32(cap + 0x40), 3u) << "memic_operations: increment and test-and-set";
+  EXPECT_EQ(cap[0x04] & cap[0x06] & 1, 1) << "both on one byte";
+  EXPECT_EQ(window.ops_offset, window.bar_offset - 2 * window.bytes) << "the operation mirrors sit below the window";
+  EXPECT_TRUE(b.f.resources.uars.in_range(uint32_t(window.ops_offset / 4096 - 1)));
+  EXPECT_FALSE(b.f.resources.uars.in_range(uint32_t(window.ops_offset / 4096))) << "no UAR page in the mirrors";
+}
+
+// MEMIC atomic operations (rdma-core's test_mlx5_dm_ops): an increment store adds to the byte, a
+// test-and-set load returns it and leaves 1; only where MODIFY_MEMIC turned the operation on.
+TEST_F(DeviceMemoryTest, AtomicOperationsActOnTheAllocationThatTurnedThemOn) {
+  DeviceMemory& m = b.f.device_memory;
+  uint64_t increment = 0, test_and_set = 0;
+  ASSERT_EQ(modify_memic(b, 0, dm, 0, increment), 0);
+  ASSERT_EQ(modify_memic(b, 0, dm, 1, test_and_set), 0);
+  EXPECT_EQ(increment, window.ops_offset + (dm - window.bar_offset));
+  EXPECT_EQ(test_and_set, window.ops_offset + window.bytes + (dm - window.bar_offset));
+  ASSERT_TRUE(m.in_operations(increment + 7, 1));
+  EXPECT_FALSE(m.contains(increment, 1)) << "an operation address is no plain device memory";
+  uint8_t one = 1;
+  EXPECT_TRUE(m.operate(increment + 7, false, std::span(&one, 1)));
+  EXPECT_TRUE(m.operate(increment + 7, false, std::span(&one, 1)));
+  EXPECT_EQ(device_bytes(b, dm + 7, 1)[0], 2);
+  uint8_t got = 0xee;
+  EXPECT_TRUE(m.operate(test_and_set + 7, true, std::span(&got, 1)));
+  EXPECT_EQ(got, 2) << "the value before";
+  EXPECT_TRUE(m.operate(test_and_set + 7, true, std::span(&got, 1)));
+  EXPECT_EQ(got, 1) << "test-and-set left 1";
+  EXPECT_EQ(device_bytes(b, dm + 6, 3), (std::vector<uint8_t>{0, 1, 0})) << "one byte, no more";
+  std::array<uint8_t, 2> two{1, 1};
+  EXPECT_FALSE(m.operate(increment, false, two)) << "one byte at a time";
+  EXPECT_FALSE(m.operate(increment + 4096, false, std::span(&one, 1))) << "past the allocation";
+  EXPECT_FALSE(m.operate(test_and_set, false, std::span(&one, 1))) << "a store to a test-and-set address";
+  EXPECT_EQ(device_bytes(b, dm, 1)[0], 0);
+  uint64_t unused = 0;
+  EXPECT_EQ(modify_memic(b, 1, dm, 0, unused), 0) << "off";
+  EXPECT_FALSE(m.operate(increment + 7, false, std::span(&one, 1))) << "turned off";
+  EXPECT_EQ(device_bytes(b, dm + 7, 1)[0], 1);
+  EXPECT_EQ(modify_memic(b, 1, dm, 0, unused), kStatusBadParameter) << "off twice";
+  EXPECT_EQ(modify_memic(b, 0, dm + 64, 0, unused), kStatusBadParameter) << "not an allocation's start";
+  EXPECT_EQ(modify_memic(b, 0, dm, 2, unused), kStatusBadParameter) << "no such operation";
+  EXPECT_EQ(modify_memic(b, 2, dm, 0, unused), kStatusBadParameter) << "no such op_mod";
+  EXPECT_EQ(dealloc_memic(b, dm, 4096), 0);
+  EXPECT_FALSE(m.operate(test_and_set + 7, true, std::span(&got, 1))) << "the allocation took its operations along";
+  EXPECT_EQ(got, 0);
 }
 
 TEST_F(DeviceMemoryTest, AFullRangeAnswersNoResourcesAndBadFreesAreRefused) {

@@ -1,0 +1,88 @@
+// General objects (CREATE / MODIFY / QUERY / DESTROY_GENERAL_OBJECT): one set of commands for many
+// object types, told apart by the obj_type of the header. The device offers one type, reserved QP
+// numbers: libmlx5's mlx5dv_reserved_qpn_alloc takes a block of QP numbers through DevX and hands
+// them out one by one, so a process can name a QP number to its peers (rdma_cm's DC connections)
+// before any QP has it. No QP is created at a reserved number while the block is held
+// (objects/object_table.h hold_block). Any other obj_type is refused as a ConnectX refuses a type
+// it lacks (BAD_PARAMETER), and its caps bit (general_obj_types) stays clear.
+#include "model/firmware/firmware.h"
+#include "model/firmware/hca_caps.h"
+#include "model/firmware/resource_helpers.h"
+
+namespace hcaemu::model {
+namespace {
+
+using namespace fw;
+
+constexpr uint16_t kCreateGeneralObject = 0xa00, kModifyGeneralObject = 0xa01, kQueryGeneralObject = 0xa02,
+                   kDestroyGeneralObject = 0xa03;
+// general_obj_in_cmd_hdr: obj_type where other commands have op_mod; general_obj_out_cmd_hdr.
+constexpr Field kObjType{0x04, 15, 0};
+constexpr Field kObjId{0x08, 31, 0};
+constexpr Field kLogObjRange{0x0c, 28, 24};
+constexpr Field kOutObjId{0x08, 31, 0};
+constexpr uint16_t kCheckObjType = 0x30, kCheckRange = 0x31;
+
+bool is_offered(CommandCall& call) {
+  if (get(call.in(), kObjType) == kObjTypeReservedQpn) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckObjType));
+  return false;
+}
+
+// The block the command names, if the sender may act on it (a user context only on its own).
+bool lookup_block(CommandCall& call, uint32_t first) {
+  const auto& qps = call.function().resources.qps;
+  if (!qps.holds_block(first) || (call.uid() != kKernelUid && qps.block_owner(first) != call.uid())) {
+    call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckLookup));
+    return false;
+  }
+  return true;
+}
+
+void create_general_object(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
+  const uint32_t log_range = get(call.in(), kLogObjRange);
+  if (log_range < kLogReservedQpnGranularity || log_range > kLogReservedQpnMaxAlloc) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckRange));
+    return;
+  }
+  auto& qps = call.function().resources.qps;
+  const uint32_t first = qps.held_ids() + (uint64_t(1) << log_range) <= (uint64_t(1) << kLogMaxNumReservedQpn)
+                             ? qps.hold_block(log_range, call.uid())
+                             : 0;
+  if (first == 0) {
+    call.fail(CommandStatus::kExceedLimit, syndrome(call.opcode(), kCheckFull));
+    return;
+  }
+  set(call.out(), kOutObjId, first);
+}
+
+void destroy_general_object(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
+  const uint32_t first = get(call.in(), kObjId);
+  if (lookup_block(call, first)) call.function().resources.qps.release_block(first);
+}
+
+// A reserved block has nothing to report or change beyond its ID.
+void query_general_object(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
+  const uint32_t first = get(call.in(), kObjId);
+  if (lookup_block(call, first)) set(call.out(), kOutObjId, first);
+}
+
+void modify_general_object(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
+  if (!lookup_block(call, get(call.in(), kObjId))) return;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+}
+
+}  // namespace
+
+void register_general_object_commands(CommandTable& table) {
+  table.add(kCreateGeneralObject, "CREATE_GENERAL_OBJECT", create_general_object, Senders::kUser);
+  table.add(kModifyGeneralObject, "MODIFY_GENERAL_OBJECT", modify_general_object, Senders::kUser);
+  table.add(kQueryGeneralObject, "QUERY_GENERAL_OBJECT", query_general_object, Senders::kUser);
+  table.add(kDestroyGeneralObject, "DESTROY_GENERAL_OBJECT", destroy_general_object, Senders::kUser);
+}
+
+}  // namespace hcaemu::model
