@@ -59,6 +59,10 @@ struct WorkQueueRing {
 // carry libmlx5's uidx of the QP, mlx5e leaves it 0).
 inline constexpr Field kWqUserIndex{0x04, 23, 0};
 
+namespace sqc {
+inline constexpr Field kRateLimitIndex{0x1c, 15, 0};  // sqc.packet_pacing_rate_limit_index (0: no limit)
+}
+
 struct EthSendQueue {
   std::array<uint8_t, 0xf0> context{};  // sqc as created/modified (QUERY_SQ), state kept current
   WqState state = WqState::kReset;
@@ -66,6 +70,7 @@ struct EthSendQueue {
   uint32_t tisn = 0;                    // 0 when tis_lst_sz is 0
   WorkQueueRing wq;
   uint32_t consumer = 0;                // WQEBBs consumed (16-bit counter semantics)
+  uint64_t paced_until_ps = 0;          // packet pacing: the model time its next frame may leave
   // Statistics.
   uint64_t wqes = 0, frames = 0, bytes = 0, errors = 0;
 };

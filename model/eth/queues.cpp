@@ -189,15 +189,30 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
   }
 }
 
-void EthQueues::send_frame(const EthSendQueue& sq, std::span<const uint8_t> frame) {
+void EthQueues::send_frame(EthSendQueue& sq, std::span<const uint8_t> frame) {
   if (port_ == nullptr) return void(++counters_.tx_no_port);
+  // Preamble, SFD, FCS and the inter-frame gap count on the wire, as for RDMA packets.
+  const uint64_t wire_bytes = frame.size() + TimingPreset::kWireOverheadBytes;
+  pace(sq, wire_bytes);
   if (port_->shared()) {
-    // Preamble, SFD, FCS and the inter-frame gap count on the wire, as for RDMA packets.
     const uint64_t now = clock_.now_ps ? clock_.now_ps() : 0;
-    const uint64_t sent = port_->serialised_ps(frame, frame.size() + TimingPreset::kWireOverheadBytes, now, link_gbps_);
+    const uint64_t sent = port_->serialised_ps(frame, wire_bytes, now, link_gbps_);
     if (sent > now && clock_.consume_ps) clock_.consume_ps(sent - now);
   }
   port_->transmit_from_domain(frame, transport_domain(sq));
+}
+
+void EthQueues::pace(EthSendQueue& sq, uint64_t wire_bytes) {
+  const RateLimitEntry* limit = f_.resources.rate_limits.find(get(sq.context, sqc::kRateLimitIndex));
+  if (limit == nullptr || !clock_.now_ps) return;
+  // The frame leaves once the SQ's previous frames have had their time at the rate; the next one
+  // then waits this frame's bits at the rate (kb/s: bits * 1e9 / rate picoseconds).
+  const uint64_t now = clock_.now_ps();
+  if (sq.paced_until_ps > now && clock_.consume_ps) {
+    ++counters_.tx_paced;
+    clock_.consume_ps(sq.paced_until_ps - now);
+  }
+  sq.paced_until_ps = std::max(now, sq.paced_until_ps) + wire_bytes * 8 * 1'000'000'000ull / limit->rate_kbps;
 }
 
 EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {

@@ -56,6 +56,7 @@ struct EthCounters {
   uint64_t producer_overrun = 0;      // producer more than a ring ahead of the consumer
   uint64_t tx_wqes = 0, tx_nops = 0, tx_frames = 0, tx_bytes = 0, tx_cqes = 0;
   uint64_t tx_no_port = 0;            // frame built but nobody to hand it to
+  uint64_t tx_paced = 0;              // frames that waited for their SQ's packet pacing rate
   uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
   uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
   uint64_t tx_physical_lkey = 0;      // no MKEY table: addresses used as physical
@@ -133,7 +134,10 @@ class EthQueues {
   uint32_t transport_domain(const EthSendQueue& sq) const;  // its TIS's, 0 without one
   // One frame of `sq` out of the port: on a shared port (QoS) once its share of the wire has taken
   // it, in model time; else at once. Counts a frame without a port.
-  void send_frame(const EthSendQueue& sq, std::span<const uint8_t> frame);
+  void send_frame(EthSendQueue& sq, std::span<const uint8_t> frame);
+  // Packet pacing: waits, in model time, until the SQ's rate limit entry (sqc.
+  // packet_pacing_rate_limit_index, firmware/packet_pacing.cpp) lets a frame of `wire_bytes` go.
+  void pace(EthSendQueue& sq, uint64_t wire_bytes);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;

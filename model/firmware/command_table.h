@@ -37,6 +37,8 @@ enum class Senders : uint8_t {
   kUser,          // uid 0 or a live user context
   kUserQuery,     // as kUser; a user context may not ask about another vport or function (the
                   // other_vport / other_function bit, bit 31 of the third dword, stays clear)
+  kKernelForUsers,  // uid 0, kSharedResourceUid or a live user context: what the kernel sets up in
+                    // a process's name (SET_PP_RATE_LIMIT for mlx5dv_pp_alloc)
 };
 
 class CommandCall {

@@ -239,6 +239,20 @@ void query_rq(CommandCall& call) {
 
 // ---- SQ ----
 
+constexpr Field kSqQosQueueGroupId{0x20, 15, 0};  // sqc.qos_queue_group_id
+constexpr uint32_t kModifySqRateLimit = 1u << 0, kModifySqQosQueueGroup = 1u << 2;  // modify_bitmask
+
+// An SQ's packet pacing entry: 0 (no limit), or a set entry of the kernel's, one shared by every
+// process, or the sender's own (another process's dedicated entry is not its to use).
+bool check_rate_limit(CommandCall& call, uint32_t index) {
+  if (index == 0) return true;
+  const RateLimitEntry* entry = call.function().resources.rate_limits.find(index);
+  return check(call,
+               entry != nullptr && (call.uid() == kKernelUid || entry->owner == kKernelUid ||
+                                    entry->owner == kSharedResourceUid || entry->owner == call.uid()),
+               fw::kCheckParameter);
+}
+
 void create_sq(CommandCall& call) {
   if (!fw::start(call, kQueueInSize)) return;
   FunctionContext& f = call.function();
@@ -247,7 +261,8 @@ void create_sq(CommandCall& call) {
   const uint32_t tis_list = get(sqc, kSqTisListSize);
   const uint32_t tisn = tis_list == 0 ? 0 : get(sqc, kSqTis0);
   if (!check(call, get(sqc, kQState) == uint32_t(WqState::kReset), kCheckTransition) ||
-      !check(call, get(sqc, kHairpin) == 0 && tis_list <= 1, fw::kCheckParameter))
+      !check(call, get(sqc, kHairpin) == 0 && tis_list <= 1, fw::kCheckParameter) ||
+      !check_rate_limit(call, get(sqc, sqc::kRateLimitIndex)))
     return;
   // Raw Ethernet from a user context: only one created with RAW_TX.
   const UserContext* sender = call.uid() == kKernelUid ? nullptr : f.resources.user_contexts.find(call.uid());
@@ -278,11 +293,13 @@ void modify_sq(CommandCall& call) {
   if (sq == nullptr) return;
   const auto next = next_state(call, sq->state);
   if (!next) return;
-  // modify_bitmask: packet_pacing_rate_limit_index (bit 0), qos_queue_group_id (bit 2).
   const auto sqc = context_in(call, kQueueCtxSize);
   const uint32_t mask = modify_bitmask(call);
-  if (mask & 0x1) set(sq->context, Field{0x1c, 15, 0}, get(sqc, Field{0x1c, 15, 0}));
-  if (mask & 0x4) set(sq->context, Field{0x20, 15, 0}, get(sqc, Field{0x20, 15, 0}));
+  if ((mask & kModifySqRateLimit) != 0) {
+    if (!check_rate_limit(call, get(sqc, sqc::kRateLimitIndex))) return;
+    set(sq->context, sqc::kRateLimitIndex, get(sqc, sqc::kRateLimitIndex));
+  }
+  if ((mask & kModifySqQosQueueGroup) != 0) set(sq->context, kSqQosQueueGroupId, get(sqc, kSqQosQueueGroupId));
   if (*next == WqState::kReset) sq->consumer = 0;  // the driver restarts its counters at 0 too
   sq->state = *next;
   set(sq->context, kQState, uint32_t(*next));

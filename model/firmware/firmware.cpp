@@ -89,6 +89,8 @@ bool sender_allowed(const CommandCall& call, const CommandRequest& request, Send
       return f.resources.user_contexts.contains(uid);
     case Senders::kUserQuery:
       return f.resources.user_contexts.contains(uid) && get(request.input, Field{0x08, 31, 31}) == 0;
+    case Senders::kKernelForUsers:
+      return uid == kSharedResourceUid || f.resources.user_contexts.contains(uid);
   }
   return false;
 }
@@ -138,6 +140,7 @@ void register_all_commands(CommandTable& table) {
   register_page_fault_commands(table);
   register_user_context_commands(table);
   register_general_object_commands(table);
+  register_packet_pacing_commands(table);
 }
 }  // namespace
 

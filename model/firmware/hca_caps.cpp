@@ -168,7 +168,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kUmrModifyEntitySizeDisabled, 0},  // user MRs loaded by UMR (objects/umr.h), the MKEY cache
     {gen::kCmdifChecksum, 0},
     {gen::kDct, 0},
-    {gen::kQos, 0},
+    {gen::kQos, 1},                          // QOS caps: packet pacing only
     {gen::kEthNetOffloads, 1},
     {gen::kRoce, 1},
     {gen::kAtomic, 1},                       // 8-byte CS/FA on RC: ATOMIC caps below
@@ -219,6 +219,25 @@ constexpr CapValue kGeneralCaps[] = {
     // General objects (firmware/general_objects.cpp): reserved QP numbers only.
     {gen::kGeneralObjTypesHigh, kObjTypeReservedQpn >= 32 ? 1u << (kObjTypeReservedQpn - 32) : 0},
     {gen::kGeneralObjTypesLow, 0},
+};
+
+// --- qos_cap (type 0xc): packet pacing (firmware/packet_pacing.cpp, objects/rate_limits.h) -----
+// No scheduling elements (esw_scheduling, nic_sq_scheduling 0): mlx5_core then builds no eswitch
+// QoS tree and offers no HTB offload.
+namespace qos {
+constexpr Field kPacketPacing{0x00, 31, 31};                  // packet_pacing
+constexpr Field kPacketPacingUid{0x00, 20, 20};               // packet_pacing_uid (DevX entries)
+constexpr Field kPacketPacingMaxRate{0x08, 31, 0};            // packet_pacing_max_rate (kb/s)
+constexpr Field kPacketPacingMinRate{0x0c, 31, 0};            // packet_pacing_min_rate
+constexpr Field kPacketPacingRateTableSize{0x10, 15, 0};      // packet_pacing_rate_table_size
+}  // namespace qos
+
+constexpr CapValue kQosCaps[] = {
+    {qos::kPacketPacing, 1},
+    {qos::kPacketPacingUid, 1},
+    {qos::kPacketPacingMaxRate, RateLimitTable::kMaxRateKbps},
+    {qos::kPacketPacingMinRate, RateLimitTable::kMinRateKbps},
+    {qos::kPacketPacingRateTableSize, RateLimitTable::kSize},
 };
 
 // --- cmd_hca_cap_2 (type 0x20) ------------------------------------------------------------------
@@ -406,7 +425,8 @@ constexpr Field kMemicOperationsOffered{0x40, 31, 0};                // memic_op
 }  // namespace dm
 
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
-                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100, kGeneral2Bytes = 0x100;
+                   kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100, kGeneral2Bytes = 0x100,
+                   kQosBytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -499,6 +519,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
     case CapType::kGeneral2:
       fill(page, kGeneral2Caps);
       return;
+    case CapType::kQos:
+      fill(page, kQosCaps);
+      return;
     default:
       return;
   }
@@ -516,6 +539,7 @@ uint32_t cap_struct_bytes(uint16_t type) {
     case CapType::kFlowTable: return kFlowTableBytes;
     case CapType::kDeviceMemory: return kDeviceMemoryBytes;
     case CapType::kGeneral2: return kGeneral2Bytes;
+    case CapType::kQos: return kQosBytes;
     default: return 0;  // the rest are never offered
   }
 }

@@ -21,6 +21,7 @@ enum class CapType : uint16_t {
   kAtomic = 0x3,
   kRoce = 0x4,
   kFlowTable = 0x7,
+  kQos = 0xc,           // queried when cmd_hca_cap.qos is set
   kDeviceMemory = 0xf,  // queried when cmd_hca_cap.device_memory is set
   kGeneral2 = 0x20,     // cmd_hca_cap_2, queried when cmd_hca_cap.hca_cap_2 is set
 };

@@ -13,6 +13,7 @@
 #include "model/objects/multicast_groups.h"
 #include "model/objects/object_table.h"
 #include "model/objects/page_faults.h"
+#include "model/objects/rate_limits.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
 
@@ -229,6 +230,7 @@ struct Resources {
   ObjectTable<UserContext> user_contexts{1, kSharedResourceUid - 1, 0};  // limit: 1 << log_max_uctx
   MulticastGroups multicast;         // UD QPs attached to multicast GIDs
   PageFaultTable page_faults;        // ODP faults raised and not yet resumed
+  RateLimitTable rate_limits;        // packet pacing (SET_PP_RATE_LIMIT)
   ResourceCounters counters;
 
   void clear() {
@@ -244,6 +246,7 @@ struct Resources {
     user_contexts.clear();
     multicast.clear();
     page_faults.clear();
+    rate_limits.clear();
   }
   // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
   // through other keys (a window or an indirect key): what a window's bind, an indirect key's

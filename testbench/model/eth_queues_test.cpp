@@ -161,6 +161,79 @@ TEST(EthSq, OnASharedPortEachFrameTakesItsShareOfTheWireBeforeItLeaves) {
   EXPECT_EQ(port.asked[0].frames_out_before, 1u) << "asked before the frame leaves";
 }
 
+// SET_PP_RATE_LIMIT as mlx5_set_pp_rate_limit_cmd builds it (rate in kb/s; 0 clears).
+uint8_t set_rate(TestFunction& t, uint32_t index, uint32_t rate_kbps, uint16_t uid = 0) {
+  auto in = TestFunction::input(0x40);
+  store_be16(&in[2], uid);
+  store_be32(&in[0x08], index);
+  store_be32(&in[0x10], rate_kbps);
+  return t.run(0x780, in);
+}
+
+// MODIFY_SQ RDY -> RDY naming a packet pacing entry (modify_bitmask bit 0).
+uint8_t pace_sq(EthPath& t, uint32_t index, uint16_t uid = 0) {
+  auto in = TestFunction::input(0x110);
+  store_be16(&in[2], uid);
+  store_be32(&in[0x08], (1u << 28) | t.sqn);
+  store_be64(&in[0x10], 1);
+  store_be32(&in[0x20], 1u << 20);
+  store_be32(&in[0x20 + 0x1c], index);
+  return t.run(0x905, in);
+}
+
+// Packet pacing: an SQ whose context names a rate limit entry sends its frames no faster than the
+// entry's rate, in model time; without one (or with entry 0) they leave at once.
+TEST(EthSq, APacedSqSendsNoFasterThanItsRate) {
+  EthPath t;
+  uint64_t now = 0;
+  std::vector<uint64_t> waits;
+  t.queues.set_clock({.now_ps = [&] { return now; },
+                      .consume_ps = [&](uint64_t ps) { waits.push_back(ps); now += ps; }});
+  ASSERT_EQ(set_rate(t, 5, 1'000'000), kOk);  // 1 Gb/s
+  ASSERT_EQ(pace_sq(t, 5), kOk);
+  const auto frame = udp_frame(976);  // 1018 bytes, 1042 on the wire
+  for (uint32_t i = 0; i < 3; ++i) t.put_wqe(i, t.send_wqe(uint16_t(i), frame, 2048));
+  t.ring(3);
+  ASSERT_EQ(t.port.frames.size(), 3u);
+  const uint64_t per_frame = (frame.size() + 24) * 8 * 1000;  // ps at 1 Gb/s
+  ASSERT_EQ(waits.size(), 2u) << "the first frame leaves at once, each next one after the one before";
+  EXPECT_EQ(waits[0], per_frame);
+  EXPECT_EQ(waits[1], per_frame);
+  EXPECT_EQ(t.queues.counters().tx_paced, 2u);
+  // Cleared by the driver: the index names no rate any more, frames leave at once.
+  ASSERT_EQ(set_rate(t, 5, 0), kOk);
+  now += 10 * per_frame;
+  t.put_wqe(3, t.send_wqe(3, frame, 2048));
+  t.ring(4);
+  EXPECT_EQ(waits.size(), 2u);
+}
+
+TEST(EthSq, RateLimitEntriesAreCheckedAndKeptToTheirOwners) {
+  EthPath t;
+  t.f.resources.limits.log_max_uctx = 4;
+  std::vector<uint16_t> uids;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(t.run(0xa04, TestFunction::input(0x20)), kOk);
+    uids.push_back(uint16_t(t.out32(0x08)));
+  }
+  EXPECT_EQ(set_rate(t, 0, 1000), kBadParameter) << "entry 0 is no limit";
+  EXPECT_EQ(set_rate(t, RateLimitTable::kSize, 1000), kBadParameter) << "past the table";
+  EXPECT_EQ(set_rate(t, 1, RateLimitTable::kMaxRateKbps + 1), kBadParameter) << "above the port";
+  EXPECT_EQ(set_rate(t, 1, 1000, uint16_t(uids[1] + 7)), kBadParameter) << "an unknown uid";
+  ASSERT_EQ(set_rate(t, 1, 1000), kOk);                        // the kernel's
+  ASSERT_EQ(set_rate(t, 2, 1000, kSharedResourceUid), kOk);    // shared by every process
+  ASSERT_EQ(set_rate(t, 3, 1000, uids[0]), kOk);               // process 0's dedicated entry
+  EXPECT_EQ(set_rate(t, 1, 5, uids[0]), kBadResource) << "a process changes no kernel entry";
+  EXPECT_EQ(set_rate(t, 3, 5, uids[1]), kBadResource) << "nor another process's";
+  EXPECT_EQ(set_rate(t, 3, 5, uids[0]), kOk) << "its own";
+  EXPECT_EQ(pace_sq(t, 4), kBadParameter) << "an entry not set";
+  EXPECT_EQ(pace_sq(t, 3), kOk) << "the kernel may use any";
+  EXPECT_EQ(get(t.f.eth.sqs.find(t.sqn)->context, sqc::kRateLimitIndex), 3u);
+  EXPECT_EQ(pace_sq(t, 0), kOk) << "back to no limit";
+  t.f.resources.rate_limits.clear();
+  EXPECT_EQ(pace_sq(t, 1), kBadParameter) << "cleared by the reset";
+}
+
 TEST(EthSq, ChecksumOffloadFillsIpv4AndUdp) {
   EthPath t;
   auto frame = udp_frame(33);

@@ -183,7 +183,7 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x40, 30, 30), 0u) << "striding_rq";
     EXPECT_EQ(f.cap(0x40, 24, 24), 0u) << "umr_modify_entity_size_disabled: MTTs load by UMR (the MKEY cache)";
     EXPECT_EQ(f.cap(0x40, 15, 14), 0u) << "cmdif_checksum";
-    EXPECT_EQ(f.cap(0x40, 4, 4), 0u) << "qos";
+    EXPECT_EQ(f.cap(0x40, 4, 4), 1u) << "qos: packet pacing";
     EXPECT_EQ(f.cap(0x40, 3, 3), 1u) << "eth_net_offloads";
     EXPECT_EQ(f.cap(0x40, 2, 2), 1u) << "roce";
     EXPECT_EQ(f.cap(0x40, 1, 1), 1u) << "atomic";

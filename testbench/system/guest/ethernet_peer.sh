@@ -58,10 +58,17 @@ elif [ "$ROLE" = server ]; then
   sleep 5
   for _ in $(seq 150); do ping -c 1 -W 1 10.9.0.$PEER >/dev/null 2>&1 || break; sleep 1; done
 else
+  # Packet pacing: the client's requests and ACKs leave through tx queues limited to 1 Gb/s
+  # (mlx5e sets a rate limit entry and names it in each SQ's context), then the limit is lifted.
+  paced=yes
+  for q in /sys/class/net/eth0/queues/tx-*/tx_maxrate; do echo 1000 > "$q" || paced=no; done
+  check "tx_maxrate 1000 Mb/s on every tx queue (packet pacing)" test $paced = yes
   # The server starts serving once its own checks are done: retry until it answers.
   for _ in $(seq 30); do timeout 120 wget -q -O /tmp/received http://10.9.0.$PEER:8080/data && break; sleep 1; done
   echo "received $(wc -c < /tmp/received) bytes over TCP"
   check "TCP transfer arrived intact ($(wc -c < /tmp/data) bytes)" test "$(md5sum < /tmp/received)" = "$(md5sum < /tmp/data)"
+  for q in /sys/class/net/eth0/queues/tx-*/tx_maxrate; do echo 0 > "$q" || paced=no; done
+  check "tx_maxrate lifted again" test $paced = yes
 fi
 if [ $status -ne 0 ]; then  # what the guest saw, for the log
   ip -s link show eth0; grep mlx5 /proc/interrupts; grep -E "^Tcp:" /proc/net/snmp
