@@ -64,7 +64,7 @@ class ObjectTable {
   uint32_t hold_block(uint32_t log_count, uint16_t owner) {
     if (log_count >= 32) return 0;
     const uint64_t count = uint64_t(1) << log_count;
-    const uint64_t start = (std::max(first_, hold_next_) + count - 1) & ~(count - 1);
+    const uint64_t start = (uint64_t(std::max(first_, hold_next_)) + count - 1) & ~(count - 1);
     const uint64_t lowest = (uint64_t(first_) + count - 1) & ~(count - 1);
     // One lap from the last block handed out; each step passes an object or a held block, so a
     // lap takes at most size() + held blocks + 1 steps past free space.
