@@ -248,8 +248,8 @@ bool check_rate_limit(CommandCall& call, uint32_t index) {
   if (index == 0) return true;
   const RateLimitEntry* entry = call.function().resources.rate_limits.find(index);
   return check(call,
-               entry != nullptr && (call.uid() == kKernelUid || entry->owner == kKernelUid ||
-                                    entry->owner == kSharedResourceUid || entry->owner == call.uid()),
+               entry != nullptr && (entry->owner == kKernelUid || entry->owner == kSharedResourceUid ||
+                                    fw::acts_for(call, entry->owner)),
                fw::kCheckParameter);
 }
 

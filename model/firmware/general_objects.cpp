@@ -5,6 +5,8 @@
 // before any QP has it. No QP is created at a reserved number while the block is held
 // (objects/object_table.h hold_block). Any other obj_type is refused as a ConnectX refuses a type
 // it lacks (BAD_PARAMETER), and its caps bit (general_obj_types) stays clear.
+#include <optional>
+
 #include "model/firmware/firmware.h"
 #include "model/firmware/hca_caps.h"
 #include "model/firmware/resource_helpers.h"
@@ -29,14 +31,17 @@ bool is_offered(CommandCall& call) {
   return false;
 }
 
-// The block the command names, if the sender may act on it (a user context only on its own).
-bool lookup_block(CommandCall& call, uint32_t first) {
+// The block a destroy, query or modify names, if the sender may act on it (a user context only on
+// its own); nothing, the command failed, otherwise.
+std::optional<uint32_t> named_block(CommandCall& call) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return std::nullopt;
+  const uint32_t first = get(call.in(), kObjId);
   const auto& qps = call.function().resources.qps;
-  if (!qps.holds_block(first) || (call.uid() != kKernelUid && qps.block_owner(first) != call.uid())) {
+  if (!qps.holds_block(first) || !acts_for(call, qps.block_owner(first))) {
     call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckLookup));
-    return false;
+    return std::nullopt;
   }
-  return true;
+  return first;
 }
 
 void create_general_object(CommandCall& call) {
@@ -58,22 +63,16 @@ void create_general_object(CommandCall& call) {
 }
 
 void destroy_general_object(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
-  const uint32_t first = get(call.in(), kObjId);
-  if (lookup_block(call, first)) call.function().resources.qps.release_block(first);
+  if (auto first = named_block(call)) call.function().resources.qps.release_block(*first);
 }
 
 // A reserved block has nothing to report or change beyond its ID.
 void query_general_object(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
-  const uint32_t first = get(call.in(), kObjId);
-  if (lookup_block(call, first)) set(call.out(), kOutObjId, first);
+  if (auto first = named_block(call)) set(call.out(), kOutObjId, *first);
 }
 
 void modify_general_object(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
-  if (!lookup_block(call, get(call.in(), kObjId))) return;
-  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+  if (named_block(call)) call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
 }
 
 }  // namespace

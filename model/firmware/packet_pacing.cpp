@@ -27,7 +27,7 @@ void set_pp_rate_limit(CommandCall& call) {
     return;
   }
   RateLimitEntry& entry = call.function().resources.rate_limits.at(index);
-  if (call.uid() != kKernelUid && entry.rate_kbps != 0 && entry.owner != call.uid()) {
+  if (entry.rate_kbps != 0 && !acts_for(call, entry.owner)) {
     call.fail(CommandStatus::kBadResource, syndrome(kSetPpRateLimit, kCheckInUse));
     return;
   }

@@ -52,6 +52,10 @@ T* lookup(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check)
   return object;
 }
 
+// Whether the command's sender may act on something `owner` made: the kernel on everything, a
+// user context on its own only.
+inline bool acts_for(const CommandCall& call, uint16_t owner) { return call.uid() == kKernelUid || owner == call.uid(); }
+
 // The object a command acts on (destroys, modifies, queries): as lookup(), and a user context may
 // act only on its own objects; another's, or the kernel's, is no object of its (BAD_RESOURCE).
 // Objects a command merely points at (a QP's CQs and PD) are looked up with lookup(): mlx5_ib
@@ -60,7 +64,7 @@ T* lookup(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check)
 template <typename T>
 T* lookup_owned(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check) {
   T* object = lookup(call, table, id, check);
-  if (object == nullptr || call.uid() == kKernelUid || table.owner(id) == call.uid()) return object;
+  if (object == nullptr || acts_for(call, table.owner(id))) return object;
   call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), check));
   return nullptr;
 }
