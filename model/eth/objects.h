@@ -61,6 +61,7 @@ inline constexpr Field kWqUserIndex{0x04, 23, 0};
 
 namespace sqc {
 inline constexpr Field kRateLimitIndex{0x1c, 15, 0};  // sqc.packet_pacing_rate_limit_index (0: no limit)
+inline constexpr Field kQosQueueGroupId{0x20, 15, 0};  // sqc.qos_queue_group_id (0: none)
 }
 
 struct EthSendQueue {

@@ -204,15 +204,20 @@ void EthQueues::send_frame(EthSendQueue& sq, std::span<const uint8_t> frame) {
 
 void EthQueues::pace(EthSendQueue& sq, uint64_t wire_bytes) {
   const RateLimitEntry* limit = f_.resources.rate_limits.find(get(sq.context, sqc::kRateLimitIndex));
-  if (limit == nullptr || !clock_.now_ps) return;
-  // The frame leaves once the SQ's previous frames have had their time at the rate; the next one
-  // then waits this frame's bits at the rate (kb/s: bits * 1e9 / rate picoseconds).
+  const uint32_t group = get(sq.context, sqc::kQosQueueGroupId);
+  if ((limit == nullptr && group == 0) || !clock_.now_ps) return;
+  // The frame leaves once the SQ's previous frames have had their time at its rate, and the frames
+  // through its queue group (and the group's ancestors) at theirs; the next one then waits this
+  // frame's bits at each rate (kb/s: bits * 1e9 / rate picoseconds).
   const uint64_t now = clock_.now_ps();
-  if (sq.paced_until_ps > now && clock_.consume_ps) {
+  const uint64_t ready = std::max(limit != nullptr ? sq.paced_until_ps : 0, f_.resources.scheduling.ready_ps(group));
+  if (ready > now && clock_.consume_ps) {
     ++counters_.tx_paced;
-    clock_.consume_ps(sq.paced_until_ps - now);
+    clock_.consume_ps(ready - now);
   }
-  sq.paced_until_ps = std::max(now, sq.paced_until_ps) + wire_bytes * 8 * 1'000'000'000ull / limit->rate_kbps;
+  const uint64_t start = std::max(now, ready);
+  if (limit != nullptr) sq.paced_until_ps = start + wire_bytes * 8 * 1'000'000'000ull / limit->rate_kbps;
+  if (group != 0) f_.resources.scheduling.charge(group, wire_bytes, start);
 }
 
 EthQueues::Fault EthQueues::build_frame(std::span<const uint8_t> w, std::vector<uint8_t>& frame, uint32_t max_size) {

@@ -136,7 +136,8 @@ class EthQueues {
   // it, in model time; else at once. Counts a frame without a port.
   void send_frame(EthSendQueue& sq, std::span<const uint8_t> frame);
   // Packet pacing: waits, in model time, until the SQ's rate limit entry (sqc.
-  // packet_pacing_rate_limit_index, firmware/packet_pacing.cpp) lets a frame of `wire_bytes` go.
+  // packet_pacing_rate_limit_index, firmware/packet_pacing.cpp) and its queue group's rates (sqc.
+  // qos_queue_group_id, objects/scheduling_elements.h) let a frame of `wire_bytes` go.
   void pace(EthSendQueue& sq, uint64_t wire_bytes);
 
   FunctionContext& f_;

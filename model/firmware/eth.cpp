@@ -239,7 +239,6 @@ void query_rq(CommandCall& call) {
 
 // ---- SQ ----
 
-constexpr Field kSqQosQueueGroupId{0x20, 15, 0};  // sqc.qos_queue_group_id
 constexpr uint32_t kModifySqRateLimit = 1u << 0, kModifySqQosQueueGroup = 1u << 2;  // modify_bitmask
 
 // An SQ's packet pacing entry: 0 (no limit), or a set entry of the kernel's, one shared by every
@@ -253,6 +252,15 @@ bool check_rate_limit(CommandCall& call, uint32_t index) {
                fw::kCheckParameter);
 }
 
+// An SQ's queue group (objects/scheduling_elements.h): 0 (none), or a queue group the sender may use.
+bool check_queue_group(CommandCall& call, uint32_t id) {
+  if (id == 0) return true;
+  const auto& elements = call.function().resources.scheduling.table();
+  const SchedulingElement* e = elements.find(id);
+  return check(call, e != nullptr && e->type == sched_element::kQueueGroup && fw::acts_for(call, elements.owner(id)),
+               fw::kCheckParameter);
+}
+
 void create_sq(CommandCall& call) {
   if (!fw::start(call, kQueueInSize)) return;
   FunctionContext& f = call.function();
@@ -262,7 +270,8 @@ void create_sq(CommandCall& call) {
   const uint32_t tisn = tis_list == 0 ? 0 : get(sqc, kSqTis0);
   if (!check(call, get(sqc, kQState) == uint32_t(WqState::kReset), kCheckTransition) ||
       !check(call, get(sqc, kHairpin) == 0 && tis_list <= 1, fw::kCheckParameter) ||
-      !check_rate_limit(call, get(sqc, sqc::kRateLimitIndex)))
+      !check_rate_limit(call, get(sqc, sqc::kRateLimitIndex)) ||
+      !check_queue_group(call, get(sqc, sqc::kQosQueueGroupId)))
     return;
   // Raw Ethernet from a user context: only one created with RAW_TX.
   const UserContext* sender = call.uid() == kKernelUid ? nullptr : f.resources.user_contexts.find(call.uid());
@@ -295,11 +304,11 @@ void modify_sq(CommandCall& call) {
   if (!next) return;
   const auto sqc = context_in(call, kQueueCtxSize);
   const uint32_t mask = modify_bitmask(call);
-  if ((mask & kModifySqRateLimit) != 0) {
-    if (!check_rate_limit(call, get(sqc, sqc::kRateLimitIndex))) return;
-    set(sq->context, sqc::kRateLimitIndex, get(sqc, sqc::kRateLimitIndex));
-  }
-  if ((mask & kModifySqQosQueueGroup) != 0) set(sq->context, kSqQosQueueGroupId, get(sqc, kSqQosQueueGroupId));
+  if (((mask & kModifySqRateLimit) != 0 && !check_rate_limit(call, get(sqc, sqc::kRateLimitIndex))) ||
+      ((mask & kModifySqQosQueueGroup) != 0 && !check_queue_group(call, get(sqc, sqc::kQosQueueGroupId))))
+    return;
+  if ((mask & kModifySqRateLimit) != 0) set(sq->context, sqc::kRateLimitIndex, get(sqc, sqc::kRateLimitIndex));
+  if ((mask & kModifySqQosQueueGroup) != 0) set(sq->context, sqc::kQosQueueGroupId, get(sqc, sqc::kQosQueueGroupId));
   if (*next == WqState::kReset) sq->consumer = 0;  // the driver restarts its counters at 0 too
   sq->state = *next;
   set(sq->context, kQState, uint32_t(*next));

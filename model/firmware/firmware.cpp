@@ -140,6 +140,7 @@ void register_all_commands(CommandTable& table) {
   register_page_fault_commands(table);
   register_user_context_commands(table);
   register_general_object_commands(table);
+  register_scheduling_element_commands(table);
   register_packet_pacing_commands(table);
 }
 }  // namespace

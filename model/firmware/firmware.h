@@ -23,6 +23,7 @@ void register_memic_commands(CommandTable& table);    // firmware/memic.cpp: ALL
 void register_page_fault_commands(CommandTable& table);  // firmware/page_fault.cpp: PAGE_FAULT_RESUME (ODP)
 void register_user_context_commands(CommandTable& table);  // firmware/user_context.cpp: CREATE/DESTROY_UCTX (DevX)
 void register_general_object_commands(CommandTable& table);  // firmware/general_objects.cpp: reserved QP numbers
+void register_scheduling_element_commands(CommandTable& table);  // firmware/scheduling_elements.cpp
 void register_packet_pacing_commands(CommandTable& table);  // firmware/packet_pacing.cpp: SET_PP_RATE_LIMIT
 
 // A PORT_CHANGE EQE (ACTIVE or DOWN, as the port now is) on the EQs that asked for them: after a

@@ -1,13 +1,16 @@
 // General objects (CREATE / MODIFY / QUERY / DESTROY_GENERAL_OBJECT): one set of commands for many
-// object types, told apart by the obj_type of the header. The device offers one type, reserved QP
-// numbers: libmlx5's mlx5dv_reserved_qpn_alloc takes a block of QP numbers through DevX and hands
-// them out one by one, so a process can name a QP number to its peers (rdma_cm's DC connections)
-// before any QP has it. No QP is created at a reserved number while the block is held
-// (objects/object_table.h hold_block). Any other obj_type is refused as a ConnectX refuses a type
-// it lacks (BAD_PARAMETER), and its caps bit (general_obj_types) stays clear.
+// object types, told apart by the obj_type of the header. The device offers two types:
+// - reserved QP numbers (here): libmlx5's mlx5dv_reserved_qpn_alloc takes a block of QP numbers
+//   through DevX and hands them out one by one, so a process can name a QP number to its peers
+//   (rdma_cm's DC connections) before any QP has it. No QP is created at a reserved number while
+//   the block is held (objects/object_table.h hold_block);
+// - NIC scheduling elements (firmware/scheduling_elements.cpp).
+// Any other obj_type is refused as a ConnectX refuses a type it lacks (BAD_PARAMETER), and its caps
+// bit (general_obj_types) stays clear.
 #include <optional>
 
 #include "model/firmware/firmware.h"
+#include "model/firmware/general_object_types.h"
 #include "model/firmware/hca_caps.h"
 #include "model/firmware/resource_helpers.h"
 
@@ -25,16 +28,15 @@ constexpr Field kLogObjRange{0x0c, 28, 24};
 constexpr Field kOutObjId{0x08, 31, 0};
 constexpr uint16_t kCheckObjType = 0x30, kCheckRange = 0x31;
 
-bool is_offered(CommandCall& call) {
-  if (get(call.in(), kObjType) == kObjTypeReservedQpn) return true;
+bool refuse_type(CommandCall& call) {
   call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckObjType));
   return false;
 }
 
 // The block a destroy, query or modify names, if the sender may act on it (a user context only on
 // its own); nothing, the command failed, otherwise.
+// route() checked the header's size.
 std::optional<uint32_t> named_block(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return std::nullopt;
   const uint32_t first = get(call.in(), kObjId);
   const auto& qps = call.function().resources.qps;
   if (!qps.holds_block(first) || !acts_for(call, qps.block_owner(first))) {
@@ -44,8 +46,7 @@ std::optional<uint32_t> named_block(CommandCall& call) {
   return first;
 }
 
-void create_general_object(CommandCall& call) {
-  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize) || !is_offered(call)) return;
+void create_reserved_qpn(CommandCall& call) {
   const uint32_t log_range = get(call.in(), kLogObjRange);
   if (log_range < kLogReservedQpnGranularity || log_range > kLogReservedQpnMaxAlloc) {
     call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckRange));
@@ -62,18 +63,46 @@ void create_general_object(CommandCall& call) {
   set(call.out(), kOutObjId, first);
 }
 
-void destroy_general_object(CommandCall& call) {
+void destroy_reserved_qpn(CommandCall& call) {
   if (auto first = named_block(call)) call.function().resources.qps.release_block(*first);
 }
 
 // A reserved block has nothing to report or change beyond its ID.
-void query_general_object(CommandCall& call) {
+void query_reserved_qpn(CommandCall& call) {
   if (auto first = named_block(call)) set(call.out(), kOutObjId, *first);
 }
 
-void modify_general_object(CommandCall& call) {
+void modify_reserved_qpn(CommandCall& call) {
   if (named_block(call)) call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
 }
+
+struct TypeHandlers {
+  uint16_t obj_type;
+  void (*create)(CommandCall&);
+  void (*modify)(CommandCall&);
+  void (*query)(CommandCall&);
+  void (*destroy)(CommandCall&);
+};
+
+constexpr TypeHandlers kTypes[] = {
+    {kObjTypeReservedQpn, create_reserved_qpn, modify_reserved_qpn, query_reserved_qpn, destroy_reserved_qpn},
+    {kObjTypeSchedulingElement, create_scheduling_element, modify_scheduling_element, query_scheduling_element,
+     destroy_scheduling_element},
+};
+
+// Runs the handler `pick` chooses for the command's obj_type; an obj_type not offered is refused.
+template <typename Pick>
+void route(CommandCall& call, Pick pick) {
+  if (!start(call, mbox::kHeaderSize, mbox::kHeaderSize)) return;
+  for (const TypeHandlers& type : kTypes)
+    if (get(call.in(), kObjType) == type.obj_type) return pick(type)(call);
+  refuse_type(call);
+}
+
+void create_general_object(CommandCall& call) { route(call, [](const TypeHandlers& t) { return t.create; }); }
+void modify_general_object(CommandCall& call) { route(call, [](const TypeHandlers& t) { return t.modify; }); }
+void query_general_object(CommandCall& call) { route(call, [](const TypeHandlers& t) { return t.query; }); }
+void destroy_general_object(CommandCall& call) { route(call, [](const TypeHandlers& t) { return t.destroy; }); }
 
 }  // namespace
 

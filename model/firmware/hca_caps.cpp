@@ -109,6 +109,7 @@ constexpr Field kDisableLocalLbMc{0x7c, 29, 29};              // disable_local_l
 constexpr Field kLogMaxVlanList{0x7c, 20, 16};                // log_max_vlan_list
 constexpr Field kLogMaxCurrentMcList{0x7c, 12, 8};            // log_max_current_mc_list
 constexpr Field kLogMaxCurrentUcList{0x7c, 4, 0};             // log_max_current_uc_list
+constexpr Field kQpcExtension{0x24, 29, 29};                  // qpc_extension (QP commands' qpc_data_ext)
 constexpr Field kGeneralObjTypesHigh{0x80, 31, 0};            // general_obj_types, bits 63..32
 constexpr Field kGeneralObjTypesLow{0x84, 31, 0};             // bits 31..0
 constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
@@ -168,7 +169,8 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kUmrModifyEntitySizeDisabled, 0},  // user MRs loaded by UMR (objects/umr.h), the MKEY cache
     {gen::kCmdifChecksum, 0},
     {gen::kDct, 0},
-    {gen::kQos, 1},                          // QOS caps: packet pacing only
+    {gen::kQos, 1},                          // QOS caps: packet pacing, NIC scheduling elements for QPs
+    {gen::kQpcExtension, 1},                 // a QP joins a queue group through qpc_ext (libmlx5 checks it)
     {gen::kEthNetOffloads, 1},
     {gen::kRoce, 1},
     {gen::kAtomic, 1},                       // 8-byte CS/FA on RC: ATOMIC caps below
@@ -216,17 +218,26 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions
     {gen::kUctxCap, kUctxCapRawTx},          // a user context may send raw Ethernet (raw packet QPs)
-    // General objects (firmware/general_objects.cpp): reserved QP numbers only.
-    {gen::kGeneralObjTypesHigh, kObjTypeReservedQpn >= 32 ? 1u << (kObjTypeReservedQpn - 32) : 0},
+    // General objects (firmware/general_objects.cpp): reserved QP numbers and scheduling elements.
+    {gen::kGeneralObjTypesHigh, 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32)},
     {gen::kGeneralObjTypesLow, 0},
 };
 
-// --- qos_cap (type 0xc): packet pacing (firmware/packet_pacing.cpp, objects/rate_limits.h) -----
-// No scheduling elements (esw_scheduling, nic_sq_scheduling 0): mlx5_core then builds no eswitch
-// QoS tree and offers no HTB offload.
+// --- qos_cap (type 0xc): packet pacing (firmware/packet_pacing.cpp, objects/rate_limits.h) and
+// NIC scheduling elements (firmware/scheduling_elements.cpp, objects/scheduling_elements.h): DWRR
+// TSARs and queue groups with bw_share and max_average_bw, which RDMA QPs (qpc_ext) and SQs
+// (sqc.qos_queue_group_id: mlx5e's HTB offload, a raw packet QP) join. No eswitch scheduling
+// (esw_scheduling 0): mlx5_core builds no eswitch QoS tree.
 namespace qos {
 constexpr Field kPacketPacing{0x00, 31, 31};                  // packet_pacing
+constexpr Field kNicSqScheduling{0x00, 23, 23};               // nic_sq_scheduling
+constexpr Field kNicBwShare{0x00, 22, 22};                    // nic_bw_share
+constexpr Field kNicRateLimit{0x00, 21, 21};                  // nic_rate_limit
 constexpr Field kPacketPacingUid{0x00, 20, 20};               // packet_pacing_uid (DevX entries)
+constexpr Field kNicQpScheduling{0x04, 30, 30};               // nic_qp_scheduling
+constexpr Field kLogMaxQosNicQueueGroup{0x04, 20, 16};        // log_max_qos_nic_queue_group
+constexpr Field kNicElementType{0x20, 31, 16};                // nic_element_type (bit per element type)
+constexpr Field kNicTsarType{0x20, 15, 0};                    // nic_tsar_type (bit per TSAR type)
 constexpr Field kPacketPacingMaxRate{0x08, 31, 0};            // packet_pacing_max_rate (kb/s)
 constexpr Field kPacketPacingMinRate{0x0c, 31, 0};            // packet_pacing_min_rate
 constexpr Field kPacketPacingRateTableSize{0x10, 15, 0};      // packet_pacing_rate_table_size
@@ -235,6 +246,13 @@ constexpr Field kPacketPacingRateTableSize{0x10, 15, 0};      // packet_pacing_r
 constexpr CapValue kQosCaps[] = {
     {qos::kPacketPacing, 1},
     {qos::kPacketPacingUid, 1},
+    {qos::kNicSqScheduling, 1},
+    {qos::kNicBwShare, 1},
+    {qos::kNicRateLimit, 1},
+    {qos::kNicQpScheduling, 1},
+    {qos::kLogMaxQosNicQueueGroup, sched_element::kLogMaxQueueGroups},
+    {qos::kNicElementType, 1u << sched_element::kTsar | 1u << sched_element::kQueueGroup},
+    {qos::kNicTsarType, 1u << sched_element::kTsarDwrr},
     {qos::kPacketPacingMaxRate, RateLimitTable::kMaxRateKbps},
     {qos::kPacketPacingMinRate, RateLimitTable::kMinRateKbps},
     {qos::kPacketPacingRateTableSize, RateLimitTable::kSize},

@@ -60,7 +60,10 @@ struct HcaCapSettings {
   uint32_t sw_r_roce_src_udp_port = 0;
 };
 
-// Reserved QP numbers, the one general object type offered (general_obj_types bit and obj_type;
+// NIC scheduling elements, a general object type (firmware/scheduling_elements.cpp).
+inline constexpr uint16_t kObjTypeSchedulingElement = 0x26;
+
+// Reserved QP numbers, a general object type (general_obj_types bit and obj_type;
 // firmware/general_objects.cpp). cmd_hca_cap_2 reports the block sizes.
 inline constexpr uint16_t kObjTypeReservedQpn = 0x2c;
 inline constexpr uint32_t kLogReservedQpnGranularity = 3;  // the smallest block (log_obj_range)

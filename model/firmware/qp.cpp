@@ -5,6 +5,7 @@
 // the fields it requires from the command's qpc (zero included) and an optional one only when
 // the command's opt_param_mask names it (kAttributeFields below).
 #include <array>
+#include <optional>
 
 #include "common/log.h"
 #include "model/firmware/firmware.h"
@@ -42,6 +43,12 @@ constexpr Field kOptParamMask{0x10, 31, 0};
 // libmlx5 through DevX; cap rts2rts_qp_udp_sport).
 constexpr Field kOptParamMask63To32{0x10c, 31, 0};
 constexpr uint32_t kOptUdpSport = 1u << 2;
+// Bit 33 (bit 1 of that dword): the queue groups in qpc_data_ext, which INIT2INIT and RTS2RTS take
+// when the command says it carries the extension (qpc_ext; libmlx5's mlx5dv_modify_qp_sched_elem).
+constexpr uint32_t kOptQosQueueGroupId = 1u << 1;
+constexpr Field kQpcExt{0x08, 31, 31};
+constexpr Field kQueueGroupRequester{0x114, 31, 0};  // qpc_data_ext.qos_queue_group_id_requester
+constexpr Field kQueueGroupResponder{0x118, 31, 0};  // qpc_data_ext.qos_queue_group_id_responder
 constexpr uint32_t kQpc = 0x18, kQpcSize = 0xe8, kPas = 0x110;
 constexpr uint32_t kModifyInSize = kQpc + kQpcSize;
 
@@ -317,6 +324,27 @@ std::array<uint8_t, kQpcSize> transition_context(const Transition& t, const Queu
   return next;
 }
 
+// The queue groups (objects/scheduling_elements.h) an INIT2INIT or RTS2RTS with the extension
+// names: 0 leaves a group; otherwise a queue group of the sender's. Only an RC QP has a responder's
+// group. Nothing (the command failed) when they are not acceptable.
+struct QueueGroups {
+  uint32_t requester, responder;
+};
+std::optional<QueueGroups> queue_groups(CommandCall& call, const QueuePair& qp) {
+  const QueueGroups groups{get(call.in(), kQueueGroupRequester), get(call.in(), kQueueGroupResponder)};
+  const auto& elements = call.function().resources.scheduling.table();
+  const auto usable = [&](uint32_t id) {
+    const SchedulingElement* e = elements.find(id);
+    return id == 0 || (e != nullptr && e->type == sched_element::kQueueGroup && acts_for(call, elements.owner(id)));
+  };
+  const bool type_ok = qp.st == qp_st::kRc || ((qp.st == qp_st::kUc || qp.st == qp_st::kUd) && groups.responder == 0);
+  if (!type_ok || !usable(groups.requester) || !usable(groups.responder)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+    return std::nullopt;
+  }
+  return groups;
+}
+
 void modify_qp(CommandCall& call, const Transition& t) {
   if (!start(call, t.bit != 0 ? kModifyInSize : mbox::kHeaderSize)) return;
   QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
@@ -332,13 +360,22 @@ void modify_qp(CommandCall& call, const Transition& t) {
     const uint32_t extended = call.in().size() >= kOptParamMask63To32.offset + 4 ? get(call.in(), kOptParamMask63To32) : 0;
     if (t.bit == kS2S && (extended & kOptUdpSport) != 0 && (qp->st == qp_st::kRc || qp->st == qp_st::kUc))
       set(next, qpc::kUdpSport, get(sub(call.in(), kQpc, kQpcSize), qpc::kUdpSport));
-    if (!check_transition_result(call, t, *qp, next)) return;
+    std::optional<QueueGroups> groups;
+    if ((t.bit == kI2I || t.bit == kS2S) && (extended & kOptQosQueueGroupId) != 0 && get(call.in(), kQpcExt) != 0 &&
+        call.need_input(kQueueGroupResponder.offset + 4) && !(groups = queue_groups(call, *qp)))
+      return;
+    if (call.failed() || !check_transition_result(call, t, *qp, next)) return;
+    if (groups) {
+      qp->sched_group_requester = groups->requester;
+      qp->sched_group_responder = groups->responder;
+    }
     if (const uint32_t ignored = mask & ~allowed_optional(t.bit, qp->st); ignored != 0)
       log().debug("qp {:#x}: {} ignores optional parameters {:#x}", get(call.in(), kQpn), t.name, ignored);
     qp->context = next;
     qp->opt_param_mask = mask;
   }
   if (t.to == QpState::kReset) {
+    qp->sched_group_requester = qp->sched_group_responder = 0;
     qp->sq_consumer = 0;
     qp->rq_consumer = 0;
     qp->rc = {};

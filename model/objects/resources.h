@@ -14,6 +14,7 @@
 #include "model/objects/object_table.h"
 #include "model/objects/page_faults.h"
 #include "model/objects/rate_limits.h"
+#include "model/objects/scheduling_elements.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
 
@@ -197,6 +198,8 @@ struct QueuePair {
   PageList buffer;              // RQ at offset 0, SQ at sq_offset
   uint64_t sq_offset = 0;
   uint32_t opt_param_mask = 0;  // of the last transition
+  // Queue groups (objects/scheduling_elements.h) its sends and its responses go through; 0: none.
+  uint32_t sched_group_requester = 0, sched_group_responder = 0;
   // Data path position (reset by 2RST).
   uint32_t sq_consumer = 0;
   uint32_t rq_consumer = 0;
@@ -231,6 +234,7 @@ struct Resources {
   MulticastGroups multicast;         // UD QPs attached to multicast GIDs
   PageFaultTable page_faults;        // ODP faults raised and not yet resumed
   RateLimitTable rate_limits;        // packet pacing (SET_PP_RATE_LIMIT)
+  SchedulingElements scheduling;     // NIC scheduling elements (general objects)
   ResourceCounters counters;
 
   void clear() {
@@ -247,6 +251,7 @@ struct Resources {
     multicast.clear();
     page_faults.clear();
     rate_limits.clear();
+    scheduling.clear();
   }
   // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
   // through other keys (a window or an indirect key): what a window's bind, an indirect key's
@@ -258,7 +263,7 @@ struct Resources {
   // Objects a user context created that are still alive (DESTROY_UCTX waits for none).
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
-           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid);
+           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {

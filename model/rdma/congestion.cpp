@@ -1,9 +1,12 @@
 // DCQCN in the RDMA engine: ECN-marked packets answered with CNPs (the notification point) and
 // CNPs turned into a rate limit on the sending QP (the reaction point), paced through the SQ
-// scheduler. The algorithm itself is model/congestion/dcqcn.*.
+// scheduler. The algorithm itself is model/congestion/dcqcn.*. The same pacing serves the rate
+// limits of a QP's queue group and its ancestors (objects/scheduling_elements.h).
 #include "model/rdma/engine.h"
+#include "model/function_context.h"
 #include "model/rdma/internal.h"
 
+#include <algorithm>
 #include <array>
 
 namespace hcaemu::model {
@@ -47,27 +50,30 @@ void RdmaEngine::receive_cnp(uint32_t qpn) {
   if (congestion_observer_) congestion_observer_({.qpn = qpn, .time_ps = now, .rate_gbps = c.reaction.rate_gbps(now), .cnp = true});
 }
 
-uint64_t RdmaEngine::paced_until(uint32_t qpn) {
+uint64_t RdmaEngine::paced_until(uint32_t qpn, const QueuePair& qp) {
   if (sq_scheduler_ == nullptr) return 0;
   const uint64_t now = now_ps();
-  const uint64_t gate = transmit_gate_ ? transmit_gate_(now) : 0;
-  if (dcqcn_ == nullptr) return gate > now ? gate : 0;
-  const auto it = congestion_.find(qpn);
-  const uint64_t rate = it == congestion_.end() ? 0 : it->second.reaction.next_send_ps(now);
-  const uint64_t until = std::max(gate, rate);
+  uint64_t until = transmit_gate_ ? transmit_gate_(now) : 0;
+  if (qp.sched_group_requester != 0) until = std::max(until, f_.resources.scheduling.ready_ps(qp.sched_group_requester));
+  if (dcqcn_ != nullptr)
+    if (const auto it = congestion_.find(qpn); it != congestion_.end())
+      until = std::max(until, it->second.reaction.next_send_ps(now));
   return until > now ? until : 0;
 }
 
 void RdmaEngine::paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps) {
-  if (dcqcn_ == nullptr) return;
-  const auto it = congestion_.find(qpn);
-  if (it == congestion_.end() || !it->second.reaction.limited()) return;
+  const auto it = dcqcn_ != nullptr ? congestion_.find(qpn) : congestion_.end();
+  const bool rate_limited = it != congestion_.end() && it->second.reaction.limited();
+  if (!rate_limited && qp.sched_group_requester == 0) return;
   // On the wire: the payload and, per packet, Ethernet, IPv4, UDP, BTH, ICRC, FCS and the gap.
   constexpr uint64_t kPerPacket = 14 + 20 + 8 + 12 + 4 + 24;
   const uint64_t mtu = is_datagram(qp) ? std::max<uint64_t>(length, 1) : pmtu_of(qp);
   const uint64_t packets = std::max<uint64_t>(1, (length + mtu - 1) / mtu);
+  const uint64_t wire_bytes = length + packets * kPerPacket;
+  if (qp.sched_group_requester != 0) f_.resources.scheduling.charge(qp.sched_group_requester, wire_bytes, start_ps);
+  if (!rate_limited) return;
   ReactionPoint& rp = it->second.reaction;
-  rp.on_sent(length + packets * kPerPacket, start_ps);
+  rp.on_sent(wire_bytes, start_ps);
   if (congestion_observer_) congestion_observer_({.qpn = qpn, .time_ps = start_ps, .rate_gbps = rp.rate_gbps(start_ps)});
 }
 

@@ -294,8 +294,9 @@ class RdmaEngine {
   // A marked packet came in on `qp`: a CNP to its sender, at most one per interval.
   void notify_congestion(uint32_t qpn, QueuePair& qp);
   void receive_cnp(uint32_t qpn);
-  // When the QP's next message may start (0: now) and, once one started, its bytes.
-  uint64_t paced_until(uint32_t qpn);
+  // When the QP's next message may start (0: now): the port's gate, DCQCN's rate and its queue
+  // group's limits; and, once one started, its bytes charged to them.
+  uint64_t paced_until(uint32_t qpn, const QueuePair& qp);
   void paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps);
 
   FunctionContext& f_;

@@ -359,8 +359,9 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
   }
   std::vector<uint8_t> bytes;
   while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
-    // DCQCN's rate limit or a paused port: the next message waits (other work goes on meanwhile).
-    if (const uint64_t paced = paced_until(qpn); paced != 0 && !send_queue_stopped(qp)) {
+    // DCQCN's rate limit, the queue group's rates or a paused port: the next message waits (other
+    // work goes on meanwhile).
+    if (const uint64_t paced = paced_until(qpn, qp); paced != 0 && !send_queue_stopped(qp)) {
       cursor.reread = false;
       cursor.not_before_ps = paced;
       sq_scheduler_->resume_later(cursor);
@@ -371,7 +372,7 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     const SqStep step = next_wqe(qpn, qp, cursor.producer, cursor.doorbell_ps, bytes);
     if (step == SqStep::kStop || qp.rc.req.page_fault.token != 0) return;  // its payload faulted on the way
     if (step != SqStep::kPosted) continue;
-    if (dcqcn_ != nullptr && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
+    if ((dcqcn_ != nullptr || qp.sched_group_requester != 0) && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
       paced_message(qpn, qp, qp.rc.req.outstanding.back().length, start_ps);
     if (send_queue_stopped(qp)) return;
     if (sq_scheduler_ != nullptr && ((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {

@@ -309,6 +309,7 @@ WANT_MODULES=(
     rdma_rxe crc32_generic udp_tunnel ip6_udp_tunnel
     rdma_ucm rdma_cm ib_cm iw_cm configfs
     macvlan
+    sch_htb
 )
 MODDIR=$KRAW/lib/modules/$KVER
 declare -A MODPATH=()

@@ -234,6 +234,60 @@ TEST(EthSq, RateLimitEntriesAreCheckedAndKeptToTheirOwners) {
   EXPECT_EQ(pace_sq(t, 1), kBadParameter) << "cleared by the reset";
 }
 
+// CREATE_SCHEDULING_ELEMENT as mlx5_core sends it for mlx5e's HTB offload (NIC hierarchy, the
+// scheduling context at 0x20; max_average_bw in Mb/s). Returns the element's ID (0: refused).
+uint32_t create_element(TestFunction& t, uint8_t type, uint32_t parent, uint32_t max_average_bw_mbps) {
+  auto in = TestFunction::input(0x80);
+  in[0x08] = 3;  // SCHEDULING_HIERARCHY_NIC
+  in[0x20] = type;
+  store_be32(&in[0x28], parent);
+  store_be32(&in[0x38], max_average_bw_mbps);
+  return t.run(0x782, in, 0x40) == kOk ? t.out32(0x10) : 0;
+}
+
+// MODIFY_SQ RDY -> RDY naming a queue group (modify_bitmask bit 2), as mlx5e moves an HTB leaf's SQ.
+uint8_t group_sq(EthPath& t, uint32_t group) {
+  auto in = TestFunction::input(0x110);
+  store_be32(&in[0x08], (1u << 28) | t.sqn);
+  store_be64(&in[0x10], 1u << 2);
+  store_be32(&in[0x20], 1u << 20);
+  store_be32(&in[0x20 + 0x20], group);
+  return t.run(0x905, in);
+}
+
+// An SQ in a queue group sends no faster than the group's rate and its TSAR's, in model time.
+TEST(EthSq, AnSqInAQueueGroupSendsNoFasterThanTheGroupAndItsTsar) {
+  EthPath t;
+  uint64_t now = 0;
+  std::vector<uint64_t> waits;
+  t.queues.set_clock({.now_ps = [&] { return now; },
+                      .consume_ps = [&](uint64_t ps) { waits.push_back(ps); now += ps; }});
+  const uint32_t root = create_element(t, sched_element::kTsar, 0, 500);  // Mb/s
+  const uint32_t leaf = create_element(t, sched_element::kQueueGroup, root, 1000);
+  ASSERT_NE(root, 0u);
+  ASSERT_NE(leaf, 0u);
+  EXPECT_EQ(group_sq(t, root), kBadParameter) << "a TSAR is no queue group";
+  EXPECT_EQ(group_sq(t, 0x4321), kBadParameter) << "no such group";
+  ASSERT_EQ(group_sq(t, leaf), kOk);
+  const auto frame = udp_frame(976);  // 1042 bytes on the wire
+  for (uint32_t i = 0; i < 3; ++i) t.put_wqe(i, t.send_wqe(uint16_t(i), frame, 2048));
+  t.ring(3);
+  ASSERT_EQ(t.port.frames.size(), 3u);
+  const uint64_t at_root_rate = (frame.size() + 24) * 8 * 1'000'000 / 500;  // ps at 500 Mb/s
+  ASSERT_EQ(waits.size(), 2u) << "the first frame leaves at once";
+  EXPECT_EQ(waits[0], at_root_rate) << "the slower TSAR decides";
+  EXPECT_EQ(waits[1], at_root_rate);
+  // The group destroyed, the SQ leaves it: no more waits.
+  auto destroy = TestFunction::input(0x40);
+  destroy[0x08] = 3;
+  store_be32(&destroy[0x0c], leaf);
+  ASSERT_EQ(t.run(0x783, destroy), kOk);
+  EXPECT_EQ(get(t.f.eth.sqs.find(t.sqn)->context, sqc::kQosQueueGroupId), 0u);
+  t.put_wqe(3, t.send_wqe(3, frame, 2048));
+  t.ring(4);
+  EXPECT_EQ(waits.size(), 2u);
+}
+
 TEST(EthSq, ChecksumOffloadFillsIpv4AndUdp) {
   EthPath t;
   auto frame = udp_frame(33);

@@ -79,7 +79,7 @@ TEST_F(ReservedQpns, SizesOutsideTheCapsAndOtherTypesAreRefused) {
     EXPECT_EQ(run(kCreate, header(uid, kObjTypeReservedQpn, 0, kLogReservedQpnGranularity - 1)), kBadParameter);
   }
   EXPECT_EQ(run(kCreate, header(uid, kObjTypeReservedQpn, 0, kLogReservedQpnMaxAlloc + 1)), kBadParameter);
-  for (uint16_t type : {uint16_t(0x0026), uint16_t(0x000a), uint16_t(0xffff)})  // scheduling element, SW ICM, ...
+  for (uint16_t type : {uint16_t(0x000a), uint16_t(0x000d), uint16_t(0xffff)})  // SW ICM, virtio net queue, ...
     EXPECT_EQ(run(kCreate, header(uid, type, 0, kLogReservedQpnGranularity)), kBadParameter) << type;
   EXPECT_EQ(run(kCreate, header(uint16_t(uid + 1), kObjTypeReservedQpn, 0, kLogReservedQpnGranularity)),
             kBadParameter)
@@ -104,10 +104,11 @@ TEST_F(ReservedQpns, TheContextIsDestroyedOnlyAfterItsBlocks) {
   EXPECT_EQ(t.run(kDestroyUctx, destroy_uctx), kOk);
 }
 
-TEST_F(ReservedQpns, TheCapsOfferThemAndNothingElse) {
+TEST_F(ReservedQpns, TheCapsOfferThemAndSchedulingElements) {
   ASSERT_EQ(t.run(kQueryHcaCap, TestFunction::input(16), 0x1010, 1), kOk);  // general, current
   EXPECT_EQ(t.out32(0x10 + 0x04) >> 31, 1u) << "hca_cap_2";
-  EXPECT_EQ(t.out32(0x10 + 0x80), 1u << (kObjTypeReservedQpn - 32)) << "general_obj_types 63..32";
+  EXPECT_EQ(t.out32(0x10 + 0x80), 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32))
+      << "general_obj_types 63..32";
   EXPECT_EQ(t.out32(0x10 + 0x84), 0u) << "general_obj_types 31..0";
   ASSERT_EQ(t.run(kQueryHcaCap, TestFunction::input(16), 0x1010, (0x20 << 1) | 1), kOk);  // cmd_hca_cap_2
   const uint32_t dword = t.out32(0x10 + 0x10);

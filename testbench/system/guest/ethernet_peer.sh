@@ -69,6 +69,18 @@ else
   check "TCP transfer arrived intact ($(wc -c < /tmp/data) bytes)" test "$(md5sum < /tmp/received)" = "$(md5sum < /tmp/data)"
   for q in /sys/class/net/eth0/queues/tx-*/tx_maxrate; do echo 0 > "$q" || paced=no; done
   check "tx_maxrate lifted again" test $paced = yes
+  # HTB offload: mlx5e builds a TSAR and a queue group (CREATE_SCHEDULING_ELEMENT) for a class of
+  # 200 Mb/s ceiling and opens the class's SQ in the group; the default class takes all traffic.
+  htb=no
+  tc qdisc replace dev eth0 root handle 1: htb offload default 10 &&
+    tc class add dev eth0 parent 1: classid 1:10 htb rate 100mbit ceil 200mbit && htb=yes
+  check "HTB offload: a class of 200 Mb/s ceiling as the default" test $htb = yes
+  for _ in $(seq 10); do timeout 120 wget -q -O /tmp/received http://10.9.0.$PEER:8080/data && break; sleep 1; done
+  check "TCP transfer through the HTB class arrived intact" test "$(md5sum < /tmp/received)" = "$(md5sum < /tmp/data)"
+  sent=$(tc -s class show dev eth0 | sed -n '/class htb 1:10 /,/Sent/s/.*Sent \([0-9]*\) bytes.*/\1/p' | head -n1)
+  check "the class's queue carried the client's side (${sent:-0} bytes)" test "${sent:-0}" -gt 1000
+  tc qdisc del dev eth0 root || htb=no
+  check "HTB offload removed" test $htb = yes
 fi
 if [ $status -ne 0 ]; then  # what the guest saw, for the log
   ip -s link show eth0; grep mlx5 /proc/interrupts; grep -E "^Tcp:" /proc/net/snmp

@@ -1,0 +1,14 @@
+#pragma once
+// Handlers of the general object types that have a file of their own; firmware/general_objects.cpp
+// routes CREATE / MODIFY / QUERY / DESTROY_GENERAL_OBJECT to them by the header's obj_type.
+namespace hcaemu::model {
+
+class CommandCall;
+
+// obj_type SCHEDULING_ELEMENT (firmware/scheduling_elements.cpp).
+void create_scheduling_element(CommandCall& call);
+void modify_scheduling_element(CommandCall& call);
+void query_scheduling_element(CommandCall& call);
+void destroy_scheduling_element(CommandCall& call);
+
+}  // namespace hcaemu::model
