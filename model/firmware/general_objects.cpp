@@ -33,9 +33,8 @@ bool refuse_type(CommandCall& call) {
   return false;
 }
 
-// The block a destroy, query or modify names, if the sender may act on it (a user context only on
-// its own); nothing, the command failed, otherwise.
-// route() checked the header's size.
+// The block a destroy, query or modify names (route() checked the header's size), if the sender
+// may act on it (a user context only on its own); nothing, the command failed, otherwise.
 std::optional<uint32_t> named_block(CommandCall& call) {
   const uint32_t first = get(call.in(), kObjId);
   const auto& qps = call.function().resources.qps;

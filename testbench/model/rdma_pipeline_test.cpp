@@ -22,17 +22,9 @@ constexpr uint32_t kMessage = 2048;  // two packets at the 1024-byte path MTU
 struct RdmaPipelineTest : ConnectedPairTest<4 * kMessage> {
   std::vector<uint64_t> cqes_at_each_yield;
 
-  // Queues resumptions as HcaFunction does; run_batch() hands them back with the wire delivered
-  // (B answers, A takes the answers) before each.
-  struct Scheduler : RdmaEngine::SqScheduler {
-    std::deque<SqResume> queued;
-    void resume_later(const SqResume& resume) override { queued.push_back(resume); }
-    bool reread_queued(uint32_t qpn) override {
-      for (SqResume& r : queued)
-        if (r.qpn == qpn) return r.reread = true;
-      return false;
-    }
-  } scheduler;
+  // run_batch() hands the resumptions back with the wire delivered (B answers, A takes the
+  // answers) before each.
+  QueuedSqScheduler scheduler;
   std::function<void()> between_messages;
 
   RdmaPipelineTest() {

@@ -57,15 +57,7 @@ std::vector<uint8_t> header(uint16_t uid, uint32_t obj_id) {
 // An RDMA pair whose requester A queues its SQ resumptions as HcaFunction does, so a paced message
 // shows as a resumption not before some model time.
 struct SchedulingTest : ConnectedPairTest<8192> {
-  struct Scheduler : RdmaEngine::SqScheduler {
-    std::deque<SqResume> queued;
-    void resume_later(const SqResume& resume) override { queued.push_back(resume); }
-    bool reread_queued(uint32_t qpn) override {
-      for (SqResume& r : queued)
-        if (r.qpn == qpn) return r.reread = true;
-      return false;
-    }
-  } scheduler;
+  QueuedSqScheduler scheduler;
   uint16_t uid = 0;
 
   SchedulingTest() {
