@@ -28,9 +28,9 @@ void log_protection(FunctionPort& port) {
 void log_details(FunctionPort& port) {
   const auto& e = port.hca().eth_counters();
   log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
-              "tso {} no-port {} paced {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
+              "tso {} no-port {} paced {} tx-steering drop {} encapsulated {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
               port.name(), e.doorbells, e.doorbell_unknown_sq, e.doorbell_not_ready, e.doorbell_in_error,
-              e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.tx_paced, e.rx_cqes, e.rx_dma_faults,
+              e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.tx_paced, e.tx_steering_drop, e.tx_reformatted, e.rx_cqes, e.rx_dma_faults,
               e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
 }
 

@@ -44,4 +44,31 @@ std::array<uint8_t, 0x40> outer_match_key(std::span<const uint8_t> frame, const 
   return key;
 }
 
+void encapsulate(std::span<const uint8_t> outer, std::span<const uint8_t> inner, std::vector<uint8_t>& out) {
+  out.assign(outer.begin(), outer.end());
+  out.insert(out.end(), inner.begin(), inner.end());
+  // The outer headers' lengths are the template's, so they are walked by position, not by them.
+  if (outer.size() < kEthHeaderSize) return;
+  uint32_t l3 = kEthHeaderSize, l4 = 0;
+  uint16_t ethertype = load_be16(&out[12]);
+  if (ethertype == kEtherTypeVlan && outer.size() >= kEthHeaderSize + 4) {
+    l3 += 4;
+    ethertype = load_be16(&out[16]);
+  }
+  const uint32_t ipv4_header = outer.size() > l3 ? (out[l3] & 0x0fu) * 4 : 0;
+  const bool ipv4 = ethertype == kEtherTypeIpv4 && ipv4_header >= 20 && outer.size() >= l3 + ipv4_header;
+  if (ipv4) {
+    store_be16(&out[l3 + 2], uint16_t(out.size() - l3));  // total length
+    if (out[l3 + 9] == kProtoUdp) l4 = l3 + ipv4_header;
+  } else if (ethertype == kEtherTypeIpv6 && outer.size() >= l3 + 40) {
+    store_be16(&out[l3 + 4], uint16_t(out.size() - l3 - 40));  // payload length
+    if (out[l3 + 6] == kProtoUdp) l4 = l3 + 40;
+  }
+  if (l4 != 0 && outer.size() >= l4 + 8) {
+    store_be16(&out[l4 + 4], uint16_t(out.size() - l4));
+    store_be16(&out[l4 + 6], 0);
+  }
+  if (ipv4) fill_ipv4_checksum(out, parse(out));
+}
+
 }  // namespace hcaemu::model::frame

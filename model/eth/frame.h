@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "transport/ethernet.h"
 
@@ -14,5 +15,10 @@ using namespace transport::ethernet;
 
 // fte_match_set_lyr_2_4 (0x40 bytes) of the frame's outer headers.
 std::array<uint8_t, 0x40> outer_match_key(std::span<const uint8_t> frame, const Parsed& p);
+
+// L2-to-L2 tunnel encapsulation (a NIC TX packet reformat): `outer` (the tunnel's Ethernet, IP, UDP
+// and tunnel headers) before `inner`, into `out`. The outer IP length (and IPv4 header checksum) and
+// the UDP length are set for the frame that results, the UDP checksum to 0 (as tunnels send it).
+void encapsulate(std::span<const uint8_t> outer, std::span<const uint8_t> inner, std::vector<uint8_t>& out);
 
 }  // namespace hcaemu::model::frame

@@ -123,7 +123,7 @@ namespace flow_dest {
 inline constexpr uint8_t kVport = 0x0, kFlowTable = 0x1, kTir = 0x2, kQp = 0x3;
 }
 namespace flow_action {
-inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8;
+inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8, kPacketReformat = 0x10;
 }
 namespace flow_table_type {
 inline constexpr uint8_t kNicRx = 0, kNicTx = 1, kEswEgressAcl = 2, kEswIngressAcl = 3, kFdb = 4, kRdmaRx = 7, kRdmaTx = 8;
@@ -136,10 +136,24 @@ struct FlowDestination {
   uint32_t id = 0;
 };
 
+// A packet reformat context (ALLOC_PACKET_REFORMAT_CONTEXT): what a flow entry's reformat action
+// does to a frame. The one type offered, L2_TO_L2_TUNNEL, puts `data` (the tunnel's Ethernet, IP,
+// UDP and tunnel headers) before the frame on NIC TX (eth/queues.cpp encapsulate).
+namespace reformat_type {
+inline constexpr uint8_t kL2ToL2Tunnel = 0x2;
+}
+inline constexpr uint32_t kMaxEncapHeaderSize = 128;  // flow_table_nic_cap.max_encap_header_size
+struct PacketReformat {
+  uint8_t type = 0;
+  std::vector<uint8_t> data;
+  uint32_t refs = 0;  // flow entries using it
+};
+
 struct FlowEntry {
   uint32_t group = 0;
   uint32_t action = 0;
   uint32_t flow_tag = 0;
+  uint32_t packet_reformat = 0;               // with the kPacketReformat action
   std::vector<uint8_t> match_value;           // fte_match_param (0x200)
   std::vector<FlowDestination> destinations;  // forward destinations
   std::vector<uint32_t> counters;             // flow counter IDs
@@ -190,6 +204,7 @@ struct EthObjects {
   ObjectTable<FlowTable> flow_tables{1, 0xffffff, 1u << 16};
   ObjectTable<FlowGroup> flow_groups{1, 0xffffff, 1u << 12};  // firmware/eth_flow.cpp says why
   ObjectTable<FlowCounter> flow_counters{1, 0xffffff, 1u << 16};
+  ObjectTable<PacketReformat> packet_reformats{1, 0xffffff, 1u << 16};
   // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
   std::map<uint8_t, uint32_t> roots;
 
@@ -202,6 +217,7 @@ struct EthObjects {
     flow_tables.clear();
     flow_groups.clear();
     flow_counters.clear();
+    packet_reformats.clear();
     roots.clear();
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR, RQT).

@@ -191,6 +191,8 @@ EthQueues::Fault EthQueues::execute(EthSendQueue& sq, uint32_t, std::span<const 
 
 void EthQueues::send_frame(EthSendQueue& sq, std::span<const uint8_t> frame) {
   if (port_ == nullptr) return void(++counters_.tx_no_port);
+  if (!steer_tx(frame, tx_reformatted_)) return void(++counters_.tx_steering_drop);
+  if (!tx_reformatted_.empty()) frame = tx_reformatted_;
   // Preamble, SFD, FCS and the inter-frame gap count on the wire, as for RDMA packets.
   const uint64_t wire_bytes = frame.size() + TimingPreset::kWireOverheadBytes;
   pace(sq, wire_bytes);
@@ -200,6 +202,40 @@ void EthQueues::send_frame(EthSendQueue& sq, std::span<const uint8_t> frame) {
     if (sent > now && clock_.consume_ps) clock_.consume_ps(sent - now);
   }
   port_->transmit_from_domain(frame, transport_domain(sq));
+}
+
+bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted) {
+  reformatted.clear();
+  uint32_t table_id = root_table(flow_table_type::kNicTx);
+  if (table_id == 0) return true;  // no NIC TX tables (mlx5e sets none): frames leave as they are
+  const auto key = frame::outer_match_key(frame, frame::parse(frame));
+  for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
+    const FlowTable* table = f_.eth.flow_tables.find(table_id);
+    if (table == nullptr) break;
+    const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
+    if (!hit) {
+      table_id = table->miss_action == 1 ? table->miss_table : 0;
+      continue;
+    }
+    const FlowEntry& entry = table->entries.at(*hit);
+    for (uint32_t id : entry.counters)
+      if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
+    if (entry.action & flow_action::kDrop) return false;
+    if (entry.action & flow_action::kPacketReformat)
+      if (const PacketReformat* reformat = f_.eth.packet_reformats.find(entry.packet_reformat)) {
+        frame::encapsulate(reformat->data, frame, reformatted);
+        ++counters_.tx_reformatted;
+      }
+    table_id = 0;
+    for (const FlowDestination& d : entry.destinations)
+      if (d.type == flow_dest::kFlowTable) {
+        table_id = d.id;
+        break;
+      }
+    // Another table sees the frame as it left this one (one reformat at most: the first).
+    if (!reformatted.empty()) break;
+  }
+  return true;  // allowed, or no entry took it: NIC TX lets what it does not drop go
 }
 
 void EthQueues::pace(EthSendQueue& sq, uint64_t wire_bytes) {
@@ -404,17 +440,19 @@ std::optional<uint32_t> EthQueues::rq_of_tir(uint32_t tirn, std::span<const uint
   return rqt->rqns[flow_hash(frame, frame::parse(frame)) % rqt->rqns.size()];
 }
 
+uint32_t EthQueues::root_table(uint8_t type) const {
+  if (auto root = f_.eth.roots.find(type); root != f_.eth.roots.end() && root->second != 0) return root->second;
+  uint32_t table_id = 0;
+  int best = 256;
+  for (const auto& [id, table] : f_.eth.flow_tables)
+    if (table.type == type && table.level < best) best = table.level, table_id = id;
+  return table_id;
+}
+
 std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
   const frame::Parsed parsed = frame::parse(frame);
   const auto key = frame::outer_match_key(frame, parsed);
-  // The root NIC RX table, or the lowest-level one when none was set.
-  uint32_t table_id = 0;
-  if (auto root = f_.eth.roots.find(flow_table_type::kNicRx); root != f_.eth.roots.end()) table_id = root->second;
-  if (table_id == 0) {
-    int best = 256;
-    for (const auto& [id, table] : f_.eth.flow_tables)
-      if (table.type == flow_table_type::kNicRx && table.level < best) best = table.level, table_id = id;
-  }
+  uint32_t table_id = root_table(flow_table_type::kNicRx);
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;

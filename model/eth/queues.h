@@ -57,6 +57,8 @@ struct EthCounters {
   uint64_t tx_wqes = 0, tx_nops = 0, tx_frames = 0, tx_bytes = 0, tx_cqes = 0;
   uint64_t tx_no_port = 0;            // frame built but nobody to hand it to
   uint64_t tx_paced = 0;              // frames that waited for their SQ's packet pacing rate
+  uint64_t tx_steering_drop = 0;      // frames a NIC TX flow entry dropped
+  uint64_t tx_reformatted = 0;        // frames a NIC TX flow entry encapsulated
   uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
   uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
   uint64_t tx_physical_lkey = 0;      // no MKEY table: addresses used as physical
@@ -135,6 +137,11 @@ class EthQueues {
   // One frame of `sq` out of the port: on a shared port (QoS) once its share of the wire has taken
   // it, in model time; else at once. Counts a frame without a port.
   void send_frame(EthSendQueue& sq, std::span<const uint8_t> frame);
+  // NIC TX steering: the root NIC TX table's entries count a frame, drop it (false) or put a tunnel
+  // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
+  bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
+  // The root table of a type (SET_FLOW_TABLE_ROOT), or its lowest-level table when none was set.
+  uint32_t root_table(uint8_t type) const;
   // Packet pacing: waits, in model time, until the SQ's rate limit entry (sqc.
   // packet_pacing_rate_limit_index, firmware/packet_pacing.cpp) and its queue group's rates (sqc.
   // qos_queue_group_id, objects/scheduling_elements.h) let a frame of `wire_bytes` go.
@@ -147,6 +154,7 @@ class EthQueues {
   EthCounters counters_;
   bool physical_reported_ = false;
   std::vector<uint8_t> ctrl_bytes_;  // read_ctrl's buffer
+  std::vector<uint8_t> tx_reformatted_;  // steer_tx's encapsulated frame
 };
 
 }  // namespace hcaemu::model

@@ -1,5 +1,5 @@
 // Flow steering commands (mlx5-device-bringup.md section 4.4): flow tables, groups, entries, the
-// root table of a table type, and flow counters. Layouts: mlx5-layouts.md create_flow_table_in,
+// root table of a table type, flow counters, and packet reformat contexts (encapsulation on NIC TX). Layouts: mlx5-layouts.md create_flow_table_in,
 // flow_table_context, create_flow_group_in, set_fte_in. Fields of the commands the layouts file
 // does not list (destroy/query/modify flow table, destroy flow group, delete/query entry, root,
 // counters, the 8-byte destination entries after set_fte_in) follow the same PRM structures:
@@ -19,7 +19,7 @@ constexpr uint16_t kSetFlowTableRoot = 0x92f, kCreateFlowTable = 0x930, kDestroy
 constexpr uint16_t kQueryFlowTable = 0x932, kCreateFlowGroup = 0x933, kDestroyFlowGroup = 0x934;
 constexpr uint16_t kSetFte = 0x936, kQueryFte = 0x937, kDeleteFte = 0x938;
 constexpr uint16_t kAllocFlowCounter = 0x939, kDeallocFlowCounter = 0x93a, kQueryFlowCounter = 0x93b;
-constexpr uint16_t kModifyFlowTable = 0x93c;
+constexpr uint16_t kModifyFlowTable = 0x93c, kAllocPacketReformat = 0x93d, kDeallocPacketReformat = 0x93e;
 
 enum FlowCheck : uint16_t {
   kCheckTableType = 0x30,
@@ -30,6 +30,7 @@ enum FlowCheck : uint16_t {
   kCheckCounter = 0x35,
   kCheckOverlap = 0x36,
   kCheckMiss = 0x37,
+  kCheckReformat = 0x38,
 };
 
 // Shared input fields.
@@ -68,6 +69,7 @@ constexpr Field kFteFlowTag{0x48, 23, 0};
 constexpr Field kFteAction{0x4c, 15, 0};
 constexpr Field kFteDestinationCount{0x50, 23, 0};
 constexpr Field kFteCounterCount{0x54, 23, 0};
+constexpr Field kFtePacketReformatId{0x58, 31, 0};
 constexpr uint32_t kFteMatchValue = 0x80;
 constexpr uint32_t kMaxDestinations = 256;
 enum FteOpMod : uint16_t { kFteNew = 0, kFteModify = 1 };
@@ -79,6 +81,12 @@ constexpr Field kQueryCounterCount{0x18, 15, 0};
 constexpr Field kQueryCounterClear{0x18, 31, 31};
 constexpr Field kQueryCounterId{0x1c, 31, 0};
 constexpr uint32_t kCounterStatistics = 0x10, kCounterStatisticsSize = 16;
+
+// alloc_packet_reformat_context_in: packet_reformat_context at 0x1c, its data from 0x22.
+constexpr Field kReformatType{0x1c, 31, 24};
+constexpr Field kReformatDataSize{0x1c, 9, 0};
+constexpr uint32_t kReformatData = 0x22;
+constexpr Field kReformatId{0x08, 31, 0};  // alloc out, dealloc in
 
 bool check(CommandCall& call, bool ok, uint16_t check_number, CommandStatus status = CommandStatus::kBadParameter) {
   if (!ok) call.fail(status, syndrome(call.opcode(), check_number));
@@ -249,6 +257,7 @@ void reference_entry(FunctionContext& f, const FlowEntry& entry, int delta) {
   }
   for (uint32_t id : entry.counters)
     if (FlowCounter* counter = f.eth.flow_counters.find(id)) counter->refs += uint32_t(delta);
+  if (PacketReformat* reformat = f.eth.packet_reformats.find(entry.packet_reformat)) reformat->refs += uint32_t(delta);
   if (FlowGroup* group = f.eth.flow_groups.find(entry.group)) group->entries += uint32_t(delta);
 }
 
@@ -279,6 +288,13 @@ void set_fte(CommandCall& call) {
   entry.group = get(call.in(), kFteGroup);
   entry.action = get(call.in(), kFteAction);
   entry.flow_tag = get(call.in(), kFteFlowTag);
+  // A reformat (encapsulation) on the way out only: NIC TX tables, a context that exists.
+  if (entry.action & flow_action::kPacketReformat) {
+    entry.packet_reformat = get(call.in(), kFtePacketReformatId);
+    if (!check(call, table->type == flow_table_type::kNicTx && f.eth.packet_reformats.contains(entry.packet_reformat),
+               kCheckReformat))
+      return;
+  }
   FlowGroup* group = lookup(call, f.eth.flow_groups, entry.group, kCheckGroup);
   if (group == nullptr ||
       !check(call, group->table == table_id && index >= group->start && index <= group->end, kCheckGroup))
@@ -379,6 +395,32 @@ void query_flow_counter(CommandCall& call) {
   }
 }
 
+// ---- packet reformat contexts ----
+
+void alloc_packet_reformat(CommandCall& call) {
+  if (!fw::start(call, kReformatData)) return;
+  const uint32_t size = get(call.in(), kReformatDataSize);
+  // Encapsulation behind at least an Ethernet header, no longer than the caps say.
+  if (!check(call, get(call.in(), kReformatType) == reformat_type::kL2ToL2Tunnel, kCheckReformat) ||
+      !check(call, size >= 14 && size <= kMaxEncapHeaderSize, kCheckReformat) ||
+      !check(call, call.in().size() >= kReformatData + size, kCheckReformat, CommandStatus::kBadInputLength))
+    return;
+  PacketReformat reformat;
+  reformat.type = reformat_type::kL2ToL2Tunnel;
+  const auto data = sub(call.in(), kReformatData, size);
+  reformat.data.assign(data.begin(), data.end());
+  const uint32_t id = fw::insert(call, call.function().eth.packet_reformats, 16, std::move(reformat));
+  if (id != 0) set(call.out(), kReformatId, id);
+}
+
+void dealloc_packet_reformat(CommandCall& call) {
+  if (!fw::start(call, 0x10)) return;
+  const uint32_t id = get(call.in(), kReformatId);
+  PacketReformat* reformat = lookup(call, call.function().eth.packet_reformats, id, kCheckReformat);
+  if (reformat == nullptr || !fw::not_in_use(call, reformat->refs)) return;
+  call.function().eth.packet_reformats.erase(id);
+}
+
 }  // namespace
 
 void register_flow_commands(CommandTable& table) {
@@ -395,6 +437,8 @@ void register_flow_commands(CommandTable& table) {
   table.add(kAllocFlowCounter, "ALLOC_FLOW_COUNTER", alloc_flow_counter);
   table.add(kDeallocFlowCounter, "DEALLOC_FLOW_COUNTER", dealloc_flow_counter);
   table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter);
+  table.add(kAllocPacketReformat, "ALLOC_PACKET_REFORMAT_CONTEXT", alloc_packet_reformat);
+  table.add(kDeallocPacketReformat, "DEALLOC_PACKET_REFORMAT_CONTEXT", dealloc_packet_reformat);
 }
 
 }  // namespace hcaemu::model

@@ -393,31 +393,42 @@ constexpr CapValue kRoceCaps[] = {
     {roce::kRoceAddressTableSize, kRoceAddressTableSize},
 };
 
-// --- flow_table_nic_cap (type 7): flow_table_properties_nic_receive at 0x40 ------------------------
+// --- flow_table_nic_cap (type 7): flow_table_properties_nic_receive at 0x40, _nic_transmit at 0x100 --
+// NIC TX tables count, drop, allow and encapsulate (packet reformat L2_TO_L2_TUNNEL, eth/queues.cpp
+// steer_tx); no decap and no other reformat type (decap, reformat_l3_tunnel_to_l2,
+// reformat_l2_to_l3_tunnel stay 0, so mlx5_ib refuses those types).
 namespace ft {
 constexpr uint32_t kNicReceive = 0x40;                        // flow_table_properties_nic_receive
-constexpr Field kFtSupport{kNicReceive + 0x00, 31, 31};       // .ft_support
-constexpr Field kFlowModifyEn{kNicReceive + 0x00, 28, 28};    // .flow_modify_en
-constexpr Field kModifyRoot{kNicReceive + 0x00, 27, 27};      // .modify_root
-constexpr Field kIdentifiedMissTableMode{kNicReceive + 0x00, 26, 26};  // .identified_miss_table_mode
-constexpr Field kFlowTableModify{kNicReceive + 0x00, 25, 25}; // .flow_table_modify
-constexpr Field kIgnoreFlowLevel{kNicReceive + 0x00, 10, 10}; // .ignore_flow_level
-constexpr Field kLogMaxFtSize{kNicReceive + 0x04, 29, 24};    // .log_max_ft_size
-constexpr Field kMaxFtLevel{kNicReceive + 0x04, 7, 0};        // .max_ft_level
-constexpr Field kLogMaxFtNum{kNicReceive + 0x0c, 7, 0};       // .log_max_ft_num
-constexpr Field kLogMaxDestination{kNicReceive + 0x10, 7, 0}; // .log_max_destination
-constexpr Field kLogMaxFlow{kNicReceive + 0x14, 7, 0};        // .log_max_flow
-constexpr uint32_t kFtFieldSupport = kNicReceive + 0x20;         // .ft_field_support (128 bits)
-constexpr uint32_t kFtFieldBitmaskSupport = kNicReceive + 0x30;  // .ft_field_bitmask_support (128 bits)
+constexpr uint32_t kNicTransmit = 0x100;                      // flow_table_properties_nic_transmit
+// In flow_table_prop_layout, at either of them.
+constexpr Field kFtSupport{0x00, 31, 31};                     // ft_support
+constexpr Field kFlowModifyEn{0x00, 28, 28};                  // flow_modify_en
+constexpr Field kModifyRoot{0x00, 27, 27};                    // modify_root
+constexpr Field kIdentifiedMissTableMode{0x00, 26, 26};       // identified_miss_table_mode
+constexpr Field kFlowTableModify{0x00, 25, 25};               // flow_table_modify
+constexpr Field kReformat{0x00, 24, 24};                      // reformat
+constexpr Field kIgnoreFlowLevel{0x00, 10, 10};               // ignore_flow_level
+constexpr Field kLogMaxFtSize{0x04, 29, 24};                  // log_max_ft_size
+constexpr Field kMaxFtLevel{0x04, 7, 0};                      // max_ft_level
+constexpr Field kLogMaxFtNum{0x0c, 7, 0};                     // log_max_ft_num
+constexpr Field kLogMaxDestination{0x10, 7, 0};               // log_max_destination
+constexpr Field kLogMaxFlow{0x14, 7, 0};                      // log_max_flow
+constexpr uint32_t kFtFieldSupport = 0x20;                    // ft_field_support (128 bits)
+constexpr uint32_t kFtFieldBitmaskSupport = 0x30;             // ft_field_bitmask_support (128 bits)
 constexpr uint32_t kFieldSupportBytes = 16;
+// The page's own fields.
+constexpr Field kEncapGeneralHeader{0x04, 31, 31};            // encap_general_header
+constexpr Field kLogMaxPacketReformatContext{0x04, 20, 16};   // log_max_packet_reformat_context
+constexpr Field kMaxEncapHeaderSize{0x04, 9, 0};              // max_encap_header_size
 }  // namespace ft
 
-constexpr CapValue kFlowTableCaps[] = {
+constexpr CapValue kFlowTableProperties[] = {
     {ft::kFtSupport, 1},
     {ft::kFlowModifyEn, 1},  // the four "chaining caps" enable bypass/offloads/ethtool namespaces
     {ft::kModifyRoot, 1},
     {ft::kIdentifiedMissTableMode, 1},
     {ft::kFlowTableModify, 1},
+    {ft::kReformat, 1},         // RX: no reformat type is offered for it (see above); TX: encapsulation
     {ft::kIgnoreFlowLevel, 1},  // a rule may forward to a table of any level (mlx5e's TC post-action table)
     {ft::kLogMaxFtSize, 20},
     {ft::kMaxFtLevel, 63},  // mlx5e requires >= 3
@@ -425,6 +436,12 @@ constexpr CapValue kFlowTableCaps[] = {
     {ft::kLogMaxFtNum, 10},
     {ft::kLogMaxDestination, 6},
     {ft::kLogMaxFlow, 20},
+};
+
+constexpr CapValue kFlowTableCaps[] = {
+    {ft::kEncapGeneralHeader, 1},
+    {ft::kLogMaxPacketReformatContext, 16},
+    {ft::kMaxEncapHeaderSize, kMaxEncapHeaderSize},
 };
 
 // --- device_mem_cap (type 0xf): the function's MEMIC window (objects/device_memory.h) -----------
@@ -514,9 +531,12 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       return;
     case CapType::kFlowTable:
       fill(page, kFlowTableCaps);
-      for (uint32_t i = 0; i < ft::kFieldSupportBytes; ++i) {  // every match field is accepted
-        page[ft::kFtFieldSupport + i] = 0xff;
-        page[ft::kFtFieldBitmaskSupport + i] = 0xff;
+      for (uint32_t properties : {ft::kNicReceive, ft::kNicTransmit}) {
+        fill(page.subspan(properties), kFlowTableProperties);
+        for (uint32_t i = 0; i < ft::kFieldSupportBytes; ++i) {  // every match field is accepted
+          page[properties + ft::kFtFieldSupport + i] = 0xff;
+          page[properties + ft::kFtFieldBitmaskSupport + i] = 0xff;
+        }
       }
       return;
     case CapType::kDeviceMemory:

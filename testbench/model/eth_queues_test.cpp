@@ -288,6 +288,94 @@ TEST(EthSq, AnSqInAQueueGroupSendsNoFasterThanTheGroupAndItsTsar) {
   EXPECT_EQ(waits.size(), 2u);
 }
 
+// ALLOC_PACKET_REFORMAT_CONTEXT as mlx5_core sends it: type and data size at 0x1c, data from 0x22.
+uint8_t alloc_reformat(TestFunction& t, uint8_t type, const std::vector<uint8_t>& data) {
+  auto in = TestFunction::input(0x22 + data.size());
+  in[0x1c] = type;
+  store_be16(&in[0x1e], uint16_t(data.size()));
+  std::copy(data.begin(), data.end(), &in[0x22]);
+  return t.run(0x93d, in);
+}
+
+// A VXLAN tunnel's outer headers, as rdma-core's test builds them, with lengths for no payload.
+std::vector<uint8_t> vxlan_outer() {
+  std::vector<uint8_t> h(14 + 20 + 8 + 8, 0);
+  const uint8_t dst[6] = {0x02, 0xc9, 0, 0, 0, 9}, src[6] = {0x02, 0xc9, 0, 0, 0, 8};
+  std::copy_n(dst, 6, &h[0]);
+  std::copy_n(src, 6, &h[6]);
+  store_be16(&h[12], 0x0800);
+  h[14] = 0x45;
+  h[22] = 64;
+  h[23] = 17;
+  store_be32(&h[26], 0xc0a80001);
+  store_be32(&h[30], 0xc0a80002);
+  store_be16(&h[34], 50000);
+  store_be16(&h[36], 4789);
+  h[42] = 0x08;  // VXLAN: VNI valid
+  return h;
+}
+
+// NIC TX steering: a root NIC TX table whose entry encapsulates every frame (rdma-core's
+// test_tx_packet_reformat), counts it, or drops it; without NIC TX tables frames leave untouched.
+TEST(EthSq, NicTxStepsEncapsulateCountAndDrop) {
+  EthPath t;
+  const auto frame = udp_frame(100);
+  t.put_wqe(0, t.send_wqe(0, frame, 256));
+  t.ring(1);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  EXPECT_EQ(t.port.frames[0], frame) << "no NIC TX table";
+
+  const auto outer = vxlan_outer();
+  EXPECT_EQ(alloc_reformat(t, 0x3, outer), kBadParameter) << "L3_TUNNEL_TO_L2: not offered";
+  EXPECT_EQ(alloc_reformat(t, 0x2, std::vector<uint8_t>(kMaxEncapHeaderSize + 1, 0)), kBadParameter) << "too long";
+  EXPECT_EQ(alloc_reformat(t, 0x2, std::vector<uint8_t>(8, 0)), kBadParameter) << "not even an Ethernet header";
+  ASSERT_EQ(alloc_reformat(t, 0x2, outer), kOk);
+  const uint32_t reformat = t.out32(0x08);
+  constexpr uint8_t kNicTx = 1, kNicRx = 0;
+  const uint32_t table = t.create_flow_table(kNicTx, 2);
+  const uint32_t group = t.create_group(kNicTx, table, 0, 3, false);
+  auto fte = t.fte_input(kNicTx, table, 0, group, {});
+  store_be32(&fte[0x4c], 0x1 | 0x10);  // allow, packet reformat
+  store_be32(&fte[0x58], reformat);
+  const uint32_t rx_table = t.create_flow_table(kNicRx, 2);
+  const uint32_t rx_group = t.create_group(kNicRx, rx_table, 0, 3, false);
+  auto rx_fte = t.fte_input(kNicRx, rx_table, 0, rx_group, {});
+  store_be32(&rx_fte[0x4c], 0x1 | 0x10);
+  store_be32(&rx_fte[0x58], reformat);
+  EXPECT_EQ(t.run(0x936, rx_fte), kBadParameter) << "encapsulation only on the way out";
+  store_be32(&fte[0x58], reformat + 1);
+  EXPECT_EQ(t.run(0x936, fte), kBadParameter) << "no such reformat context";
+  store_be32(&fte[0x58], reformat);
+  ASSERT_EQ(t.run(0x936, fte), kOk);
+  auto dealloc = TestFunction::input(0x10);
+  store_be32(&dealloc[0x08], reformat);
+  EXPECT_EQ(t.run(0x93e, dealloc), kBadResourceState) << "in use by the entry";
+
+  t.put_wqe(1, t.send_wqe(1, frame, 256));
+  t.ring(2);
+  ASSERT_EQ(t.port.frames.size(), 2u);
+  const auto& sent = t.port.frames[1];
+  ASSERT_EQ(sent.size(), outer.size() + frame.size());
+  EXPECT_TRUE(std::equal(frame.begin(), frame.end(), sent.begin() + outer.size())) << "the frame, whole, inside";
+  EXPECT_TRUE(std::equal(outer.begin(), outer.begin() + 16, sent.begin())) << "the tunnel's L2 and IP start";
+  const auto parsed = frame::parse(sent);
+  EXPECT_EQ(load_be16(&sent[16]), sent.size() - 14) << "outer IPv4 total length";
+  EXPECT_TRUE(frame::ipv4_header_ok(sent, parsed)) << "outer IPv4 checksum";
+  EXPECT_EQ(load_be16(&sent[38]), sent.size() - 34) << "outer UDP length";
+  EXPECT_EQ(load_be16(&sent[40]), 0u) << "outer UDP checksum: none";
+  EXPECT_EQ(t.queues.counters().tx_reformatted, 1u);
+
+  // The same entry dropping instead: the frame never reaches the port.
+  auto drop = t.fte_input(kNicTx, table, 0, group, {});
+  store_be32(&drop[0x4c], 0x2);
+  ASSERT_EQ(t.run(0x936, drop, 16, 1), kOk);  // op_mod 1: modify the entry
+  t.put_wqe(2, t.send_wqe(2, frame, 256));
+  t.ring(3);
+  EXPECT_EQ(t.port.frames.size(), 2u);
+  EXPECT_EQ(t.queues.counters().tx_steering_drop, 1u);
+  EXPECT_EQ(t.run(0x93e, dealloc), kOk) << "no entry uses it any more";
+}
+
 TEST(EthSq, ChecksumOffloadFillsIpv4AndUdp) {
   EthPath t;
   auto frame = udp_frame(33);
