@@ -20,6 +20,7 @@ const char* wq_state_name(WqState state) {
 
 namespace {
 
+using fw::check;
 using fw::lookup;
 using fw::lookup_owned;
 
@@ -109,11 +110,6 @@ bool check_td(CommandCall& call, uint32_t td) {
   if (call.function().resources.tds.contains(td)) return true;
   call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckTd));
   return false;
-}
-
-bool check(CommandCall& call, bool ok, uint16_t check_number, CommandStatus status = CommandStatus::kBadParameter) {
-  if (!ok) call.fail(status, syndrome(call.opcode(), check_number));
-  return ok;
 }
 
 // ---- the wq context of an RQ or SQ ----

@@ -13,6 +13,7 @@
 namespace hcaemu::model {
 namespace {
 
+using fw::check;
 using fw::lookup;
 
 constexpr uint16_t kSetFlowTableRoot = 0x92f, kCreateFlowTable = 0x930, kDestroyFlowTable = 0x931;
@@ -87,11 +88,6 @@ constexpr Field kReformatType{0x1c, 31, 24};
 constexpr Field kReformatDataSize{0x1c, 9, 0};
 constexpr uint32_t kReformatData = 0x22;
 constexpr Field kReformatId{0x08, 31, 0};  // alloc out, dealloc in
-
-bool check(CommandCall& call, bool ok, uint16_t check_number, CommandStatus status = CommandStatus::kBadParameter) {
-  if (!ok) call.fail(status, syndrome(call.opcode(), check_number));
-  return ok;
-}
 
 bool known_table_type(uint32_t type) {
   using namespace flow_table_type;

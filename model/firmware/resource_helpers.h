@@ -34,6 +34,12 @@ enum Check : uint16_t {
   kCheckUmem = 0x21,         // buffers in a DevX UMEM, which the device does not offer
 };
 
+// Fails the command with `status` and check number `check_number` of its syndrome range unless `ok`.
+inline bool check(CommandCall& call, bool ok, uint16_t check_number, CommandStatus status = CommandStatus::kBadParameter) {
+  if (!ok) call.fail(status, syndrome(call.opcode(), check_number));
+  return ok;
+}
+
 // The command's fixed input and output sizes (the sender's uid was checked before: Senders).
 inline bool start(CommandCall& call, uint32_t in_bytes, uint32_t out_bytes = mbox::kHeaderSize) {
   return call.need_input(in_bytes) && call.need_output(out_bytes);

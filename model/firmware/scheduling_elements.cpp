@@ -58,11 +58,6 @@ constexpr Face kCommand{
 
 Field at(uint32_t base, Field f) { return Field{base + f.offset, f.hi, f.lo}; }
 
-bool check(CommandCall& call, bool ok, uint16_t number, CommandStatus status = CommandStatus::kBadParameter) {
-  if (!ok) call.fail(status, syndrome(call.opcode(), number));
-  return ok;
-}
-
 // What a create and a modify share: the NIC hierarchy, a known element type (a TSAR of DWRR or a
 // queue group) and only fields the device has.
 bool check_context(CommandCall& call, const Face& face, bool modify) {
