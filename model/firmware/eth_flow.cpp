@@ -366,12 +366,19 @@ void alloc_flow_counter(CommandCall& call) {
   if (id != 0) set(call.out(), kCounterId, id);
 }
 
-void dealloc_flow_counter(CommandCall& call) {
+// DEALLOC_* of an object flow entries refer to (a counter, a reformat context): the ID at
+// `id_field`, refused while an entry uses it.
+template <typename T>
+void dealloc_unused(CommandCall& call, ObjectTable<T>& table, Field id_field, uint16_t check_number) {
   if (!fw::start(call, 0x10)) return;
-  const uint32_t id = get(call.in(), kCounterId);
-  FlowCounter* counter = lookup(call, call.function().eth.flow_counters, id, kCheckCounter);
-  if (counter == nullptr || !fw::not_in_use(call, counter->refs)) return;
-  call.function().eth.flow_counters.erase(id);
+  const uint32_t id = get(call.in(), id_field);
+  T* object = lookup(call, table, id, check_number);
+  if (object == nullptr || !fw::not_in_use(call, object->refs)) return;
+  table.erase(id);
+}
+
+void dealloc_flow_counter(CommandCall& call) {
+  dealloc_unused(call, call.function().eth.flow_counters, kCounterId, kCheckCounter);
 }
 
 void query_flow_counter(CommandCall& call) {
@@ -410,11 +417,7 @@ void alloc_packet_reformat(CommandCall& call) {
 }
 
 void dealloc_packet_reformat(CommandCall& call) {
-  if (!fw::start(call, 0x10)) return;
-  const uint32_t id = get(call.in(), kReformatId);
-  PacketReformat* reformat = lookup(call, call.function().eth.packet_reformats, id, kCheckReformat);
-  if (reformat == nullptr || !fw::not_in_use(call, reformat->refs)) return;
-  call.function().eth.packet_reformats.erase(id);
+  dealloc_unused(call, call.function().eth.packet_reformats, kReformatId, kCheckReformat);
 }
 
 }  // namespace
