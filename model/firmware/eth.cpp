@@ -250,11 +250,7 @@ bool check_rate_limit(CommandCall& call, uint32_t index) {
 
 // An SQ's queue group (objects/scheduling_elements.h): 0 (none), or a queue group the sender may use.
 bool check_queue_group(CommandCall& call, uint32_t id) {
-  if (id == 0) return true;
-  const auto& elements = call.function().resources.scheduling.table();
-  const SchedulingElement* e = elements.find(id);
-  return check(call, e != nullptr && e->type == sched_element::kQueueGroup && fw::acts_for(call, elements.owner(id)),
-               fw::kCheckParameter);
+  return check(call, fw::may_join_queue_group(call, id), fw::kCheckParameter);
 }
 
 void create_sq(CommandCall& call) {

@@ -332,13 +332,8 @@ struct QueueGroups {
 };
 std::optional<QueueGroups> queue_groups(CommandCall& call, const QueuePair& qp) {
   const QueueGroups groups{get(call.in(), kQueueGroupRequester), get(call.in(), kQueueGroupResponder)};
-  const auto& elements = call.function().resources.scheduling.table();
-  const auto usable = [&](uint32_t id) {
-    const SchedulingElement* e = elements.find(id);
-    return id == 0 || (e != nullptr && e->type == sched_element::kQueueGroup && acts_for(call, elements.owner(id)));
-  };
   const bool type_ok = qp.st == qp_st::kRc || ((qp.st == qp_st::kUc || qp.st == qp_st::kUd) && groups.responder == 0);
-  if (!type_ok || !usable(groups.requester) || !usable(groups.responder)) {
+  if (!type_ok || !may_join_queue_group(call, groups.requester) || !may_join_queue_group(call, groups.responder)) {
     call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
     return std::nullopt;
   }

@@ -62,6 +62,15 @@ T* lookup(CommandCall& call, ObjectTable<T>& table, uint32_t id, uint16_t check)
 // user context on its own only.
 inline bool acts_for(const CommandCall& call, uint16_t owner) { return call.uid() == kKernelUid || owner == call.uid(); }
 
+// Whether a QP or SQ of the sender may join queue group `id` (objects/scheduling_elements.h): 0
+// (none), or a queue group the sender may act on.
+inline bool may_join_queue_group(CommandCall& call, uint32_t id) {
+  if (id == 0) return true;
+  const auto& elements = call.function().resources.scheduling.table();
+  const SchedulingElement* e = elements.find(id);
+  return e != nullptr && e->type == sched_element::kQueueGroup && acts_for(call, elements.owner(id));
+}
+
 // The object a command acts on (destroys, modifies, queries): as lookup(), and a user context may
 // act only on its own objects; another's, or the kernel's, is no object of its (BAD_RESOURCE).
 // Objects a command merely points at (a QP's CQs and PD) are looked up with lookup(): mlx5_ib

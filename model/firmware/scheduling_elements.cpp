@@ -24,7 +24,6 @@ constexpr Field kTsarType{0x04, 23, 16};
 constexpr Field kParent{0x08, 31, 0};
 constexpr Field kBwShare{0x14, 31, 0};
 constexpr Field kMaxAverageBw{0x18, 31, 0};
-constexpr uint32_t kContextSize = 0x40;
 // The fields a create or modify takes (modify_field_select, modify_bitmask).
 constexpr uint32_t kSelectBwShare = 1u << 0, kSelectMaxAverageBw = 1u << 1;
 constexpr uint32_t kLogMaxElements = 12;
@@ -58,11 +57,14 @@ constexpr Face kCommand{
 
 Field at(uint32_t base, Field f) { return Field{base + f.offset, f.hi, f.lo}; }
 
+// Whether the command names the fields it sets (a modify always; a create only on the face whose
+// create has a select, otherwise it takes every field).
+bool has_select(const Face& face, bool modify) { return modify || face.create_selects; }
+
 // What a create and a modify share: the NIC hierarchy, a known element type (a TSAR of DWRR or a
 // queue group) and only fields the device has.
 bool check_context(CommandCall& call, const Face& face, bool modify) {
   const uint8_t type = uint8_t(get(call.in(), at(face.context, kElementType)));
-  const bool has_select = modify || face.create_selects;
   return check(call, get(call.in(), face.hierarchy) == sched_element::kHierarchyNic, kCheckHierarchy) &&
          check(call,
                type == sched_element::kQueueGroup ||
@@ -70,15 +72,14 @@ bool check_context(CommandCall& call, const Face& face, bool modify) {
                     get(call.in(), at(face.context, kTsarType)) == sched_element::kTsarDwrr),
                kCheckElementType) &&
          check(call,
-               !has_select || (get(call.in(), face.select_high) == 0 &&
+               !has_select(face, modify) || (get(call.in(), face.select_high) == 0 &&
                                (get(call.in(), face.select) & ~(kSelectBwShare | kSelectMaxAverageBw)) == 0),
                kCheckSelect);
 }
 
 // Takes the fields the select names (every field for a create that has no select).
 void apply_context(CommandCall& call, const Face& face, bool modify, SchedulingElement& e) {
-  const bool has_select = modify || face.create_selects;
-  const uint32_t select = has_select ? get(call.in(), face.select) : kSelectBwShare | kSelectMaxAverageBw;
+  const uint32_t select = has_select(face, modify) ? get(call.in(), face.select) : kSelectBwShare | kSelectMaxAverageBw;
   if (select & kSelectBwShare) e.bw_share = get(call.in(), at(face.context, kBwShare));
   if (select & kSelectMaxAverageBw) e.max_average_bw_mbps = get(call.in(), at(face.context, kMaxAverageBw));
 }
