@@ -29,7 +29,7 @@ struct HostFunction {
     f.attach_memory(&memory);
     f.msix = &msix;
     f.bar0_size = 32 << 20;
-    f.identity.memic = device_memory_window(f.bar0_size);
+    f.identity.lay_out_bar0(f.bar0_size);
     f.place_device_memory();
   }
 

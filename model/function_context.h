@@ -16,6 +16,7 @@
 #include "model/objects/object_quotas.h"
 #include "model/objects/queue_counters.h"
 #include "model/objects/resources.h"
+#include "model/objects/var_window.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -34,6 +35,16 @@ struct FunctionIdentity {
   std::array<uint8_t, 6> mac = default_mac(vhca_id);  // permanent address in the NIC vport context
   ObjectQuotas quotas{};            // objects it may hold (caps log_max_*; the admin's configuration)
   DeviceMemoryWindow memic{};       // its device memory in BAR0 (device_mem_cap); none when 0 bytes
+  VarWindow var{};                  // its virtio access regions in BAR0 (virtio_emulation_cap)
+
+  // The BAR0 layout of a function: UAR pages from page 3 on, then the VARs, then the device
+  // memory's operation mirrors and its window at the BAR's end. Windows already set are kept.
+  void lay_out_bar0(uint64_t bar0_size) {
+    if (memic.bytes == 0) memic = device_memory_window(bar0_size);
+    if (var.bytes == 0) var = var_window(memic.uar_end(bar0_size));
+  }
+  // The first BAR0 byte past the UAR pages.
+  uint64_t uar_end(uint64_t bar0_size) const { return var.bytes != 0 ? var.bar_offset : memic.uar_end(bar0_size); }
 };
 
 struct FunctionContext {

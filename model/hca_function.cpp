@@ -23,7 +23,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
         firmware_.execute(request, output);
       }) {
   context_.bar0_size = bar0_size;
-  if (context_.identity.memic.bytes == 0) context_.identity.memic = device_memory_window(bar0_size);
+  context_.identity.lay_out_bar0(bar0_size);
   context_.place_device_memory();
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data,

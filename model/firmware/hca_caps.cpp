@@ -459,9 +459,20 @@ constexpr Field kMemicOperationsOffered{0x40, 31, 0};                // memic_op
 // No SW ICM (general_obj_types has no SW_ICM bit), so mlx5 DR does not take its ICM from here.
 }  // namespace dm
 
+// --- virtio_emulation_cap (type 0x13): the function's VARs (objects/var_window.h), and no virtio
+// queue type or event mode, so mlx5_core creates no vDPA device over them.
+namespace virtio {
+constexpr Field kEventMode{0x00, 15, 8};              // event_mode: none
+constexpr Field kVirtioQueueType{0x00, 7, 0};         // virtio_queue_type: none
+constexpr Field kLogDoorbellStride{0x04, 12, 8};      // log_doorbell_stride
+constexpr Field kLogDoorbellBarSize{0x04, 4, 0};      // log_doorbell_bar_size (4 KiB pages)
+constexpr Field kDoorbellBarOffsetHigh{0x08, 31, 0};  // doorbell_bar_offset (64 bits)
+constexpr Field kDoorbellBarOffsetLow{0x0c, 31, 0};
+}  // namespace virtio
+
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
                    kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100, kGeneral2Bytes = 0x100,
-                   kQosBytes = 0x100;
+                   kQosBytes = 0x100, kVirtioEmulationBytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -516,6 +527,7 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       set(page, gen::kLogMaxEq, log_max_eq(identity));
       set(page, gen::kMaxNumEqs, max_num_eqs(identity));
       set(page, gen::kDeviceMemory, identity.memic.bytes != 0);
+      if (identity.var.bytes != 0) set(page, gen::kGeneralObjTypesLow, 1u << kObjTypeVirtioNetQueue);
       return;
     case CapType::kEthernetOffloads:
       fill(page, kEthernetCaps);
@@ -554,6 +566,15 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
         set(page, dm::kMemicTestAndSetSizes, 1);
       }
       return;
+    case CapType::kVirtioEmulation:
+      if (identity.var.bytes == 0) return;
+      set(page, virtio::kEventMode, 0);  // both 0: no virtio queue can be created
+      set(page, virtio::kVirtioQueueType, 0);
+      set(page, virtio::kLogDoorbellStride, kLogVarStride);
+      set(page, virtio::kLogDoorbellBarSize, uint32_t(std::countr_zero(identity.var.bytes / kVarPageBytes)));
+      set(page, virtio::kDoorbellBarOffsetHigh, uint32_t(identity.var.bar_offset >> 32));
+      set(page, virtio::kDoorbellBarOffsetLow, uint32_t(identity.var.bar_offset));
+      return;
     case CapType::kGeneral2:
       fill(page, kGeneral2Caps);
       return;
@@ -576,6 +597,7 @@ uint32_t cap_struct_bytes(uint16_t type) {
     case CapType::kRoce: return kRoceBytes;
     case CapType::kFlowTable: return kFlowTableBytes;
     case CapType::kDeviceMemory: return kDeviceMemoryBytes;
+    case CapType::kVirtioEmulation: return kVirtioEmulationBytes;
     case CapType::kGeneral2: return kGeneral2Bytes;
     case CapType::kQos: return kQosBytes;
     default: return 0;  // the rest are never offered

@@ -23,6 +23,7 @@ enum class CapType : uint16_t {
   kFlowTable = 0x7,
   kQos = 0xc,           // queried when cmd_hca_cap.qos is set
   kDeviceMemory = 0xf,  // queried when cmd_hca_cap.device_memory is set
+  kVirtioEmulation = 0x13,  // queried when general_obj_types names virtio net queues (VARs)
   kGeneral2 = 0x20,     // cmd_hca_cap_2, queried when cmd_hca_cap.hca_cap_2 is set
 };
 enum class CapMode : uint16_t { kMax = 0, kCur = 1 };
@@ -62,6 +63,10 @@ struct HcaCapSettings {
 
 // NIC scheduling elements, a general object type (firmware/scheduling_elements.cpp).
 inline constexpr uint16_t kObjTypeSchedulingElement = 0x26;
+
+// Virtio net queues: the general object type whose general_obj_types bit tells mlx5 that the
+// function has virtio access regions (objects/var_window.h). No queue of the type can be created.
+inline constexpr uint16_t kObjTypeVirtioNetQueue = 0x0d;
 
 // Reserved QP numbers, a general object type (general_obj_types bit and obj_type;
 // firmware/general_objects.cpp). cmd_hca_cap_2 reports the block sizes.

@@ -63,8 +63,8 @@ void alloc_uar(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   FunctionContext& f = call.function();
   // UAR page n is BAR0 + n * 4 KiB; pages 0-2 are the init segment, the last page ends the BAR or
-  // comes before the device memory's operation mirrors.
-  const uint64_t uar_bytes = std::min(f.bar0_size, f.device_memory.window().uar_end(f.bar0_size));
+  // comes before the VARs or the device memory (FunctionIdentity::lay_out_bar0).
+  const uint64_t uar_bytes = std::min(f.bar0_size, f.identity.uar_end(f.bar0_size));
   const uint64_t pages = std::min<uint64_t>(uar_bytes / kUarPageSize, uint64_t(kMaxObjectId) + 1);
   f.resources.uars.set_range(kFirstUarIndex, uint32_t(pages > kFirstUarIndex ? pages - 1 : kFirstUarIndex - 1));
   if (uint32_t index = insert(call, f.resources.uars, 32, Uar{})) set(call.out(), kObjectNumber, index);

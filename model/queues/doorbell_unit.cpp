@@ -26,6 +26,10 @@ void DoorbellUnit::cq_doorbell(FunctionContext& f, uint32_t high, uint32_t low) 
 
 void DoorbellUnit::write(FunctionContext& f, uint64_t bar_offset, std::span<const uint8_t> data, uint64_t written_ps) {
   ++counters_.writes;
+  if (f.identity.var.contains(bar_offset)) {
+    ++counters_.var_writes;
+    return;
+  }
   const uint64_t index = bar_offset / kUarPageSize;
   const uint32_t offset = uint32_t(bar_offset % kUarPageSize);
   if (index > kMaxObjectId || !f.resources.uars.contains(uint32_t(index))) {

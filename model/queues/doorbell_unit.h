@@ -3,7 +3,8 @@
 // is BAR0 + n * 4 KiB; only pages the function allocated with ALLOC_UAR are honoured. Within a page:
 // +0x20 CQ arm (BE64, or two BE32 halves high first), +0x40 EQ CI + arm, +0x48 EQ CI only (BE32),
 // +0x800.. BlueFlame/SQ doorbells, handed to the data path through a hook. Anything else, or a
-// doorbell naming an unknown EQ/CQ, is counted and ignored.
+// doorbell naming an unknown EQ/CQ, is counted and ignored; so are stores to the VARs
+// (objects/var_window.h), which have no virtio queue behind them.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,6 +32,7 @@ inline constexpr uint32_t kBlueFlame = 0x800;  // .. 0xfff
 struct DoorbellCounters {
   uint64_t writes = 0;
   uint64_t unallocated_uar = 0;  // page the function never allocated (or freed)
+  uint64_t var_writes = 0;       // stores to a virtio access region: no virtio queue behind it
   uint64_t malformed = 0;        // unknown offset, wrong size, unknown EQ/CQ, bad CI/command
   uint64_t eq_doorbells = 0;
   uint64_t cq_doorbells = 0;
