@@ -427,7 +427,9 @@ int run(Args& a, const Workload& workload) {
   }
   if (result->stalled)
     std::cerr << "hcareplay: stopped at " << result->end_ps / 1000000 << " us of model time: operations in flight and "
-              << "none completed for " << result->stall_limit_ps / 1000000000 << " ms (RNR NAKs or retransmissions without end?)\n";
+              << "none completed for " << result->stall_limit_ps / 1000000000 << " ms (RNR NAKs or retransmissions without "
+              << "end, or a rate limit so low that one message takes longer: see the rate column of qps.csv; "
+              << "--stall-ms T waits longer)\n";
   if (result->incomplete != 0) {
     std::cerr << "hcareplay: " << result->incomplete << " operations never completed (see messages.csv)\n";
     return 3;
