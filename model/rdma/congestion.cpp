@@ -61,20 +61,31 @@ uint64_t RdmaEngine::paced_until(uint32_t qpn, const QueuePair& qp) {
   return until > now ? until : 0;
 }
 
+// The queue group's limits charge whole messages (DCQCN charges packets: paced_packet).
 void RdmaEngine::paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps) {
-  const auto it = dcqcn_ != nullptr ? congestion_.find(qpn) : congestion_.end();
-  const bool rate_limited = it != congestion_.end() && it->second.reaction.limited();
-  if (!rate_limited && qp.sched_group_requester == 0) return;
-  // On the wire: the payload and, per packet, Ethernet, IPv4, UDP, BTH, ICRC, FCS and the gap.
-  constexpr uint64_t kPerPacket = 14 + 20 + 8 + 12 + 4 + 24;
+  (void)qpn;
+  if (qp.sched_group_requester == 0) return;
   const uint64_t mtu = is_datagram(qp) ? std::max<uint64_t>(length, 1) : pmtu_of(qp);
   const uint64_t packets = std::max<uint64_t>(1, (length + mtu - 1) / mtu);
-  const uint64_t wire_bytes = length + packets * kPerPacket;
-  if (qp.sched_group_requester != 0) f_.resources.scheduling.charge(qp.sched_group_requester, wire_bytes, start_ps);
-  if (!rate_limited) return;
+  f_.resources.scheduling.charge(qp.sched_group_requester, length + packets * kPacketWireOverhead, start_ps);
+}
+
+void RdmaEngine::paced_packet(uint32_t qpn, uint64_t wire_bytes, uint64_t start_ps) {
+  if (dcqcn_ == nullptr) return;
+  const auto it = congestion_.find(qpn);
+  if (it == congestion_.end() || !it->second.reaction.limited()) return;
   ReactionPoint& rp = it->second.reaction;
   rp.on_sent(wire_bytes, start_ps);
   if (congestion_observer_) congestion_observer_({.qpn = qpn, .time_ps = start_ps, .rate_gbps = rp.rate_gbps(start_ps)});
+}
+
+uint64_t RdmaEngine::packet_paced_until(uint32_t qpn) {
+  if (sq_scheduler_ == nullptr || dcqcn_ == nullptr) return 0;  // without a scheduler nothing could resume it
+  const auto it = congestion_.find(qpn);
+  if (it == congestion_.end()) return 0;
+  const uint64_t now = now_ps();
+  const uint64_t until = it->second.reaction.next_send_ps(now);
+  return until > now ? until : 0;
 }
 
 }  // namespace hcaemu::model

@@ -298,6 +298,14 @@ class RdmaEngine {
   // group's limits; and, once one started, its bytes charged to them.
   uint64_t paced_until(uint32_t qpn, const QueuePair& qp);
   void paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps);
+  // DCQCN paces packet by packet, as a ConnectX does: each packet's bytes are charged to the QP's
+  // rate once it left, and the rest of a message waits while the rate holds the next one
+  // (RequesterHost::paced), its continuation queued through the SQ scheduler.
+  void paced_packet(uint32_t qpn, uint64_t wire_bytes, uint64_t start_ps);
+  uint64_t packet_paced_until(uint32_t qpn);  // 0: the next packet may go now
+  // Queues the continuation of a paused message (RcRequester::paced_psn) for when the rate allows;
+  // true if the SQ waits for it (new WQEs are taken after it).
+  bool hold_for_pace(uint32_t qpn, QueuePair& qp, SqResume cursor);
 
   FunctionContext& f_;
   EthernetPort* port_ = nullptr;

@@ -26,6 +26,9 @@ using transport::RocePacket;
 namespace syndrome = cqe_syndrome;  // model/queues/completion_queue.h
 
 inline constexpr uint32_t kCounterMask16 = 0xffff;
+// What a RoCE packet takes on the wire besides its payload: Ethernet, IPv4, UDP, BTH, ICRC, FCS
+// and the gap (the rate limits' charge; rdma/congestion.cpp).
+inline constexpr uint64_t kPacketWireOverhead = 14 + 20 + 8 + 12 + 4 + 24;
 
 // The transport machines' name for a connected QP's service (transport/rc/).
 inline transport::rc::Service service_of(uint8_t st) {

@@ -39,6 +39,9 @@ struct RcRequester : transport::rc::RequesterState {
   // READ response or atomic result it receives): sending goes on from this PSN once the fault is
   // resumed, and resends asked for meanwhile fold into it.
   std::optional<uint32_t> fault_resend_psn;
+  // DCQCN held the rest of a message (or of a resend) from this PSN on: it goes on when the rate
+  // allows, before the SQ takes another WQE (rdma/congestion.cpp).
+  std::optional<uint32_t> paced_psn;
   // Folds `psn` into fault_resend_psn: the resume sends again from the earliest PSN held.
   void resend_after_fault_from(uint32_t psn) {
     if (!fault_resend_psn || transport::psn_diff(psn, *fault_resend_psn) < 0) fault_resend_psn = psn;

@@ -244,7 +244,11 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
     bytes = buffer;
     return HostResult::kOk;
   }
-  void send(RocePacket& packet, uint64_t ready_ps) override { e_.send_frame(packet, ready_ps); }
+  void send(RocePacket& packet, uint64_t ready_ps) override {
+    const uint64_t start_ps = now_ps();
+    e_.send_frame(packet, ready_ps);
+    e_.paced_packet(qpn_, packet.payload.size() + kPacketWireOverhead, start_ps);
+  }
   void sent(size_t index, uint32_t number, bool first_of_burst) override {
     // The next message's WQE and payload reads may start once this one is on the wire.
     if (first_of_burst) e_.prefetch_floor_ps_ = now_ps();
@@ -256,6 +260,8 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
     e_.requester_error(qpn_, qp_, qp_.rc.req.outstanding[index].wqe, syn);
   }
   bool stopped() override { return send_queue_stopped(qp_); }
+  bool paced() override { return e_.packet_paced_until(qpn_) != 0; }
+  void pause_at(uint32_t psn) override { qp_.rc.req.paced_psn = psn; }
   void count(transport::rc::RequesterEvent event) override {
     if (event == transport::rc::RequesterEvent::kResent) ++e_.counters_.retransmits;
   }
@@ -357,6 +363,9 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     if (qp.rc.req.fault_resend_psn) resend_after_fault(qpn, qp);  // a message's pages came back
     if (qp.rc.req.page_fault.token != 0 || send_queue_stopped(qp)) return;
   }
+  // The rest of a message DCQCN held goes first, when its rate allows; nothing new before it.
+  cursor.reread = false;
+  if (hold_for_pace(qpn, qp, cursor)) return;
   std::vector<uint8_t> bytes;
   while (((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
     // DCQCN's rate limit, the queue group's rates or a paused port: the next message waits (other
@@ -372,9 +381,10 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     const SqStep step = next_wqe(qpn, qp, cursor.producer, cursor.doorbell_ps, bytes);
     if (step == SqStep::kStop || qp.rc.req.page_fault.token != 0) return;  // its payload faulted on the way
     if (step != SqStep::kPosted) continue;
-    if ((dcqcn_ != nullptr || qp.sched_group_requester != 0) && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
+    if (qp.sched_group_requester != 0 && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
       paced_message(qpn, qp, qp.rc.req.outstanding.back().length, start_ps);
     if (send_queue_stopped(qp)) return;
+    if (hold_for_pace(qpn, qp, cursor)) return;
     if (sq_scheduler_ != nullptr && ((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
       cursor.reread = false;
       sq_scheduler_->resume_later(cursor);
@@ -510,9 +520,35 @@ void RdmaEngine::transmit(uint32_t qpn, QueuePair& qp, size_t index, uint32_t fr
 }
 
 void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
+  qp.rc.req.paced_psn.reset();  // the resend goes over what a pause held, and may pause again
   RequesterPort port(*this, qpn, qp, 0);  // each resent message's reads leave when it starts
   requester_.resend_from(qp.rc.req, requester_qp(qp), psn, port);
+  hold_for_pace(qpn, qp, {.qpn = qpn, .reread = true});
 }
+
+bool RdmaEngine::hold_for_pace(uint32_t qpn, QueuePair& qp, SqResume cursor) {
+  RcRequester& req = qp.rc.req;
+  if (!req.paced_psn) return false;
+  if (send_queue_stopped(qp)) {  // an error flushes the rest: nothing more goes on the wire
+    req.paced_psn.reset();
+    return false;
+  }
+  for (;;) {
+    if (const uint64_t until = packet_paced_until(qpn); until != 0) {
+      cursor.not_before_ps = until;
+      if (!sq_scheduler_->reread_queued(qpn)) sq_scheduler_->resume_later(cursor);
+      return true;
+    }
+    const uint32_t psn = *std::exchange(req.paced_psn, std::nullopt);
+    RequesterPort port(*this, qpn, qp, 0);
+    requester_.continue_from(req, requester_qp(qp), psn, port);
+    if (!req.paced_psn || send_queue_stopped(qp)) {
+      req.paced_psn.reset();
+      return false;
+    }
+  }
+}
+
 
 void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message) {
   ++counters_.requester_cqes;

@@ -18,6 +18,23 @@ namespace {
 constexpr uint8_t kCqeReq = 0x0, kCqeRespSend = 0x2;
 constexpr uint32_t kQkey = 0x11111111, kGrh = 40;
 
+// A switch past kmax: every ECN-capable IPv4 packet to node `to` is marked CE (and counted).
+std::function<bool(WireFrame&)> mark_congestion_to(int to, uint64_t& marked) {
+  return [to, &marked](WireFrame& f) {
+    constexpr size_t kTos = 15, kChecksum = 24, kIpHeader = 14;
+    if (f.to != to || f.bytes.size() < 34 || f.bytes[12] != 0x08 || f.bytes[13] != 0x00 || (f.bytes[kTos] & 3) == 0) return true;
+    f.bytes[kTos] |= 3;
+    f.bytes[kChecksum] = f.bytes[kChecksum + 1] = 0;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < 20; i += 2) sum += uint32_t(f.bytes[kIpHeader + i]) << 8 | f.bytes[kIpHeader + i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    f.bytes[kChecksum] = uint8_t(~sum >> 8);
+    f.bytes[kChecksum + 1] = uint8_t(~sum);
+    ++marked;
+    return true;
+  };
+}
+
 struct ClusterTest : ::testing::Test {
   RdmaCluster c{4};
   std::map<int, std::vector<std::array<uint8_t, 6>>> received_macs;  // per node: destination MACs
@@ -280,19 +297,7 @@ TEST_F(ClusterTest, CongestionCountersReachTheFirmware) {
   a.engine.set_congestion_control(&dcqcn);
   b.engine.set_congestion_control(&dcqcn);
   uint64_t marked = 0;
-  c.wire.filter = [&](WireFrame& f) {  // a switch past kmax: every ECN-capable IPv4 packet to b is marked
-    constexpr size_t kTos = 15, kChecksum = 24, kIpHeader = 14;
-    if (f.to != 1 || f.bytes.size() < 34 || f.bytes[12] != 0x08 || f.bytes[13] != 0x00 || (f.bytes[kTos] & 3) == 0) return true;
-    f.bytes[kTos] |= 3;
-    f.bytes[kChecksum] = f.bytes[kChecksum + 1] = 0;
-    uint32_t sum = 0;
-    for (size_t i = 0; i < 20; i += 2) sum += uint32_t(f.bytes[kIpHeader + i]) << 8 | f.bytes[kIpHeader + i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    f.bytes[kChecksum] = uint8_t(~sum >> 8);
-    f.bytes[kChecksum + 1] = uint8_t(~sum);
-    ++marked;
-    return true;
-  };
+  c.wire.filter = mark_congestion_to(1, marked);
   auto conn = RdmaCluster::connect(a, b);
   Mr src = a.reg_mr(65536), dst = b.reg_mr(65536);
   a.post_send(*conn.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 65536, src.key}},
@@ -330,7 +335,7 @@ TEST_F(ClusterTest, CongestionCountersReachTheFirmware) {
     ASSERT_EQ(a.drain(*conn.a->scq).size(), 1u);
   };
   write();
-  EXPECT_EQ(paced, 1u) << "limited after the CNPs";
+  EXPECT_EQ(paced, 4u) << "limited after the CNPs: each of the message's four packets (MTU 1024) charged";
   a.f.qp_ready = [&](uint32_t qpn) { a.engine.qp_ready(qpn); };
   a.to_reset(*conn.a);
   b.to_reset(*conn.b);
@@ -339,6 +344,72 @@ TEST_F(ClusterTest, CongestionCountersReachTheFirmware) {
   write();
   EXPECT_EQ(paced, 0u) << "a new connection at line rate";
   a.engine.set_congestion_control(nullptr);
+  b.engine.set_congestion_control(nullptr);
+}
+
+// DCQCN paces packet by packet, as a ConnectX does: a rate-limited QP's message leaves one packet
+// at a time (the rest held, its continuation queued for when the rate allows), and meanwhile the
+// function's other QPs send. Before, a message went whole at the line rate and only the next one
+// waited. The continuation is no retransmission, and the data lands whole.
+TEST(DcqcnPacing, ALimitedMessageGoesPacketByPacketAndOtherQpsGoMeanwhile) {
+  RdmaPair p;
+  RdmaNode& a = p.a;
+  RdmaNode& b = p.b;
+  QueuedSqScheduler scheduler;
+  a.engine.set_sq_scheduler(&scheduler);
+  const DcqcnParameters dcqcn = *dcqcn_profile("connectx");
+  a.engine.set_congestion_control(&dcqcn);
+  b.engine.set_congestion_control(&dcqcn);
+  Connection limited = p.connect(), other = p.connect();
+  Mr src = a.reg_mr(16384), dst = b.reg_mr(16384, access_bits::kAll);
+  const std::vector<uint8_t> data = pattern(16384, 9);
+  a.put(src, 0, data);
+  const auto write = [&](Connection& c, uint64_t offset, uint32_t bytes) {
+    a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(offset), bytes, src.key}},
+                       .remote_va = dst.va(offset), .rkey = dst.key});
+  };
+  uint64_t marked = 0;
+  p.wire.filter = mark_congestion_to(1, marked);
+  write(limited, 0, 1024);  // one packet, marked: B answers with a CNP, A cuts the QP's rate
+  p.pump();
+  ASSERT_GT(marked, 0u);
+  ASSERT_GE(a.engine.counters().rp_cnp_handled, 1u);
+  p.wire.filter = {};
+  scheduler.queued.clear();  // nothing of the first message is held
+  ASSERT_EQ(a.drain(*limited.a->scq).size(), 1u);
+
+  const uint64_t packets_before = a.engine.counters().tx_packets;
+  write(limited, 0, 8192);  // eight 1024-byte packets
+  p.pump();
+  EXPECT_EQ(a.engine.counters().tx_packets, packets_before + 1) << "one packet, then the rate holds the rest";
+  ASSERT_EQ(scheduler.queued.size(), 1u);
+  EXPECT_GT(scheduler.queued.front().not_before_ps, 0u) << "resumed when the rate allows";
+  EXPECT_TRUE(a.drain(*limited.a->scq).empty());
+
+  write(other, 8192, 4096);  // another QP of the function is not held behind it
+  p.pump();
+  ASSERT_EQ(a.drain(*other.a->scq).size(), 1u);
+  EXPECT_EQ(b.get(dst, 8192, 4096), std::vector<uint8_t>(data.begin() + 8192, data.begin() + 12288));
+
+  // Resumed too early (model time stands still here), the message waits again and sends nothing.
+  SqResume next = scheduler.queued.front();
+  scheduler.queued.pop_front();
+  const uint64_t packets_held = a.engine.counters().tx_packets;
+  a.engine.resume_sq(next);
+  EXPECT_EQ(a.engine.counters().tx_packets, packets_held);
+  ASSERT_EQ(scheduler.queued.size(), 1u);
+  // Without the limit, the rest follows; all of it lands at B, once, with no retransmission.
+  a.engine.set_congestion_control(nullptr);
+  next = scheduler.queued.front();
+  scheduler.queued.pop_front();
+  a.engine.resume_sq(next);
+  p.pump();
+  EXPECT_EQ(a.engine.counters().tx_packets, packets_held + 7);
+  ASSERT_EQ(a.drain(*limited.a->scq).size(), 1u);
+  EXPECT_EQ(b.get(dst, 0, 8192), std::vector<uint8_t>(data.begin(), data.begin() + 8192));
+  EXPECT_EQ(a.engine.counters().retransmits, 0u);
+  EXPECT_TRUE(scheduler.queued.empty());
+  a.engine.set_sq_scheduler(nullptr);
   b.engine.set_congestion_control(nullptr);
 }
 

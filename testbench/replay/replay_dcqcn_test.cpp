@@ -68,6 +68,31 @@ TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
   EXPECT_GT(double(below), 0.8 * double(port->timeline.size()));
 }
 
+// With ConnectX's firmware values (CNPs every 4 us, a cut every 4 us down to half each time) the
+// first burst's backlog cuts every rate to the floor. When the limiter paced whole messages, each
+// 64 KiB message still left as a burst at the line rate, the bursts kept the queue above Kmax and
+// the rates at 1 Mb/s: no WRITE completed for 200 ms and the run stalled. Paced packet by packet,
+// the queue drains, the rates climb back and every WRITE completes.
+TEST(ReplayDcqcn, ConnectxValuesSlowTheIncastButNeverStallIt) {
+  const std::string json = incast_workload_json(8, 300, 65536);
+  std::string error;
+  const auto w = parse_workload(json, &error);
+  ASSERT_TRUE(w) << error;
+  ReplayOptions o;
+  o.timing = TimingMode::kAsap;
+  o.dcqcn = *model::dcqcn_profile("connectx");
+  fabric::Topology t = fabric::single_switch(9, 100.0, 50.0);
+  t.switch_config.ecn = {.enabled = true, .kmin_bytes = 12'500, .kmax_bytes = 500'000, .pmax = 0.01};
+  o.topology = t;
+  o.bin_ps = 100'000'000;
+  const auto r = replay(*w, o, &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_FALSE(r->stalled);
+  EXPECT_EQ(r->incomplete, 0u);
+  EXPECT_EQ(r->network.drops, 0u);
+  EXPECT_GT(r->cc.rp_cnp_handled, 1000u) << "many cuts, at most one per QP every 4 us";
+}
+
 }  // namespace
 }  // namespace hcaemu::replay
 

@@ -59,6 +59,7 @@ struct Requester::Work {
   uint32_t next_packet = 0;  // its packet to send next
   RocePacket packet = {};
   bool resending = false;
+  bool continuing = false;   // a resend that continues after a pause, not a retransmission
   uint32_t resend_psn = 0;
   size_t resend_index = 0;   // the next message to consider for the resend
   OutstandingMessage& message() const { return host->message(index); }
@@ -222,11 +223,21 @@ Step Requester::data_packet(Work& w) {
   w.host->sent(w.index, i, i == from);
   ++w.next_packet;
   note(w, RequesterEvent::kPackets, Step::kDataPacket);
-  return w.host->stopped() ? Step::kDone : Step::kDataPacket;
+  if (w.host->stopped()) return Step::kDone;
+  if (w.next_packet < m.npsn && w.host->paced()) {  // the rest of the message waits for the rate
+    w.host->pause_at(psn_add(m.first_psn, w.next_packet));
+    return Step::kDone;
+  }
+  return Step::kDataPacket;
 }
 
 void Requester::resend_from(RequesterState& state, const RequesterQp& qp, uint32_t psn, RequesterHost& host) {
   Work w{.state = state, .qp = qp, .host = &host, .resending = true, .resend_psn = psn};
+  run(Step::kSelectResend, w);
+}
+
+void Requester::continue_from(RequesterState& state, const RequesterQp& qp, uint32_t psn, RequesterHost& host) {
+  Work w{.state = state, .qp = qp, .host = &host, .resending = true, .continuing = true, .resend_psn = psn};
   run(Step::kSelectResend, w);
 }
 
@@ -240,7 +251,7 @@ Step Requester::select_resend(Work& w) {
     if (m.request.kind == RequestKind::kRead && psn_diff(m.read_next_psn, from) > 0) from = m.read_next_psn;
     w.index = i;
     w.from_psn = from;
-    return note(w, RequesterEvent::kResent, Step::kAddress);
+    return w.continuing ? Step::kAddress : note(w, RequesterEvent::kResent, Step::kAddress);
   }
   return Step::kDone;
 }

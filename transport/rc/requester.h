@@ -54,6 +54,10 @@ class RequesterHost {
   virtual void sent(size_t index, uint32_t number, bool first_of_burst) = 0;
   virtual void fail(size_t index, RequesterError error) = 0;
   virtual bool stopped() = 0;
+  // The QP's rate limit holds its next packet: the transmission stops after the packet just sent,
+  // and the host goes on (continue_from `psn`, the packet that is next) when the rate allows.
+  virtual bool paced() { return false; }
+  virtual void pause_at(uint32_t psn) { (void)psn; }
   virtual void count(RequesterEvent event) = 0;
 };
 
@@ -78,6 +82,9 @@ class Requester {
   void transmit(RequesterState& state, const RequesterQp& qp, size_t index, uint32_t from_psn, RequesterHost& host);
   // Go-back-N: every outstanding message with PSNs at or after `psn` is sent again from there.
   void resend_from(RequesterState& state, const RequesterQp& qp, uint32_t psn, RequesterHost& host);
+  // After a pause (RequesterHost::paced): what was held is sent from `psn` on, as a resend goes
+  // (every outstanding packet from there), but not counted as one.
+  void continue_from(RequesterState& state, const RequesterQp& qp, uint32_t psn, RequesterHost& host);
 
   void set_trace(std::function<void(RequesterStep)> trace) { trace_ = std::move(trace); }
   uint64_t events(RequesterEvent event) const { return events_[event]; }
