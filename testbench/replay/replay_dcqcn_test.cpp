@@ -2,15 +2,18 @@
 // 100 Gb/s): the receiver answers marked packets with CNPs, the senders' rates come down from the
 // line rate, the eight share the receiver's link roughly evenly and the switch queue stays below
 // Kmax most of the time. The figures in docs/replay.md come from the same run (300 WRITEs each).
-// How evenly they share depends on the first burst: the flows whose packets led the queue are cut
-// less and stay ahead for milliseconds (additive increase is slow, CNPs come about once a QP per
-// millisecond), so the shares are held to a fairness index, not to a band around the mean.
+// How evenly they share over that short run depends on the first burst: the flows whose packets
+// led the queue are cut less and stay ahead for milliseconds (additive increase is slow, CNPs come
+// about once a QP per millisecond), so its shares are held to a fairness index; over a longer run
+// they converge to a band around the mean.
 #include <gtest/gtest.h>
 
 #include <systemc>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <string>
 
 #include "replay/replayer.h"
 #include "testbench/replay/incast_workload.h"
@@ -18,20 +21,33 @@
 namespace hcaemu::replay {
 namespace {
 
-TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
-  const std::string json = incast_workload_json(8, 300, 65536);
-  std::string error;
-  const auto w = parse_workload(json, &error);
-  ASSERT_TRUE(w) << error;
+// Eight senders WRITE `messages` x 64 KiB each to a ninth through one 100 Gb/s switch that marks
+// ECN between 12.5 KB and 500 KB (Kmin and Kmax scaled to 100 Gb/s), with DCQCN's `profile`.
+struct IncastRun {
+  std::optional<ReplayResult> result;
+  std::string why;
+  explicit operator bool() const { return result.has_value(); }
+  const ReplayResult* operator->() const { return &*result; }
+  const std::string& error() const { return why; }
+};
+IncastRun run_incast(int messages, const char* profile, uint64_t bin_us) {
+  IncastRun run;
+  const auto w = parse_workload(incast_workload_json(8, messages, 65536), &run.why);
+  if (!w) return run;
   ReplayOptions o;
   o.timing = TimingMode::kAsap;
-  o.dcqcn = *model::dcqcn_profile("paper");
+  o.dcqcn = *model::dcqcn_profile(profile);
   fabric::Topology t = fabric::single_switch(9, 100.0, 50.0);
   t.switch_config.ecn = {.enabled = true, .kmin_bytes = 12'500, .kmax_bytes = 500'000, .pmax = 0.01};
   o.topology = t;
-  o.bin_ps = 100'000'000;  // 100 us
-  const auto r = replay(*w, o, &error);
-  ASSERT_TRUE(r) << error;
+  o.bin_ps = bin_us * 1'000'000;
+  run.result = replay(*w, o, &run.why);
+  return run;
+}
+
+TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
+  const auto r = run_incast(300, "paper", 100);
+  ASSERT_TRUE(r) << r.error();
   ASSERT_EQ(r->incomplete, 0u);
   EXPECT_GT(r->cc.np_cnp_sent, 50u);
   EXPECT_GT(r->cc.rp_cnp_handled, 50u);
@@ -73,19 +89,8 @@ TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
 // mean (measured 0.88-1.14 with seeds 1 to 3; 0.90-1.05 over a run of 4,000 WRITEs each). When the
 // rate limiter spaced whole messages the shares locked in at 0.80-1.19 of the mean.
 TEST(ReplayDcqcn, OverALongerRunTheSharesConverge) {
-  const std::string json = incast_workload_json(8, 1500, 65536);
-  std::string error;
-  const auto w = parse_workload(json, &error);
-  ASSERT_TRUE(w) << error;
-  ReplayOptions o;
-  o.timing = TimingMode::kAsap;
-  o.dcqcn = *model::dcqcn_profile("paper");
-  fabric::Topology t = fabric::single_switch(9, 100.0, 50.0);
-  t.switch_config.ecn = {.enabled = true, .kmin_bytes = 12'500, .kmax_bytes = 500'000, .pmax = 0.01};
-  o.topology = t;
-  o.bin_ps = 1'000'000'000;
-  const auto r = replay(*w, o, &error);
-  ASSERT_TRUE(r) << error;
+  const auto r = run_incast(1500, "paper", 1000);
+  ASSERT_TRUE(r) << r.error();
   ASSERT_EQ(r->incomplete, 0u);
   std::vector<uint64_t> last_done(8, 0), bytes(8, 0);
   for (const OpResult& op : r->ops) last_done[op.qp] = std::max(last_done[op.qp], op.done_ps);
@@ -106,19 +111,8 @@ TEST(ReplayDcqcn, OverALongerRunTheSharesConverge) {
 // the rates at 1 Mb/s: no WRITE completed for 200 ms and the run stalled. Paced packet by packet,
 // the queue drains, the rates climb back and every WRITE completes.
 TEST(ReplayDcqcn, ConnectxValuesSlowTheIncastButNeverStallIt) {
-  const std::string json = incast_workload_json(8, 300, 65536);
-  std::string error;
-  const auto w = parse_workload(json, &error);
-  ASSERT_TRUE(w) << error;
-  ReplayOptions o;
-  o.timing = TimingMode::kAsap;
-  o.dcqcn = *model::dcqcn_profile("connectx");
-  fabric::Topology t = fabric::single_switch(9, 100.0, 50.0);
-  t.switch_config.ecn = {.enabled = true, .kmin_bytes = 12'500, .kmax_bytes = 500'000, .pmax = 0.01};
-  o.topology = t;
-  o.bin_ps = 100'000'000;
-  const auto r = replay(*w, o, &error);
-  ASSERT_TRUE(r) << error;
+  const auto r = run_incast(300, "connectx", 100);
+  ASSERT_TRUE(r) << r.error();
   EXPECT_FALSE(r->stalled);
   EXPECT_EQ(r->incomplete, 0u);
   EXPECT_EQ(r->network.drops, 0u);
