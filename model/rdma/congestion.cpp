@@ -55,15 +55,12 @@ uint64_t RdmaEngine::paced_until(uint32_t qpn, const QueuePair& qp) {
   const uint64_t now = now_ps();
   uint64_t until = transmit_gate_ ? transmit_gate_(now) : 0;
   if (qp.sched_group_requester != 0) until = std::max(until, f_.resources.scheduling.ready_ps(qp.sched_group_requester));
-  if (dcqcn_ != nullptr)
-    if (const auto it = congestion_.find(qpn); it != congestion_.end())
-      until = std::max(until, it->second.reaction.next_send_ps(now));
+  until = std::max(until, packet_paced_until(qpn));
   return until > now ? until : 0;
 }
 
 // The queue group's limits charge whole messages (DCQCN charges packets: paced_packet).
-void RdmaEngine::paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps) {
-  (void)qpn;
+void RdmaEngine::paced_message(QueuePair& qp, uint64_t length, uint64_t start_ps) {
   if (qp.sched_group_requester == 0) return;
   const uint64_t mtu = is_datagram(qp) ? std::max<uint64_t>(length, 1) : pmtu_of(qp);
   const uint64_t packets = std::max<uint64_t>(1, (length + mtu - 1) / mtu);

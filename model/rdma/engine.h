@@ -295,9 +295,9 @@ class RdmaEngine {
   void notify_congestion(uint32_t qpn, QueuePair& qp);
   void receive_cnp(uint32_t qpn);
   // When the QP's next message may start (0: now): the port's gate, DCQCN's rate and its queue
-  // group's limits; and, once one started, its bytes charged to them.
+  // group's limits; and, once one started, its bytes charged to its queue group.
   uint64_t paced_until(uint32_t qpn, const QueuePair& qp);
-  void paced_message(uint32_t qpn, QueuePair& qp, uint64_t length, uint64_t start_ps);
+  void paced_message(QueuePair& qp, uint64_t length, uint64_t start_ps);
   // DCQCN paces packet by packet, as a ConnectX does: each packet's bytes are charged to the QP's
   // rate once it left, and the rest of a message waits while the rate holds the next one
   // (RequesterHost::paced), its continuation queued through the SQ scheduler.

@@ -363,7 +363,8 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     if (qp.rc.req.fault_resend_psn) resend_after_fault(qpn, qp);  // a message's pages came back
     if (qp.rc.req.page_fault.token != 0 || send_queue_stopped(qp)) return;
   }
-  // The rest of a message DCQCN held goes first, when its rate allows; nothing new before it.
+  // Every resumption queued from here reads the producer index this cursor carries. The rest of a
+  // message DCQCN held goes first, when its rate allows; nothing new before it.
   cursor.reread = false;
   if (hold_for_pace(qpn, qp, cursor)) return;
   std::vector<uint8_t> bytes;
@@ -371,7 +372,6 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     // DCQCN's rate limit, the queue group's rates or a paused port: the next message waits (other
     // work goes on meanwhile).
     if (const uint64_t paced = paced_until(qpn, qp); paced != 0 && !send_queue_stopped(qp)) {
-      cursor.reread = false;
       cursor.not_before_ps = paced;
       sq_scheduler_->resume_later(cursor);
       return;
@@ -382,11 +382,10 @@ void RdmaEngine::run_sq(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     if (step == SqStep::kStop || qp.rc.req.page_fault.token != 0) return;  // its payload faulted on the way
     if (step != SqStep::kPosted) continue;
     if (qp.sched_group_requester != 0 && !qp.rc.req.outstanding.empty() && qp.rc.req.outstanding.back().wqe.wqe_index == consumer_before)
-      paced_message(qpn, qp, qp.rc.req.outstanding.back().length, start_ps);
+      paced_message(qp, qp.rc.req.outstanding.back().length, start_ps);
     if (send_queue_stopped(qp)) return;
     if (hold_for_pace(qpn, qp, cursor)) return;
     if (sq_scheduler_ != nullptr && ((cursor.producer - qp.sq_consumer) & kCounterMask16) != 0) {
-      cursor.reread = false;
       sq_scheduler_->resume_later(cursor);
       return;
     }
@@ -528,12 +527,7 @@ void RdmaEngine::retransmit_from(uint32_t qpn, QueuePair& qp, uint32_t psn) {
 
 bool RdmaEngine::hold_for_pace(uint32_t qpn, QueuePair& qp, SqResume cursor) {
   RcRequester& req = qp.rc.req;
-  if (!req.paced_psn) return false;
-  if (send_queue_stopped(qp)) {  // an error flushes the rest: nothing more goes on the wire
-    req.paced_psn.reset();
-    return false;
-  }
-  for (;;) {
+  while (req.paced_psn && !send_queue_stopped(qp)) {
     if (const uint64_t until = packet_paced_until(qpn); until != 0) {
       cursor.not_before_ps = until;
       if (!sq_scheduler_->reread_queued(qpn)) sq_scheduler_->resume_later(cursor);
@@ -542,13 +536,10 @@ bool RdmaEngine::hold_for_pace(uint32_t qpn, QueuePair& qp, SqResume cursor) {
     const uint32_t psn = *std::exchange(req.paced_psn, std::nullopt);
     RequesterPort port(*this, qpn, qp, 0);
     requester_.continue_from(req, requester_qp(qp), psn, port);
-    if (!req.paced_psn || send_queue_stopped(qp)) {
-      req.paced_psn.reset();
-      return false;
-    }
   }
+  req.paced_psn.reset();  // all of it sent, or an error flushes the rest
+  return false;
 }
-
 
 void RdmaEngine::requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message) {
   ++counters_.requester_cqes;
