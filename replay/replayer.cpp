@@ -472,14 +472,14 @@ class Driver : public sc_core::sc_module {
         stalled_ = true;  // operations in flight, none completing: stop rather than spin
         break;
       }
-      if (in_flight) wake = std::min(wake.value_or(UINT64_MAX), last_progress_ps_ + stall_ps());
+      if (in_flight) arm_stall_check();
       const size_t before = completed_;
-      if (wake && waiting_for_completion)
-        wait(sc_time(double(*wake - kernel_ps()), SC_PS), progressed_);
+      if (wake && (waiting_for_completion || in_flight))
+        wait(sc_time(double(*wake - kernel_ps()), SC_PS), progressed_ | stall_check_);
       else if (wake)
         wait(sc_time(double(*wake - kernel_ps()), SC_PS));
-      else if (waiting_for_completion)
-        wait(progressed_);
+      else if (waiting_for_completion || in_flight)
+        wait(progressed_ | stall_check_);
       else
         break;  // nothing left that could ever be posted
       if (completed_ != before) last_progress_ps_ = kernel_ps();
@@ -490,6 +490,17 @@ class Driver : public sc_core::sc_module {
 
   // Nothing completing for this long ends the run.
   uint64_t stall_ps() const { return stall_limit(o_); }
+  // One pending check at a time, at the stall deadline of the progress seen when it was set; a
+  // check that finds progress since is set again for the new deadline. (A timed wait per loop
+  // would leave one cancelled timeout per completion in the kernel's timed queue for a whole
+  // stall limit: tens of thousands of entries that every later notification sifts through.)
+  void arm_stall_check() {
+    const uint64_t now = kernel_ps();
+    if (stall_check_ps_ && *stall_check_ps_ > now) return;  // the pending one comes first
+    const uint64_t deadline = last_progress_ps_ + stall_ps();
+    stall_check_.notify(sc_time(double(deadline - std::min(deadline, now)), SC_PS));
+    stall_check_ps_ = deadline;
+  }
 
   const ReplayOptions& o_;
   RdmaCluster& cluster_;
@@ -509,6 +520,8 @@ class Driver : public sc_core::sc_module {
   uint64_t origin_ps_ = 0, end_ps_ = 0;
   uint64_t last_progress_ps_ = 0;  // model time of the last completion or post (or the start)
   sc_core::sc_event progressed_;
+  sc_core::sc_event stall_check_;
+  std::optional<uint64_t> stall_check_ps_;  // the pending stall check's model time
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 // How evenly they share over that short run depends on the first burst: the flows whose packets
 // led the queue are cut less and stay ahead for milliseconds (additive increase is slow, CNPs come
 // about once a QP per millisecond), so its shares are held to a fairness index; over a longer run
-// they converge to a band around the mean.
+// they converge to within 10% of the fair share.
 #include <gtest/gtest.h>
 
 #include <systemc>
@@ -85,23 +85,25 @@ TEST(ReplayDcqcn, EightSendersConvergeAndTheQueueStaysBelowKmax) {
 }
 
 // Past the first burst's recovery the shares converge: from 20 ms of model time until the first
-// sender is done (about 62 ms), each sender's share of the delivered bytes is within 15% of the
-// mean (measured 0.88-1.14 with seeds 1 to 3; 0.90-1.05 over a run of 4,000 WRITEs each). When the
-// rate limiter spaced whole messages the shares locked in at 0.80-1.19 of the mean.
-TEST(ReplayDcqcn, OverALongerRunTheSharesConverge) {
-  const auto r = run_incast(1500, "paper", 1000);
+// sender is done (about 168 ms), each sender's share of the delivered bytes is within 10% of the
+// fair share, the bound of the DCQCN paper's figures (measured 0.92-1.09 with seeds 1 to 6; over
+// 20 ms windows the shares still swing between 0.75 and 1.24). A run of 1,500 WRITEs is too short
+// for this: a flow the first burst cut once more can still be at 0.79 of the mean at its end. When
+// the rate limiter spaced whole messages the shares locked in at 0.80-1.19 of the mean.
+TEST(ReplayDcqcn, OverALongRunTheSharesConvergeToTheFairShare) {
+  const auto r = run_incast(4000, "paper", 1000);
   ASSERT_TRUE(r) << r.error();
   ASSERT_EQ(r->incomplete, 0u);
   std::vector<uint64_t> last_done(8, 0), bytes(8, 0);
   for (const OpResult& op : r->ops) last_done[op.qp] = std::max(last_done[op.qp], op.done_ps);
   const uint64_t from = 20'000'000'000, to = *std::min_element(last_done.begin(), last_done.end());
-  ASSERT_GT(to, from + 20'000'000'000) << "a steady state of at least 20 ms";
+  ASSERT_GT(to, from + 100'000'000'000) << "a steady state of at least 100 ms";
   for (const OpResult& op : r->ops)
     if (op.done_ps >= from && op.done_ps < to) bytes[op.qp] += op.bytes;
   const double mean = double(std::accumulate(bytes.begin(), bytes.end(), uint64_t(0))) / 8.0;
   for (size_t qp = 0; qp < 8; ++qp) {
-    EXPECT_GT(double(bytes[qp]) / mean, 0.85) << "qp " << qp;
-    EXPECT_LT(double(bytes[qp]) / mean, 1.15) << "qp " << qp;
+    EXPECT_GT(double(bytes[qp]) / mean, 0.90) << "qp " << qp;
+    EXPECT_LT(double(bytes[qp]) / mean, 1.10) << "qp " << qp;
   }
 }
 
