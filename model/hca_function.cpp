@@ -36,13 +36,13 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
     // (notifying now would spin the kernel in delta cycles until then).
     const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());  // the event counts from the kernel's time
     if (deadline.model_ps > now)
-      model_timer_.notify(sc_core::sc_time(double(deadline.model_ps - now), sc_core::SC_PS));
+      model_timer_.notify(pcie::from_ps(deadline.model_ps - now));
     else if (!deadline.wall)
       model_timer_.notify(sc_core::SC_ZERO_TIME);
   });
   rdma_.set_sq_scheduler(this);
   eth_.set_clock({.now_ps = [] { return pcie::to_ps(pcie::model_time()); },
-                  .consume_ps = [](uint64_t ps) { pcie::consume_model_time(sc_core::sc_time(double(ps), sc_core::SC_PS)); }});
+                  .consume_ps = [](uint64_t ps) { pcie::consume_model_time(pcie::from_ps(ps)); }});
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
   context_.qp_ready = [this](uint32_t qpn) { rdma_.qp_ready(qpn); };
   context_.page_fault_resumed = [this](const PageFault& fault, uint32_t token, bool error) {
@@ -133,7 +133,7 @@ void HcaFunction::resume_later(const SqResume& resume) {
   // aside until its next message may go, so nothing queues behind it.
   const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());
   if (resume.not_before_ps > now) {
-    if (const auto wake = paced_.hold(resume, now)) pace_.notify(sc_core::sc_time(double(*wake), sc_core::SC_PS));
+    if (const auto wake = paced_.hold(resume, now)) pace_.notify(pcie::from_ps(*wake));
     return;
   }
   enqueue({.kind = WorkKind::kSqResume, .sq = resume});
@@ -142,7 +142,7 @@ void HcaFunction::resume_later(const SqResume& resume) {
 void HcaFunction::paced_due() {
   const uint64_t now = pcie::to_ps(sc_core::sc_time_stamp());
   const auto next = paced_.release_due(now, [this](const SqResume& r) { enqueue({.kind = WorkKind::kSqResume, .sq = r}); });
-  if (next) pace_.notify(sc_core::sc_time(double(*next), sc_core::SC_PS));
+  if (next) pace_.notify(pcie::from_ps(*next));
 }
 
 bool HcaFunction::reread_queued(uint32_t qpn) {

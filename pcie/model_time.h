@@ -18,7 +18,11 @@ void consume_model_time(const sc_core::sc_time& t);
 // The kernel's time plus what the running work item has spent so far.
 sc_core::sc_time model_time();
 // Model time in integer picoseconds (traces, pcaps, the transport's deadlines all count in them).
-inline uint64_t to_ps(const sc_core::sc_time& t) { return uint64_t(t.to_seconds() * 1e12); }
+// The kernel keeps SystemC's default resolution, 1 ps (nothing in hcaemu sets another; the model
+// time test holds it), so an sc_time's value is its picoseconds: no conversion through doubles,
+// which a replay would pay several times a packet.
+inline uint64_t to_ps(const sc_core::sc_time& t) { return t.value(); }
+inline sc_core::sc_time from_ps(uint64_t ps) { return sc_core::sc_time::from_value(ps); }
 inline uint64_t model_time_ps() { return to_ps(model_time()); }
 // What the running work item is ahead of the kernel (zero outside one).
 sc_core::sc_time local_time_offset();

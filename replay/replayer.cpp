@@ -45,7 +45,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     node_.engine.set_sq_scheduler(this);
     node_.engine.set_timer_hook([this](const model::TimerDeadline& d) {
       const uint64_t now = kernel_ps();
-      timer_.notify(d.model_ps > now ? sc_time(double(d.model_ps - now), SC_PS) : sc_core::SC_ZERO_TIME);
+      timer_.notify(d.model_ps > now ? pcie::from_ps(d.model_ps - now) : sc_core::SC_ZERO_TIME);
     });
     SC_THREAD(run);
     SC_METHOD(timer_fired);
@@ -77,11 +77,11 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   // work are not held behind it; then it joins the queue.
   void resume_later(const model::SqResume& resume) override {
     if (resume.not_before_ps <= kernel_ps()) return push({Kind::kResume, {}, {}, resume});
-    if (const auto wake = paced_.hold(resume, kernel_ps())) pace_.notify(sc_time(double(*wake), SC_PS));
+    if (const auto wake = paced_.hold(resume, kernel_ps())) pace_.notify(pcie::from_ps(*wake));
   }
   void paced_due() {
     const auto next = paced_.release_due(kernel_ps(), [this](const model::SqResume& r) { push({Kind::kResume, {}, {}, r}); });
-    if (next) pace_.notify(sc_time(double(*next), SC_PS));
+    if (next) pace_.notify(pcie::from_ps(*next));
   }
   bool reread_queued(uint32_t qpn) override {
     for (Item& item : work_)
@@ -123,7 +123,7 @@ class Wire : public sc_core::sc_module {
         ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame, uint32_t) { forward(from, frame); }),
         network_(topology, macs(cluster), o.seed, std::max<uint64_t>(o.bin_ps, 1),
                  {.deliver = [this](uint32_t host, std::vector<uint8_t>& frame,
-                                    uint64_t at) { hosts_[host]->frame(std::move(frame), sc_time(double(at), SC_PS)); },
+                                    uint64_t at) { hosts_[host]->frame(std::move(frame), pcie::from_ps(at)); },
                   .capture = [this](uint64_t at, std::span<const uint8_t> frame) {
                     if (pcap_) pcap_->write(at - origin_ps_, frame);
                   }}) {
@@ -187,7 +187,7 @@ class Wire : public sc_core::sc_module {
     const auto next = network_.next_event_ps();
     if (!next || (scheduled_ps_ && *scheduled_ps_ <= *next)) return;
     const uint64_t now = kernel_ps();
-    wake_.notify(sc_time(double(*next - std::min(*next, now)), SC_PS));
+    wake_.notify(pcie::from_ps(*next - std::min(*next, now)));
     scheduled_ps_ = std::max(*next, now);
   }
 
@@ -475,9 +475,9 @@ class Driver : public sc_core::sc_module {
       if (in_flight) arm_stall_check();
       const size_t before = completed_;
       if (wake && (waiting_for_completion || in_flight))
-        wait(sc_time(double(*wake - kernel_ps()), SC_PS), progressed_ | stall_check_);
+        wait(pcie::from_ps(*wake - kernel_ps()), progressed_ | stall_check_);
       else if (wake)
-        wait(sc_time(double(*wake - kernel_ps()), SC_PS));
+        wait(pcie::from_ps(*wake - kernel_ps()));
       else if (waiting_for_completion || in_flight)
         wait(progressed_ | stall_check_);
       else
@@ -498,7 +498,7 @@ class Driver : public sc_core::sc_module {
     const uint64_t now = kernel_ps();
     if (stall_check_ps_ && *stall_check_ps_ > now) return;  // the pending one comes first
     const uint64_t deadline = last_progress_ps_ + stall_ps();
-    stall_check_.notify(sc_time(double(deadline - std::min(deadline, now)), SC_PS));
+    stall_check_.notify(pcie::from_ps(deadline - std::min(deadline, now)));
     stall_check_ps_ = deadline;
   }
 
@@ -835,7 +835,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     // Bounded: a workload that never finishes (an RNR retry count of 7 retries for ever) stops here
     // and its operations are reported incomplete.
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-    sc_core::sc_start(sc_time(double(o.max_model_time_ps + captured_span_ps(w, o)), SC_PS));
+    sc_core::sc_start(pcie::from_ps(o.max_model_time_ps + captured_span_ps(w, o)));
     ReplayResult result;
     result.cc = unhook_engines(cluster);
     result.congestion = std::move(congestion);

@@ -144,12 +144,12 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   // Then serialisation at the port rate (preamble, SFD, FCS and inter-frame gap included): one
   // wait for both, nothing happens to the packet in between.
   if (port_ == nullptr) {
-    pcie::consume_model_time(sc_core::sc_time(double(depart - now), sc_core::SC_PS));
+    pcie::consume_model_time(pcie::from_ps(depart - now));
     ++counters_.tx_no_port;
     return false;
   }
   const uint64_t sent = port_->serialised_ps(frame, frame.size() + TimingPreset::kWireOverheadBytes, depart, timing_.link_gbps);
-  pcie::consume_model_time(sc_core::sc_time(double(sent - now), sc_core::SC_PS));
+  pcie::consume_model_time(pcie::from_ps(sent - now));
   ++counters_.tx_packets;
   counters_.tx_bytes += frame.size();
   port_->transmit_buffer(frame);

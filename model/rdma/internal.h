@@ -78,7 +78,7 @@ inline uint32_t xrc_srq_user_index(const SharedReceiveQueue& srq, uint32_t srqn)
 // Spends model time until time_ps (nothing when it has passed).
 inline void wait_until(uint64_t time_ps) {
   const uint64_t now = now_ps();
-  if (time_ps > now) pcie::consume_model_time(sc_core::sc_time(double(time_ps - now), sc_core::SC_PS));
+  if (time_ps > now) pcie::consume_model_time(pcie::from_ps(time_ps - now));
 }
 
 }  // namespace hcaemu::model::rdma_internal

@@ -82,6 +82,15 @@ TEST(DecoupledTime, AnItemRunsAheadAndWaitsOnceFramesReachTheSwitchInModelTimeOr
   EXPECT_EQ(pcie::model_time(), sc_core::sc_time_stamp()) << "no item open once all are done";
 }
 
+// to_ps and from_ps read and write an sc_time's value as picoseconds: the kernel must keep its
+// default resolution of 1 ps.
+TEST(DecoupledTime, ModelTimeCountsWholePicoseconds) {
+  EXPECT_EQ(sc_core::sc_get_time_resolution(), sc_time(1, sc_core::SC_PS));
+  EXPECT_EQ(pcie::to_ps(sc_time(3, SC_NS)), 3000u);
+  EXPECT_EQ(pcie::from_ps(123'456'789'012), sc_time(123'456'789'012.0, sc_core::SC_PS));
+  EXPECT_EQ(pcie::to_ps(pcie::from_ps(0xffff'ffff'ffffull)), 0xffff'ffff'ffffull);
+}
+
 }  // namespace
 
 int sc_main(int, char**) { return 0; }
