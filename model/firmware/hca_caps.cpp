@@ -116,6 +116,9 @@ constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
 constexpr Field kMaxNumEqs{0x8c, 15, 0};                      // max_num_eqs
 constexpr Field kLogUarPageSz{0x90, 15, 0};                   // log_uar_page_sz
 constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequency_khz
+constexpr Field kCqe128Always{0xb4, 2, 2};                    // cqe_128_always (CQEs padded to 128 bytes)
+constexpr Field kCqeCompression128{0xb4, 1, 1};               // cqe_compression_128
+constexpr Field kCqeCompression{0xb4, 0, 0};                  // cqe_compression
 constexpr Field kNativePortNum{0xc0, 23, 16};                 // native_port_num
 constexpr Field kNumVhcaPorts{0xc0, 15, 8};                   // num_vhca_ports
 constexpr Field kSf{0xd0, 31, 31};                            // sf
@@ -214,6 +217,9 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxUctx, ResourceLimits{}.log_max_uctx},  // DevX user contexts (firmware/user_context.cpp)
     {gen::kLogUarPageSz, 0},
     {gen::kDeviceFrequencyKhz, init_seg::kInternalTimerKhz},  // the internal timer: model time
+    {gen::kCqe128Always, 1},       // cqc.cqe_sz 2 (firmware/uar_pd_eq_cq.cpp): mlx5dv's CQE padding
+    {gen::kCqeCompression128, 0},  // no CQE compression: its mini-CQE arrays are not written
+    {gen::kCqeCompression, 0},
     {gen::kNativePortNum, 1},
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions

@@ -53,8 +53,10 @@ constexpr uint32_t kDbrAddr = 0x38;
 constexpr Field kModifyCqSelect{0x0c, 31, 0};
 constexpr uint32_t kModifyPeriod = 1u << 0, kModifyCount = 1u << 1;
 constexpr uint32_t kResizeLogSize = 1u << 0, kResizePageOffset = 1u << 1, kResizePageSize = 1u << 2;
-enum CqeSize : uint32_t { kCqe64 = 0, kCqe128 = 1 };  // cqc.cqe_sz (2, 128 padded, is not offered)
-constexpr uint32_t log_cqe_stride(uint32_t cqe_size) { return cqe_size == kCqe128 ? 7 : 6; }
+// cqc.cqe_sz. Padded 128-byte CQEs (cqe_128_always) are laid out as 128-byte ones here: the CQE
+// in a slot's last 64 bytes, the first half never written (no CQE takes scattered data).
+enum CqeSize : uint32_t { kCqe64 = 0, kCqe128 = 1, kCqe128Padded = 2 };
+constexpr uint32_t log_cqe_stride(uint32_t cqe_size) { return cqe_size == kCqe64 ? 6 : 7; }
 enum ModifyCqOpMod : uint16_t { kModifyCqModerate = 0, kModifyCqResize = 1 };
 
 // --- UAR ---
@@ -193,7 +195,7 @@ void create_cq(CommandCall& call) {
   cq.uar_page = get(ctx, cqc::kUarPage);
   cq.eqn = get(ctx, cqc::kCEqn);
   cq.dbr_addr = get64(ctx, cqc::kDbrAddr);
-  if (get(ctx, cqc::kCqeSize) > kCqe128) {
+  if (get(ctx, cqc::kCqeSize) > kCqe128Padded) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckParameter));
     return;
   }
@@ -242,7 +244,7 @@ void resize_cq_command(CommandCall& call, CompletionQueue& cq) {
   const uint32_t select = get(call.in(), kModifyCqSelect);
   const uint32_t log_size = get(ctx, cqc::kLogCqSize), cqe_size = get(ctx, cqc::kCqeSize);
   FunctionContext& f = call.function();
-  if ((select & kResizeLogSize) == 0 || cqe_size > kCqe128) {
+  if ((select & kResizeLogSize) == 0 || cqe_size > kCqe128Padded) {
     call.fail(CommandStatus::kBadParameter, syndrome(kModifyCq, kCheckParameter));
     return;
   }

@@ -217,6 +217,8 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x9c, 31, 0), 1000000u) << "device_frequency_khz: the internal timer counts model ns";
     EXPECT_EQ(f.cap(0xc0, 1, 1), 0u) << "sw_owner_id";
     EXPECT_EQ(f.cap(0xd0, 31, 31), 0u) << "sf";
+    EXPECT_EQ(f.cap(0xb4, 2, 2), 1u) << "cqe_128_always: padded 128-byte CQEs";
+    EXPECT_EQ(f.cap(0xb4, 1, 0), 0u) << "cqe_compression_128, cqe_compression: no mini-CQEs";
   }
 }
 

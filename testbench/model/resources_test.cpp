@@ -337,7 +337,7 @@ TEST_F(CqTest, CreateCqRefusesBadInputAndReferencesAreKept) {
     mutate(in);
     return t.run(0x400, in);
   };
-  EXPECT_EQ(bad([](auto& in) { in[0x11] = 0x40; }), kBadParameter) << "padded 128-byte CQEs (cqe_sz 2)";
+  EXPECT_EQ(bad([](auto& in) { in[0x11] = 0x60; }), kBadParameter) << "cqe_sz 3: no such CQE size";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x24], 200); }), kBadResource) << "unknown EQ";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x24], 4096); }), kBadIndex) << "EQ numbers are 8 bits";
   EXPECT_EQ(bad([](auto& in) { in[0x48 + 7] |= 4; }), kBadParameter) << "misaligned doorbell record";
@@ -366,25 +366,29 @@ TEST_F(CqTest, ModifyCqModerationAccepted) {
   EXPECT_EQ(t.run(0x403, in, 16, 2), kBadParameter) << "no such op_mod";
 }
 
-// 128-byte CQEs (cqc.cqe_sz 1, as ibv_create_cq_ex with mlx5dv's cqe_size 128 asks): each CQE in
-// the last 64 bytes of its 128-byte slot, where libmlx5 reads it.
+// 128-byte CQEs (cqc.cqe_sz 1, as ibv_create_cq_ex with mlx5dv's cqe_size 128 asks), and padded
+// ones (cqe_sz 2, mlx5dv's CQE_PAD flag, offered by cqe_128_always): each CQE in the last 64 bytes
+// of its 128-byte slot, where libmlx5 reads it.
 TEST_F(CqTest, OneHundredTwentyEightByteCqesSitInTheSecondHalfOfTheirSlot) {
-  const uint64_t big_ring = t.page(), big_dbr = t.page();
-  auto in = t.cq_input(kCqLog, uar, comp_eqn, big_dbr, {big_ring});
-  in[0x11] = 0x20;  // cqe_sz 1
-  ASSERT_EQ(t.run(0x400, in), kOk);
-  const uint32_t big = t.object();
-  for (uint32_t i = 0; i < 2; ++i)
-    ASSERT_EQ(write_cqe(t.f, big, [&](std::span<uint8_t> c) {
-                store_be32(&c[cqe::kSopDropQpn], 0x100 + i);
-                c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
-              }),
-              CqeResult::kWritten);
-  EXPECT_EQ(load_be32(&t.read(big_ring + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x100u);
-  EXPECT_EQ(load_be32(&t.read(big_ring + 128 + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x101u);
-  EXPECT_EQ(t.read(big_ring, 64), std::vector<uint8_t>(64, 0)) << "the first half untouched";
-  ASSERT_EQ(t.run(0x402, with_number(big), 0x110), kOk);
-  EXPECT_EQ((t.out32(0x10) >> 21) & 7, 1u) << "QUERY_CQ shows cqe_sz 1";
+  for (const uint8_t cqe_sz : {1, 2}) {
+    SCOPED_TRACE(cqe_sz == 1 ? "128-byte CQEs" : "padded 128-byte CQEs");
+    const uint64_t big_ring = t.page(), big_dbr = t.page();
+    auto in = t.cq_input(kCqLog, uar, comp_eqn, big_dbr, {big_ring});
+    in[0x11] = uint8_t(cqe_sz << 5);
+    ASSERT_EQ(t.run(0x400, in), kOk);
+    const uint32_t big = t.object();
+    for (uint32_t i = 0; i < 2; ++i)
+      ASSERT_EQ(write_cqe(t.f, big, [&](std::span<uint8_t> c) {
+                  store_be32(&c[cqe::kSopDropQpn], 0x100 + i);
+                  c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
+                }),
+                CqeResult::kWritten);
+    EXPECT_EQ(load_be32(&t.read(big_ring + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x100u);
+    EXPECT_EQ(load_be32(&t.read(big_ring + 128 + 64, 64)[cqe::kSopDropQpn]) & 0xffffff, 0x101u);
+    EXPECT_EQ(t.read(big_ring, 64), std::vector<uint8_t>(64, 0)) << "the first half untouched";
+    ASSERT_EQ(t.run(0x402, with_number(big), 0x110), kOk);
+    EXPECT_EQ((t.out32(0x10) >> 21) & 7, cqe_sz) << "QUERY_CQ shows the cqe_sz it was created with";
+  }
 }
 
 // ibv_resize_cq: MODIFY_CQ op_mod 1 with the new size and buffer. A RESIZE CQE (opcode 5) takes the
