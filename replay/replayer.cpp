@@ -474,11 +474,11 @@ class Driver : public sc_core::sc_module {
       }
       if (in_flight) arm_stall_check();
       const size_t before = completed_;
-      if (wake && (waiting_for_completion || in_flight))
+      if (wake && waiting_for_completion)  // (operations in flight are waited for too)
         wait(pcie::from_ps(*wake - kernel_ps()), progressed_ | stall_check_);
       else if (wake)
         wait(pcie::from_ps(*wake - kernel_ps()));
-      else if (waiting_for_completion || in_flight)
+      else if (waiting_for_completion)
         wait(progressed_ | stall_check_);
       else
         break;  // nothing left that could ever be posted
