@@ -30,8 +30,9 @@ def parse(log_lines):
             named = re.match(r"^(test_\w+) \(", line)
             if named:
                 test = named.group(1)
-            # unittest prints the reason's repr: in double quotes when it holds a single quote.
-            reason = re.search(r"""\.\.\. skipped (['"])(.*)\1$""", line)
+            # unittest prints the reason's repr: in double quotes when it holds a single quote. A
+            # test's stderr (pyverbs' ignored __dealloc__ errors) may split "skipped" from its "...".
+            reason = re.search(r"""(?:\.\.\. |^)skipped (['"])(.*)\1$""", line)
             if reason:
                 skipped.append((test, reason.group(2)))
         ran = re.search(r"^Ran (\d+) tests?", text, re.M)
