@@ -257,9 +257,13 @@ void Reconstructor::response_packet(const Packet& p, int64_t u, StreamState& s) 
     ++r_.mapped_roce_frames;
     switch (transport::aeth_type(p.header.aeth.syndrome)) {
       case transport::AethType::kAck: break;
-      case transport::AethType::kRnrNak: ++r_.anomalies.rnr_naks; return;
+      case transport::AethType::kRnrNak:
+        ++r_.anomalies.rnr_naks;
+        if (const auto at = s.message_at(u)) ++r_.messages[*at].rnr_naks;  // the request it turned away
+        return;
       default:
         ++(transport::aeth_value(p.header.aeth.syndrome) == 0 ? r_.anomalies.sequence_naks : r_.anomalies.other_naks);
+        if (const auto at = s.message_at(u)) ++r_.messages[*at].naks;  // the request expected, or refused
         return;
     }
     ++r_.anomalies.acks;

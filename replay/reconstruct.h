@@ -67,6 +67,7 @@ struct Message {
   uint64_t last_ns = 0;          // last request packet (first transmission)
   uint64_t done_ns = 0;          // acknowledged / last response; UC, UD: last packet (0: never seen)
   uint32_t retransmitted = 0;    // request packets sent again
+  uint32_t rnr_naks = 0, naks = 0;  // RNR NAKs and other NAKs naming one of its PSNs
   // From hcaemu's latency trace of the same run (apply_trace_timing), 0 when not known: the
   // doorbell that posted it and the CQE that completed it, model time in ps.
   uint64_t doorbell_ps = 0, cqe_ps = 0;  // cqe_ps 0 with a doorbell: posted unsignalled

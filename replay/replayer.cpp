@@ -786,6 +786,7 @@ std::vector<OpResult> workload_results(const Workload& w, const IdealProbes& pro
     const WorkloadOp& spec = w.qps[op.qp].ops[op.op];
     op.ideal_ps = ideal_fct(probes, probe_fct, w.qps[op.qp], spec);
     op.captured_fct_ps = spec.captured_fct_ns.value_or(0) * 1000;
+    op.captured_anomalies = spec.captured_anomalies;
   }
   return ops;
 }

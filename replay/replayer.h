@@ -69,6 +69,7 @@ struct OpResult {
   uint64_t device_post_ps = 0, device_done_ps = 0;
   uint64_t ideal_ps = 0;              // its FCT alone on the empty network (0: not measured)
   uint64_t captured_fct_ps = 0;       // the FCT of the captured run, from its latency trace (0: none)
+  CapturedAnomalies captured_anomalies;  // what the capture showed of it besides its packets
   uint8_t status = 0;                 // 0 success, else the completion's syndrome
 };
 

@@ -96,6 +96,18 @@ uint64_t payload_done(const ReplayResult& r) {
   return bytes;
 }
 
+// "resent_packets:16 rnr_naks:1", the non-zero counts only; empty when there are none.
+std::string captured_anomalies_text(const CapturedAnomalies& a) {
+  std::string text;
+  const auto add = [&](const char* name, uint32_t n) {
+    if (n != 0) text += (text.empty() ? "" : " ") + std::string(name) + ":" + std::to_string(n);
+  };
+  add("resent_packets", a.resent_packets);
+  add("rnr_naks", a.rnr_naks);
+  add("naks", a.naks);
+  return text;
+}
+
 }  // namespace
 
 std::string size_bucket_label(uint64_t top) {
@@ -106,7 +118,7 @@ std::string size_bucket_label(uint64_t top) {
 
 void write_messages_csv(std::ostream& out, const ReplayResult& r) {
   out << "qp,op,opcode,bytes,post_ns,first_packet_ns,done_ns,fct_ns,ideal_fct_ns,slowdown,status,device_fct_ns,"
-         "captured_fct_ns,fct_error\n";
+         "captured_fct_ns,fct_error,captured_anomalies\n";
   for (const OpResult& op : r.ops) {
     out << op.qp << ',' << op.op << ',' << message_kind_name(op.kind) << ',' << op.bytes << ',' << ns3(op.post_ps) << ','
         << (op.first_packet_ps != 0 ? ns3(op.first_packet_ps) : "") << ',';
@@ -122,7 +134,7 @@ void write_messages_csv(std::ostream& out, const ReplayResult& r) {
     if (op.captured_fct_ps != 0) out << ns3(op.captured_fct_ps);
     out << ',';
     if (op.captured_fct_ps != 0 && succeeded(op) && has_device_fct(op)) out << fixed(fct_error(op), 5);
-    out << '\n';
+    out << ',' << captured_anomalies_text(op.captured_anomalies) << '\n';
   }
 }
 

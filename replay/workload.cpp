@@ -89,7 +89,8 @@ OpRef parse_ref(const json& value, const std::string& place) {
 }
 
 WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
-  only_keys(j, place, {"op", "bytes", "post_ns", "think_ns", "signalled", "inline", "imm", "after", "captured_fct_ns"});
+  only_keys(j, place,
+            {"op", "bytes", "post_ns", "think_ns", "signalled", "inline", "imm", "after", "captured_fct_ns", "captured_anomalies"});
   WorkloadOp op;
   const std::string name = string_of(required(j, place, "op"), place + ".op");
   const auto kind = message_kind_from_name(name);
@@ -105,6 +106,16 @@ WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
   if (j.contains("post_ns")) op.post_ns = unsigned_of(j.at("post_ns"), place + ".post_ns");
   if (j.contains("think_ns")) op.think_ns = unsigned_of(j.at("think_ns"), place + ".think_ns");
   if (j.contains("captured_fct_ns")) op.captured_fct_ns = unsigned_of(j.at("captured_fct_ns"), place + ".captured_fct_ns");
+  if (j.contains("captured_anomalies")) {
+    const json& a = j.at("captured_anomalies");
+    const std::string where = place + ".captured_anomalies";
+    if (!a.is_object()) fail(where, "must be an object");
+    only_keys(a, where, {"resent_packets", "rnr_naks", "naks"});
+    const auto count = [&](const char* key) {
+      return a.contains(key) ? uint32_t(unsigned_of(a.at(key), where + "." + key, UINT32_MAX)) : 0u;
+    };
+    op.captured_anomalies = {count("resent_packets"), count("rnr_naks"), count("naks")};
+  }
   if (j.contains("signalled")) op.signalled = bool_of(j.at("signalled"), place + ".signalled");
   if (j.contains("inline")) op.inline_data = bool_of(j.at("inline"), place + ".inline");
   const bool carries_imm = op.kind == MessageKind::kSendImm || op.kind == MessageKind::kWriteImm ||
@@ -325,6 +336,13 @@ std::string workload_json(const Workload& w) {
       if (op.post_ns) o["post_ns"] = *op.post_ns;
       if (op.think_ns) o["think_ns"] = *op.think_ns;
       if (op.captured_fct_ns) o["captured_fct_ns"] = *op.captured_fct_ns;
+      if (const CapturedAnomalies& a = op.captured_anomalies; a.any()) {
+        json anomalies = json::object();
+        if (a.resent_packets != 0) anomalies["resent_packets"] = a.resent_packets;
+        if (a.rnr_naks != 0) anomalies["rnr_naks"] = a.rnr_naks;
+        if (a.naks != 0) anomalies["naks"] = a.naks;
+        o["captured_anomalies"] = anomalies;
+      }
       if (!op.signalled) o["signalled"] = false;
       if (op.inline_data) o["inline"] = true;
       if (op.immediate) o["imm"] = *op.immediate;
@@ -415,6 +433,7 @@ Workload lower(const Reconstruction& capture) {
     op.bytes = m.bytes;
     op.post_ns = m.first_ns;
     op.immediate = m.immediate;
+    op.captured_anomalies = {m.retransmitted, m.rnr_naks, m.naks};
     // The run's own latency trace knows better: the doorbell, and the FCT the run saw.
     if (m.doorbell_ps != 0) {
       op.post_ns = (m.doorbell_ps + 500) / 1000;

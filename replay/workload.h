@@ -27,6 +27,16 @@ struct OpRef {
   bool operator==(const OpRef&) const = default;
 };
 
+// What the capture showed of an operation besides its packets: they explain a replayed FCT that
+// differs from the captured one (the replay does not repeat them).
+struct CapturedAnomalies {
+  uint32_t resent_packets = 0;  // request packets sent again
+  uint32_t rnr_naks = 0;        // RNR NAKs that turned it away (no receive posted, an ODP fault)
+  uint32_t naks = 0;            // other NAKs naming it (a PSN sequence error, an access error)
+  bool any() const { return resent_packets != 0 || rnr_naks != 0 || naks != 0; }
+  bool operator==(const CapturedAnomalies&) const = default;
+};
+
 struct WorkloadOp {
   MessageKind kind = MessageKind::kSend;
   uint64_t bytes = 0;
@@ -42,6 +52,7 @@ struct WorkloadOp {
   // The FCT the captured run saw (doorbell to CQE, from its latency trace): the replay reports its
   // own against it.
   std::optional<uint64_t> captured_fct_ns;
+  CapturedAnomalies captured_anomalies;
 };
 
 // The completion queues of a QP's two ends: ids of CQs their hosts declare (shared by every QP

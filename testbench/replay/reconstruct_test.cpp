@@ -128,6 +128,9 @@ TEST(Reconstruct, EachOpcodeClassAndAnomalyIsRecognised) {
   EXPECT_EQ(write.kind, MessageKind::kWrite);
   EXPECT_EQ(write.bytes, 100u);
   EXPECT_EQ(write.retransmitted, 1u);
+  EXPECT_EQ(write.rnr_naks, 1u) << "the RNR NAK named its PSN";
+  EXPECT_EQ(write.naks, 1u) << "so did the sequence NAK";
+  EXPECT_EQ(send.rnr_naks + send.naks, 0u);
   EXPECT_EQ(write.done_ns, 9'000u) << "NAKs do not complete it; the ACK does";
   const Message& read = r->messages[2];
   EXPECT_EQ(read.kind, MessageKind::kRead);

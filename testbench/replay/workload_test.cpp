@@ -17,7 +17,7 @@ constexpr const char* kValid = R"({
   "qps": [
     {"host": "a", "peer": "b", "service": "rc", "mtu": 4096, "sq_wqebbs": 32, "peer_rq_stride": 64, "send_cq": 3, "recv_cq": 3,
      "peer_recv_cq": 1, "ops": [
-      {"op": "write", "bytes": 65536, "post_ns": 1000},
+      {"op": "write", "bytes": 65536, "post_ns": 1000, "captured_anomalies": {"resent_packets": 16, "rnr_naks": 1}},
       {"op": "send_imm", "bytes": 64, "think_ns": 500, "imm": 7, "inline": true},
       {"op": "fetch_add", "bytes": 8, "after": ["1:0"], "signalled": false}]},
     {"host": "b", "peer": "a", "service": "ud", "ops": [{"op": "send", "bytes": 100}]}
@@ -57,6 +57,8 @@ TEST(Workload, ParsesEveryField) {
   const auto& ops = w->qps[0].ops;
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops[0].post_ns, 1000u);
+  EXPECT_EQ(ops[0].captured_anomalies, (CapturedAnomalies{.resent_packets = 16, .rnr_naks = 1}));
+  EXPECT_FALSE(ops[1].captured_anomalies.any());
   EXPECT_EQ(ops[1].think_ns, 500u);
   EXPECT_FALSE(ops[0].think_ns);
   EXPECT_EQ(ops[1].immediate, 7u);
@@ -104,6 +106,12 @@ TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
   for (const char* stride : {"48", "8"})
     EXPECT_EQ(error_of(with("\"peer_rq_stride\": 64", std::string("\"peer_rq_stride\": ") + stride)),
               "qps[0].peer_rq_stride: must be a power of two from 16 to 2048") << stride;
+  EXPECT_EQ(error_of(with("\"rnr_naks\": 1", "\"rnr_naks\": 1, \"nacks\": 2")),
+            "qps[0].ops[0].captured_anomalies.nacks: unknown key");
+  EXPECT_EQ(error_of(with("\"rnr_naks\": 1", "\"rnr_naks\": -1")),
+            "qps[0].ops[0].captured_anomalies.rnr_naks: must be an unsigned integer");
+  EXPECT_EQ(error_of(with("{\"resent_packets\": 16, \"rnr_naks\": 1}", "16")),
+            "qps[0].ops[0].captured_anomalies: must be an object");
   EXPECT_EQ(error_of(with("\"ip\": \"fe80::2\"", "\"ip\": \"10.0.0.1\"")), "hosts[2].ip: \"10.0.0.1\" is also a's");
   EXPECT_EQ(error_of(with("{\"host\": \"b\", \"peer\": \"a\"", "{\"host\": \"b\", \"peer\": \"c\"")),
             "qps[1]: b has an IPv4 address and c an IPv6 one (a QP's ends use one family)");
@@ -121,7 +129,10 @@ TEST(Workload, ACaptureLowersToOperationsAtTheirTimes) {
   first.bytes = 4096;
   first.first_ns = 100;
   first.done_ns = 900;
+  first.retransmitted = 2;
+  first.rnr_naks = 1;
   Message second = first;
+  second.retransmitted = second.rnr_naks = 0;
   second.kind = MessageKind::kSendImm;
   second.immediate = 3;
   second.first_ns = 1000;
@@ -132,6 +143,8 @@ TEST(Workload, ACaptureLowersToOperationsAtTheirTimes) {
   ASSERT_EQ(w.qps[0].ops.size(), 2u);
   EXPECT_EQ(w.qps[0].ops[0].post_ns, 100u);
   EXPECT_EQ(w.qps[0].ops[1].think_ns, 100u) << "after the first completed at 900";
+  EXPECT_EQ(w.qps[0].ops[0].captured_anomalies, (CapturedAnomalies{.resent_packets = 2, .rnr_naks = 1}));
+  EXPECT_FALSE(w.qps[0].ops[1].captured_anomalies.any());
   std::string error;
   EXPECT_TRUE(parse_workload(workload_json(w), &error)) << error;
 }

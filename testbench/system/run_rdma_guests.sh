@@ -77,7 +77,11 @@ if [ -n "$HCAREPLAY" ]; then
     fail "hcareplay cannot replay the capture with its latency trace"
   fi
   grep -qE ": ([0-9]+) of \1 messages timed" "$WORK/replayed.err" || fail "messages the latency trace did not time"
-  # messages.csv: fct_error is column 14 (empty for an operation without a captured FCT).
+  # messages.csv: fct_error is column 14 (empty for an operation without a captured FCT), and
+  # captured_anomalies column 15 (what the capture showed that the replay does not repeat).
+  awk -F, 'NR > 1 && $14 != "" && ($14 > 0.01 || $14 < -0.01) && shown++ < 20 {
+             printf "  beyond 1%%: qp %s op %s %s %s B, error %s %s\n", $1, $2, $3, $4, $14, $15 }' \
+    "$WORK/replayed/messages.csv"
   awk -F, 'NR > 1 && $14 != "" { n++; if ($14 <= 0.01 && $14 >= -0.01) ok++ }
            END { printf "replayed FCT within 1%% of the captured run: %d of %d\n", ok, n; exit !(n > 0 && ok * 100 >= within * n) }' \
     within="$within" "$WORK/replayed/messages.csv" || fail "fewer than $within% of the replayed FCTs within 1% of the captured run"
