@@ -35,13 +35,33 @@ constexpr uint32_t kGrh = 40;  // a UD receive starts with the GRH
 
 uint64_t kernel_ps() { return pcie::to_ps(sc_core::sc_time_stamp()); }
 
+// Frame buffers handed back by the hosts once received, for the engines' next frames: a frame's
+// bytes are then built in place once and never copied or allocated on the way (MTU-sized
+// buffers are the replay's most frequent allocation).
+class FramePool {
+ public:
+  void give(std::vector<uint8_t>&& buffer) {
+    if (spare_.size() < kKept && buffer.capacity() != 0) spare_.push_back(std::move(buffer));
+  }
+  std::vector<uint8_t> take() {
+    if (spare_.empty()) return {};
+    std::vector<uint8_t> buffer = std::move(spare_.back());
+    spare_.pop_back();
+    return buffer;
+  }
+
+ private:
+  static constexpr size_t kKept = 1024;  // frames on the wire at once rarely exceed it
+  std::vector<std::vector<uint8_t>> spare_;
+};
+
 // One host's device: its work items (doorbells, frames, timers, an SQ's next message) one at a
 // time and in order on its own thread, each in model time with one wait at its end.
 class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqScheduler {
  public:
   SC_HAS_PROCESS(ReplayHost);
-  ReplayHost(sc_core::sc_module_name name, RdmaNode& node, std::function<void()> after_item)
-      : sc_module(name), node_(node), after_item_(std::move(after_item)) {
+  ReplayHost(sc_core::sc_module_name name, RdmaNode& node, FramePool& frames, std::function<void()> after_item)
+      : sc_module(name), node_(node), frames_(frames), after_item_(std::move(after_item)) {
     node_.engine.set_sq_scheduler(this);
     node_.engine.set_timer_hook([this](const model::TimerDeadline& d) {
       const uint64_t now = kernel_ps();
@@ -68,9 +88,13 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     sc_time not_before{};
     model::SqResume sq{};
   };
+  // The thread is woken when the item is due, not before: a frame still on the wire would
+  // otherwise wake it only to be waited for (an event notified earlier stands).
   void push(Item item) {
+    const sc_time now = sc_core::sc_time_stamp();
+    const sc_time due = item.not_before > now ? item.not_before - now : sc_core::SC_ZERO_TIME;
     work_.push_back(std::move(item));
-    work_event_.notify(sc_core::SC_ZERO_TIME);
+    work_event_.notify(due);
   }
   void timer_fired() { push({Kind::kTimer}); }
   // A rate-limited QP's (DCQCN) next message waits aside until it may go, so frames and other QPs'
@@ -94,7 +118,10 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
         [this](Item& item) {
           switch (item.kind) {
             case Kind::kDoorbell: node_.engine.doorbell(item.data, pcie::to_ps(item.not_before)); break;
-            case Kind::kFrame: node_.engine.receive(item.data, pcie::to_ps(item.not_before)); break;
+            case Kind::kFrame:
+              node_.engine.receive(item.data, pcie::to_ps(item.not_before));
+              frames_.give(std::move(item.data));
+              break;
             case Kind::kTimer: node_.engine.on_timer(); break;
             case Kind::kResume: node_.engine.resume_sq(item.sq); break;
           }
@@ -103,6 +130,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   }
 
   RdmaNode& node_;
+  FramePool& frames_;
   std::function<void()> after_item_;
   std::deque<Item> work_;
   model::PacedResumptions paced_;
@@ -118,8 +146,8 @@ class Wire : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Wire);
   Wire(sc_core::sc_module_name name, std::vector<std::unique_ptr<ReplayHost>>& hosts, RdmaCluster& cluster,
-       const fabric::Topology& topology, const ReplayOptions& o)
-      : sc_module(name), hosts_(hosts), cluster_(cluster),
+       FramePool& frames, const fabric::Topology& topology, const ReplayOptions& o)
+      : sc_module(name), hosts_(hosts), cluster_(cluster), frames_(frames),
         ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame, uint32_t) { forward(from, frame); }),
         network_(topology, macs(cluster), o.seed, std::max<uint64_t>(o.bin_ps, 1),
                  {.deliver = [this](uint32_t host, std::vector<uint8_t>& frame,
@@ -157,6 +185,10 @@ class Wire : public sc_core::sc_module {
   struct Port : transport::EthernetPort {
     Port(Wire& w, uint16_t from) : wire(w), from(from) {}
     void transmit(std::span<const uint8_t> frame) override { wire.ingress_.submit(from, frame, pcie::model_time()); }
+    void transmit_buffer(std::vector<uint8_t>& frame) override {
+      wire.ingress_.submit_buffer(from, frame, pcie::model_time());
+      if (frame.capacity() == 0) frame = wire.frames_.take();
+    }
     Wire& wire;
     uint16_t from;
   };
@@ -193,6 +225,7 @@ class Wire : public sc_core::sc_module {
 
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
   RdmaCluster& cluster_;
+  FramePool& frames_;
   sriov::SwitchIngress ingress_;
   fabric::Network network_;
   std::vector<std::unique_ptr<Port>> ports_;
@@ -276,13 +309,17 @@ class Driver : public sc_core::sc_module {
   void poll(size_t host) {
     if (host >= cqs_on_host_.size()) return;
     RdmaNode& node = cluster_.node(int(host));
+    const size_t before = completed_;
+    const bool was_started = started_;
     for (Cq* cq : cqs_on_host_[host])
       while (const auto cqe = node.poll(*cq)) {  // after every work item: no list of them built
         if (cqe->opcode != model::cqe::kRequester && cqe->opcode != model::cqe::kRequesterError) continue;
         if (const auto it = by_qpn_.find({host, cqe->qpn}); it != by_qpn_.end()) complete(*it->second, *cqe);
       }
     if (!started_ && probes_done_ == probe_ops_) start();
-    progressed_.notify(sc_core::SC_ZERO_TIME);
+    // The driver's thread runs again only when something it waits for happened: a wake per work
+    // item was a thread switch per frame (and a timed wait set again each time).
+    if (completed_ != before || started_ != was_started) progressed_.notify(sc_core::SC_ZERO_TIME);
   }
   // A stage of one of host `host`'s messages as its engine stamps it: the doorbell names the
   // message (the QP's operations are taken in posting order), later stages find it by name.
@@ -821,12 +858,13 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     create_qps(specs, probes.workload.qps.size(), cluster, o, runs, rows, cqs);
     const auto pcap = open_writer<traces::PcapWriter>(o.pcap_path);
     const auto trace = open_writer<traces::LatencyTrace>(o.trace_prefix);
+    FramePool frames;
     std::vector<std::unique_ptr<ReplayHost>> hosts;
     Driver* driver = nullptr;
     for (size_t i = 0; i < w.hosts.size(); ++i)
-      hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)),
+      hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)), frames,
                                                    [&driver, i] { driver->poll(i); }));
-    Wire wire("wire", hosts, cluster, topology, o);
+    Wire wire("wire", hosts, cluster, frames, topology, o);
     Driver d("driver", w, o, cluster, hosts, src, dst, runs, rows, probes.probes.size(),
              [&] { wire.start_workload(pcap.get()); });
     driver = &d;

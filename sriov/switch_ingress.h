@@ -24,11 +24,15 @@ class SwitchIngress : public sc_core::sc_module {
   // A frame sent by `vport` at model time `at` (not before the kernel's time), through a TIS of
   // transport domain `sender_td` (0: none).
   void submit(uint16_t vport, std::span<const uint8_t> frame, const sc_core::sc_time& at, uint32_t sender_td = 0);
+  // The same, taking the sender's buffer (an empty one is left in its place): no copy.
+  void submit_buffer(uint16_t vport, std::vector<uint8_t>& frame, const sc_core::sc_time& at, uint32_t sender_td = 0);
   size_t waiting() const { return queue_.size(); }
 
  private:
+  // Plain data, so a reallocating queue moves its frames rather than copying them (sc_time's copy
+  // is not noexcept, which made the whole entry's move throwing).
   struct Pending {
-    sc_core::sc_time at;
+    sc_core::sc_time::value_type at;  // kernel ticks
     uint64_t order;
     uint16_t vport;
     uint32_t sender_td;
@@ -36,6 +40,8 @@ class SwitchIngress : public sc_core::sc_module {
     bool operator>(const Pending& other) const { return at != other.at ? at > other.at : order > other.order; }
   };
   void forward_due();  // SC_METHOD
+  bool due_at_once(const sc_core::sc_time& at) const;
+  void enqueue(uint16_t vport, std::vector<uint8_t>&& frame, const sc_core::sc_time& at, uint32_t sender_td);
 
   Forward forward_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> queue_;

@@ -7,6 +7,7 @@
 #include <systemc>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pcie/model_time.h"
@@ -80,6 +81,45 @@ TEST(DecoupledTime, AnItemRunsAheadAndWaitsOnceFramesReachTheSwitchInModelTimeOr
   EXPECT_EQ(items.forwarded[2].at, sc_time(50, SC_NS));
   EXPECT_EQ(items.ingress.waiting(), 0u);
   EXPECT_EQ(pcie::model_time(), sc_core::sc_time_stamp()) << "no item open once all are done";
+}
+
+// A sender that hands its buffer over (submit_buffer) loses it to the ingress: the bytes the
+// switch gets are that buffer, not a copy, due now or queued, and they keep their model-time order
+// among copied frames.
+SC_MODULE(HandedOver) {
+  std::vector<std::pair<char, const uint8_t*>> forwarded;  // tag, where its bytes lived
+  std::vector<sc_time> at;
+  const uint8_t* now_buffer = nullptr;
+  const uint8_t* later_buffer = nullptr;
+  bool left_empty = true;
+  sriov::SwitchIngress ingress{"ingress", [this](uint16_t, std::vector<uint8_t>& frame, uint32_t) {
+                                 forwarded.push_back({char(frame[0]), frame.data()});
+                                 at.push_back(sc_core::sc_time_stamp());
+                               }};
+  SC_CTOR(HandedOver) { SC_THREAD(send); }
+  void send() {
+    std::vector<uint8_t> now(64, uint8_t('n'));
+    now_buffer = now.data();
+    ingress.submit_buffer(0, now, sc_core::sc_time_stamp());  // due: forwarded at once
+    left_empty = left_empty && now.empty();
+    std::vector<uint8_t> later(64, uint8_t('l'));
+    later_buffer = later.data();
+    ingress.submit_buffer(0, later, sc_core::sc_time_stamp() + sc_time(20, SC_NS));
+    left_empty = left_empty && later.capacity() == 0;
+    const uint8_t copied[1] = {uint8_t('c')};
+    ingress.submit(1, copied, sc_core::sc_time_stamp() + sc_time(10, SC_NS));
+  }
+};
+
+TEST(DecoupledTime, AHandedOverFrameIsTakenNotCopiedAndKeepsItsOrder) {
+  HandedOver sender("sender");
+  sc_core::sc_start();
+  EXPECT_TRUE(sender.left_empty) << "the sender keeps no bytes of a frame it handed over";
+  ASSERT_EQ(sender.forwarded.size(), 3u);
+  EXPECT_EQ(sender.forwarded[0], std::make_pair('n', sender.now_buffer));
+  EXPECT_EQ(sender.forwarded[1].first, 'c');
+  EXPECT_EQ(sender.forwarded[2], std::make_pair('l', sender.later_buffer));
+  EXPECT_EQ(sender.at, (std::vector<sc_time>{sc_core::SC_ZERO_TIME, sc_time(10, SC_NS), sc_time(20, SC_NS)}));
 }
 
 // to_ps and from_ps read and write an sc_time's value as picoseconds: the kernel must keep its
