@@ -90,6 +90,9 @@ void Network::schedule(uint64_t at, EventKind kind, uint32_t a, uint32_t b, uint
   if (kind == EventKind::kArrive) {
     tiebreak_ = mix(tiebreak_);
     order |= (uint64_t(1) << 63) | ((tiebreak_ >> 33) << 32);
+    // Nothing can change a frame's way to a host once it is on the last link: it goes to the host
+    // now, stamped with its arrival, and costs the network no event of its own.
+    if (nodes_[a].is_host) return arrive(a, b, frame, at);
   }
   events_.push_back({at, order, kind, a, b, frame});
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
@@ -156,7 +159,7 @@ void Network::run_until(uint64_t now_ps) {
     events_.pop_back();
     now_ = e.at;
     switch (e.kind) {
-      case EventKind::kArrive: arrive(e.a, e.b, e.frame); break;
+      case EventKind::kArrive: arrive(e.a, e.b, e.frame, e.at); break;
       case EventKind::kTxDone: tx_done(e.a); break;
       case EventKind::kPause: pause_arrived(e.a, uint8_t(e.b), uint16_t(e.frame)); break;
       case EventKind::kWake: start(e.a); break;
@@ -212,10 +215,10 @@ std::optional<uint32_t> Network::route(uint32_t node, uint32_t slot) {
   return candidates[h % candidates.size()];
 }
 
-void Network::arrive(uint32_t node, uint32_t in_port, uint32_t slot) {
+void Network::arrive(uint32_t node, uint32_t in_port, uint32_t slot, uint64_t at) {
   if (nodes_[node].is_host) {
     ++totals_.frames_delivered;
-    if (hooks_.deliver) hooks_.deliver(node, frames_[slot], now_);
+    if (hooks_.deliver) hooks_.deliver(node, frames_[slot], at);
     frames_[slot].clear();
     free_slots_.push_back(slot);
     return;

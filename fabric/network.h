@@ -46,7 +46,9 @@ struct NetworkTotals {
 class Network {
  public:
   struct Hooks {
-    // A frame reached host `host` (its last bit in) at `at_ps`; the receiver may take the buffer.
+    // A frame reaches host `host` (its last bit in) at `at_ps`; the receiver may take the buffer.
+    // Called once the frame is on its last link, so `at_ps` may lie ahead of the network's time:
+    // the receiver must not act on the frame before then. (frames_delivered counts it then too.)
     std::function<void(uint32_t host, std::vector<uint8_t>& frame, uint64_t at_ps)> deliver;
     // A frame the network itself sent (PFC), for the capture.
     std::function<void(uint64_t at_ps, std::span<const uint8_t> frame)> capture;
@@ -116,7 +118,7 @@ class Network {
   void build(const Topology& topology);
   void schedule(uint64_t at, EventKind kind, uint32_t a, uint32_t b, uint32_t frame);
   uint32_t store(std::vector<uint8_t>&& frame);
-  void arrive(uint32_t node, uint32_t in_port, uint32_t slot);
+  void arrive(uint32_t node, uint32_t in_port, uint32_t slot, uint64_t at);
   void enqueue(uint32_t transmitter, uint32_t slot, int32_t in_port);
   void start(uint32_t transmitter);
   void tx_done(uint32_t transmitter);

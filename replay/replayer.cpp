@@ -88,13 +88,17 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     sc_time not_before{};
     model::SqResume sq{};
   };
-  // The thread is woken when the item is due, not before: a frame still on the wire would
-  // otherwise wake it only to be waited for (an event notified earlier stands).
+  // Items queue in the order they fall due (in the order pushed for the same time), so an item
+  // pushed ahead of its time, a frame the network hands over while it is still on the wire, takes
+  // its turn as if pushed when due. The thread is woken when the item is due, not before (an event
+  // notified earlier stands).
   void push(Item item) {
     const sc_time now = sc_core::sc_time_stamp();
-    const sc_time due = item.not_before > now ? item.not_before - now : sc_core::SC_ZERO_TIME;
-    work_.push_back(std::move(item));
-    work_event_.notify(due);
+    const sc_time due = std::max(item.not_before, now);
+    auto at = work_.end();
+    while (at != work_.begin() && std::max(std::prev(at)->not_before, now) > due) --at;
+    work_.insert(at, std::move(item));
+    work_event_.notify(due - now);
   }
   void timer_fired() { push({Kind::kTimer}); }
   // A rate-limited QP's (DCQCN) next message waits aside until it may go, so frames and other QPs'

@@ -85,6 +85,22 @@ TEST(FabricNetwork, StoreAndForwardThroughOneSwitch) {
   EXPECT_EQ(h.arrivals[0].at, 1'000'000u + 100'000 + 81'920 + 100'000);
 }
 
+// A frame goes to its host as soon as it is on its last link, stamped with its arrival: the run
+// that put it there hands it over, and no event of the network is left for it.
+TEST(FabricNetwork, AFrameOnItsLastLinkGoesToItsHostAtOnceWithItsArrivalTime) {
+  Harness h(single_switch(2, 100.0, 100.0));
+  h.net->send(0, frame(1, 0), 1'000'000);
+  ASSERT_EQ(h.net->next_event_ps(), 1'100'000u) << "at the switch";
+  h.net->run_until(1'100'000);  // the switch's port is free: the frame goes on at once
+  ASSERT_EQ(h.arrivals.size(), 0u) << "still being sent by the switch";
+  ASSERT_EQ(h.net->next_event_ps(), 1'181'920u) << "its last bit leaves the switch";
+  h.net->run_until(1'181'920);
+  ASSERT_EQ(h.arrivals.size(), 1u);
+  EXPECT_EQ(h.arrivals[0].at, 1'281'920u) << "100 ns of propagation still ahead";
+  EXPECT_EQ(h.net->next_event_ps(), std::nullopt);
+  EXPECT_EQ(h.net->totals().frames_delivered, 1u);
+}
+
 TEST(FabricNetwork, IncastQueuesAtTheEgressPort) {
   Topology t = single_switch(3, 100.0, 0.0);
   t.switch_config.pfc.enabled = false;
