@@ -106,12 +106,8 @@ uint64_t payload_done(const ReplayResult& r) {
 // "resent_packets:16 rnr_naks:1", the non-zero counts only; empty when there are none.
 std::string captured_anomalies_text(const CapturedAnomalies& a) {
   std::string text;
-  const auto add = [&](const char* name, uint32_t n) {
-    if (n != 0) text += (text.empty() ? "" : " ") + std::string(name) + ":" + std::to_string(n);
-  };
-  add("resent_packets", a.resent_packets);
-  add("rnr_naks", a.rnr_naks);
-  add("naks", a.naks);
+  for (const CapturedAnomalyCount& c : kCapturedAnomalyCounts)
+    if (const uint32_t n = a.*c.count; n != 0) text += (text.empty() ? "" : " ") + std::string(c.name) + ":" + std::to_string(n);
   return text;
 }
 

@@ -110,11 +110,12 @@ WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
     const json& a = j.at("captured_anomalies");
     const std::string where = place + ".captured_anomalies";
     if (!a.is_object()) fail(where, "must be an object");
-    only_keys(a, where, {"resent_packets", "rnr_naks", "naks"});
-    const auto count = [&](const char* key) {
-      return a.contains(key) ? uint32_t(unsigned_of(a.at(key), where + "." + key, UINT32_MAX)) : 0u;
-    };
-    op.captured_anomalies = {count("resent_packets"), count("rnr_naks"), count("naks")};
+    for (const auto& item : a.items()) {
+      const auto c = std::find_if(kCapturedAnomalyCounts.begin(), kCapturedAnomalyCounts.end(),
+                                  [&](const CapturedAnomalyCount& c) { return item.key() == c.name; });
+      if (c == kCapturedAnomalyCounts.end()) fail(where + "." + item.key(), "unknown key");
+      op.captured_anomalies.*(c->count) = uint32_t(unsigned_of(item.value(), where + "." + item.key(), UINT32_MAX));
+    }
   }
   if (j.contains("signalled")) op.signalled = bool_of(j.at("signalled"), place + ".signalled");
   if (j.contains("inline")) op.inline_data = bool_of(j.at("inline"), place + ".inline");
@@ -338,9 +339,8 @@ std::string workload_json(const Workload& w) {
       if (op.captured_fct_ns) o["captured_fct_ns"] = *op.captured_fct_ns;
       if (const CapturedAnomalies& a = op.captured_anomalies; a.any()) {
         json anomalies = json::object();
-        if (a.resent_packets != 0) anomalies["resent_packets"] = a.resent_packets;
-        if (a.rnr_naks != 0) anomalies["rnr_naks"] = a.rnr_naks;
-        if (a.naks != 0) anomalies["naks"] = a.naks;
+        for (const CapturedAnomalyCount& c : kCapturedAnomalyCounts)
+          if (a.*c.count != 0) anomalies[c.name] = a.*c.count;
         o["captured_anomalies"] = anomalies;
       }
       if (!op.signalled) o["signalled"] = false;

@@ -5,6 +5,7 @@
 // operation of its QP completes) and the completions it waits for. Users write it by hand or
 // generate it; hcareplay lowers captures to it. Parsing is strict: an unknown key, a wrong type, a
 // reference to nothing or a cycle in the dependencies is an error naming its place in the file.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,16 @@ struct CapturedAnomalies {
   bool any() const { return resent_packets != 0 || rnr_naks != 0 || naks != 0; }
   bool operator==(const CapturedAnomalies&) const = default;
 };
+// Its counts by the names the workload JSON and messages.csv give them, in that order.
+struct CapturedAnomalyCount {
+  const char* name;
+  uint32_t CapturedAnomalies::*count;
+};
+inline constexpr std::array<CapturedAnomalyCount, 3> kCapturedAnomalyCounts{{
+    {"resent_packets", &CapturedAnomalies::resent_packets},
+    {"rnr_naks", &CapturedAnomalies::rnr_naks},
+    {"naks", &CapturedAnomalies::naks},
+}};
 
 struct WorkloadOp {
   MessageKind kind = MessageKind::kSend;
