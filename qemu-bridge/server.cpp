@@ -172,6 +172,9 @@ void VfioUserServer::accept_client() {
 }
 
 void VfioUserServer::drop_client(const char* why) {
+  // The connection's maps and interrupts go first: once client_connected() says the client is
+  // gone, nothing of it may be left (no DMA through its maps, no signal to its eventfds).
+  dispatcher_.disconnect();
   {
     std::lock_guard lock(write_mu_);
     client_fd_.reset();
@@ -181,7 +184,6 @@ void VfioUserServer::drop_client(const char* why) {
     outbox_sent_ = outbox_bytes_ = 0;
   }
   decoder_.reset();
-  dispatcher_.disconnect();
   if (LogLimiter::logs(accepted_.load())) log().info("vfio-user: client disconnected from {} ({})", path_, why);
 }
 
