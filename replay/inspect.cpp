@@ -67,9 +67,11 @@ void print_hosts(std::ostream& out, const std::vector<WorkloadHost>& hosts) {
 // The think times a workload gives its operations (a capture's: lower() derives them).
 std::vector<uint64_t> think_times(const Workload& w) {
   std::vector<uint64_t> think;
-  for (const WorkloadQp& q : w.qps)
+  for (const WorkloadQp& q : w.qps) {
+    if (q.connection_setup) continue;  // a connection manager's MADs: not the workload's think times
     for (const WorkloadOp& op : q.ops)
       if (op.think_ns) think.push_back(*op.think_ns);
+  }
   return think;
 }
 
@@ -96,19 +98,22 @@ void print_capture(std::ostream& out, const Reconstruction& c, size_t max_unmapp
   for (size_t i = 0; i < c.queue_pairs.size(); ++i) {
     const QueuePair& q = c.queue_pairs[i];
     out << "  " << std::left << std::setw(4) << i << std::setw(6) << c.hosts[q.host].name << std::setw(6)
-        << c.hosts[q.peer_host].name << std::setw(8) << service_name(q.service) << std::setw(10) << qpn_text(q.qpn)
+        << c.hosts[q.peer_host].name << std::setw(8) << (q.connection_setup ? "ud CM" : service_name(q.service)) << std::setw(10) << qpn_text(q.qpn)
         << std::setw(10) << qpn_text(q.peer_qpn) << std::setw(7) << (q.mtu != 0 ? std::to_string(q.mtu) : "-")
         << per_qp[i] << "\n";
   }
   SizeTable sizes;
   uint64_t incomplete = 0, unanswered = 0;
+  size_t data_messages = 0;
   for (const Message& m : c.messages) {
+    if (c.queue_pairs[m.qp].connection_setup) continue;  // CM MADs: counted below, with the protocol
+    ++data_messages;
     add_size(sizes, m.kind, m.bytes);
     incomplete += m.complete ? 0 : 1;
     unanswered += m.done_ns == 0 ? 1 : 0;
   }
   print_sizes(out, sizes);
-  out << "  " << c.messages.size() << " messages; " << incomplete << " with packets missing from the capture, "
+  out << "  " << data_messages << " messages; " << incomplete << " with packets missing from the capture, "
       << unanswered << " never acknowledged or answered in it\n";
   print_think(out, think_times(lowered));
   const Anomalies& a = c.anomalies;

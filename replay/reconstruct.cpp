@@ -117,7 +117,7 @@ void Reconstructor::add(uint64_t index, uint64_t time_ns, std::span<const uint8_
   if (service_of(p.header.opcode) == Service::kUd) {
     if (p.header.dest_qp == 1) {  // QP1: CM MADs set connections up; they are not workload data
       ++r_.anomalies.cm_mads;
-      ++r_.mapped_roce_frames;
+      mads_.push_back(p);
       return;
     }
     datagrams_.push_back(p);
@@ -299,9 +299,9 @@ void Reconstructor::apply_responses(const std::vector<Packet>& packets, StreamSt
   for (const Packet& p : packets) response_packet(p, unwrap(p.header.psn), s);
 }
 
-void Reconstructor::add_datagrams() {
+void Reconstructor::add_datagrams(const std::vector<Packet>& datagrams, bool connection_setup) {
   std::map<std::tuple<size_t, uint32_t, size_t, uint32_t>, size_t> qps;  // (host, qpn, peer, peer qpn) -> QP
-  for (const Packet& p : datagrams_) {
+  for (const Packet& p : datagrams) {
     const size_t from = host_of(p.header.src_gid, p.header.src_mac), to = host_of(p.header.dst_gid, p.header.dst_mac);
     const auto key = std::make_tuple(from, p.header.deth.src_qp, to, p.header.dest_qp);
     auto [it, added] = qps.try_emplace(key, r_.queue_pairs.size());
@@ -313,6 +313,7 @@ void Reconstructor::add_datagrams() {
       ud.peer_qpn = p.header.dest_qp;
       ud.service = Service::kUd;
       ud.first_psn = p.header.psn;
+      ud.connection_setup = connection_setup;
     }
     QueuePair& qp = r_.queue_pairs[it->second];
     qp.mtu = std::max(qp.mtu, p.payload_bytes);
@@ -355,7 +356,8 @@ Reconstruction Reconstructor::finish() {
       unmapped(p.frame, p.time_ns, std::string(transport::opcode_name(p.header.opcode)) + " to QP " + hex(key.dest_qp) +
                                        ", whose requests are not in the capture");
   }
-  add_datagrams();
+  add_datagrams(datagrams_, false);
+  add_datagrams(mads_, true);
   std::stable_sort(r_.messages.begin(), r_.messages.end(),
                    [](const Message& a, const Message& b) { return a.first_ns < b.first_ns; });
   std::sort(r_.unmapped.begin(), r_.unmapped.end(), [](const Unmapped& a, const Unmapped& b) { return a.frame < b.frame; });
@@ -364,6 +366,7 @@ Reconstruction Reconstructor::finish() {
   requests_.clear();
   responses_.clear();
   datagrams_.clear();
+  mads_.clear();
   return out;
 }
 

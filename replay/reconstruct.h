@@ -54,6 +54,11 @@ struct QueuePair {
   uint32_t max_rd_atomic = 0;  // the requester's READs/atomics in flight at most (0: not known)
   uint32_t peer_rq_stride = 0;  // the responder's receive WQE in bytes (0: not known, or an SRQ)
   std::optional<uint16_t> function;  // the requester's function (vhca id) in the trace
+  // QP1's datagrams between two hosts: a connection manager's MADs. Not workload data, but work
+  // the captured devices did (a WQE fetch, a payload read, a receive) that the replay repeats so
+  // the data messages beside them wait as they did (docs/replay.md).
+  bool connection_setup = false;
+  uint32_t device_qpn = 0;  // the QP's number in its function when the wire shows another (QP1: the GSI QP's), from the QP table
 };
 
 struct Message {
@@ -81,7 +86,7 @@ struct Anomalies {
   uint64_t psn_gaps = 0;               // a request PSN ahead of the next expected one (capture loss)
   uint64_t sequence_naks = 0, rnr_naks = 0, other_naks = 0;
   uint64_t acks = 0;
-  uint64_t cm_mads = 0;                // UD datagrams to QP1: connection set-up, not data
+  uint64_t cm_mads = 0;                // UD datagrams to QP1: connection set-up, not data (messages of connection_setup QPs)
   uint64_t cnps = 0;                   // congestion notifications (DCQCN), not data
   uint64_t ecn_marked = 0;             // packets that arrived Congestion Experienced
 };
@@ -131,11 +136,11 @@ class Reconstructor {
   void request_packet(const Packet& p, StreamState& state);
   void apply_responses(const std::vector<Packet>& packets, StreamState& state);
   void response_packet(const Packet& p, int64_t psn, StreamState& state);
-  void add_datagrams();
+  void add_datagrams(const std::vector<Packet>& datagrams, bool connection_setup);
 
   Reconstruction r_;
   std::map<StreamKey, std::vector<Packet>> requests_, responses_;
-  std::vector<Packet> datagrams_;
+  std::vector<Packet> datagrams_, mads_;
 };
 
 // Reads a capture file through CaptureReader; `error` names the file and frame on failure.

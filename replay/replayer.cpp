@@ -893,6 +893,13 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     result.links = wire.network().links();
     result.network = wire.network().totals();
     result.topology = topology.describe();
+    // The capture's connection set-up MADs took device time beside the data; they are not data.
+    std::erase_if(result.ops, [&](const OpResult& op) {
+      if (!w.qps[op.qp].connection_setup) return false;
+      ++result.connection_setup_ops;
+      result.connection_setup_incomplete += op.done_ps == 0;
+      return true;
+    });
     result.incomplete = size_t(std::count_if(result.ops.begin(), result.ops.end(), [](const OpResult& r) { return r.done_ps == 0; }));
     return result;
   } catch (const std::exception& e) {

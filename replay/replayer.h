@@ -89,7 +89,8 @@ struct CongestionTotals {
 };
 
 struct ReplayResult {
-  std::vector<OpResult> ops;             // QP by QP, operation by operation
+  std::vector<OpResult> ops;             // QP by QP, operation by operation (the data's: no connection set-up)
+  size_t connection_setup_ops = 0, connection_setup_incomplete = 0;  // the capture's CM MADs, replayed
   std::vector<fabric::LinkStats> links;  // each direction of each link
   fabric::NetworkTotals network;
   std::vector<QpCongestion> congestion;  // per workload QP

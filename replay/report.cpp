@@ -171,7 +171,10 @@ void write_summary(std::ostream& out, const ReplayResult& r) {
         << ", p99 " << pct(99) << ", max " << pct(100) << "; within 1%: " << c.within_1_percent << "\n";
   }
   const size_t errors = failed_operations(r);
-  out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete << "\n";
+  out << "operations " << r.ops.size() << ", errors " << errors << ", incomplete " << r.incomplete;
+  if (r.connection_setup_ops != 0)
+    out << "; connection set-up MADs " << r.connection_setup_ops << " (incomplete " << r.connection_setup_incomplete << ")";
+  out << "\n";
   out << "packets " << r.packets << ", wire bytes " << r.wire_bytes << ", drops " << r.network.drops << ", ECN marks "
       << r.network.ecn_marks << ", pause frames " << r.network.pause_frames << ", CNPs " << r.cc.np_cnp_sent
       << " sent / " << r.cc.rp_cnp_handled << " acted on, model time " << ns3(r.end_ps) << " ns";
@@ -193,7 +196,8 @@ void write_totals_csv(std::ostream& out, const ReplayResult& r) {
   const size_t errors = failed_operations(r);
   const CaptureComparison capture = compare_to_capture(r);
   out << "key,value\n"
-      << "operations," << r.ops.size() << "\nerrors," << errors << "\nincomplete," << r.incomplete << "\npackets,"
+      << "operations," << r.ops.size() << "\nerrors," << errors << "\nincomplete," << r.incomplete
+      << "\nconnection_setup_mads," << r.connection_setup_ops << "\npackets,"
       << r.packets << "\nwire_bytes," << r.wire_bytes << "\nend_ns," << ns3(r.end_ps) << "\ngoodput_gbps,"
       << gbps(payload_done(r), r.end_ps) << "\ndrops," << r.network.drops << "\nunroutable," << r.network.unroutable
       << "\necn_marks," << r.network.ecn_marks << "\npause_frames," << r.network.pause_frames

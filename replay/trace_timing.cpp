@@ -48,7 +48,7 @@ size_t apply_trace_timing(Reconstruction& capture, const TraceTiming& timing) {
   for (Message& m : capture.messages) {
     const QueuePair& qp = capture.queue_pairs[m.qp];
     if (qp.qpn == 0 || !m.complete) continue;
-    const uint64_t id = (uint64_t(qp.qpn) << 24) | m.last_psn;
+    const uint64_t id = (uint64_t(qp.device_qpn != 0 ? qp.device_qpn : qp.qpn) << 24) | m.last_psn;
     std::optional<uint16_t> function = qp.function;
     if (!function)
       if (const auto sole = timing.sole_function.find(id); sole != timing.sole_function.end()) function = sole->second;
@@ -80,6 +80,15 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
     }
     return found;
   };
+  // A host's GSI QP (QP1 on the wire, its own number in the function): by its function's MAC, as a
+  // host's GIDs (link-local, IPv4-mapped) share it.
+  const auto find_gsi = [&](const Host& host, uint64_t before_ps) -> const traces::QpRecord* {
+    const traces::QpRecord* found = nullptr;
+    for (const traces::QpRecord& r : table)
+      if (r.service == "qp1" && r.mac == host.mac && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps))
+        found = &r;
+    return found;
+  };
   const auto cq = [](uint32_t number, uint32_t entries) -> std::optional<QueuePair::Cq> {
     if (entries == 0) return std::nullopt;
     return QueuePair::Cq{number, entries};
@@ -87,6 +96,23 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
   size_t found = 0;
   for (size_t q = 0; q < capture.queue_pairs.size(); ++q) {
     QueuePair& qp = capture.queue_pairs[q];
+    if (qp.connection_setup) {
+      if (const traces::QpRecord* r = find_gsi(capture.hosts[qp.peer_host], first_ps[q])) {
+        qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
+        qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        qp.peer_rq_stride = r->rq_stride;
+        ++found;
+      }
+      if (const traces::QpRecord* r = find_gsi(capture.hosts[qp.host], first_ps[q])) {
+        qp.send_cq = cq(r->send_cq, r->send_cq_entries);
+        qp.recv_cq = cq(r->recv_cq, r->recv_cq_entries);
+        qp.sq_wqebbs = r->sq_wqebbs;
+        qp.function = r->function;
+        qp.device_qpn = r->qpn;
+        ++found;
+      }
+      continue;
+    }
     if (qp.peer_qpn != 0)
       if (const traces::QpRecord* r = find(capture.hosts[qp.peer_host], qp.peer_qpn, first_ps[q])) {
         qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);

@@ -233,7 +233,7 @@ Workload parse(const json& j) {
     const std::string place = "qps[" + std::to_string(q) + "]";
     only_keys(qps[q], place,
               {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "max_rd_atomic", "peer_rq_stride", "send_cq", "recv_cq", "peer_send_cq",
-               "peer_recv_cq", "ops"});
+               "peer_recv_cq", "connection_setup", "ops"});
     WorkloadQp qp;
     auto host = [&](const char* key) {
       const std::string name = string_of(required(qps[q], place, key), place + "." + key);
@@ -269,6 +269,10 @@ Workload parse(const json& j) {
       if (*qp.peer_rq_stride < kMinRqStride || !std::has_single_bit(*qp.peer_rq_stride))
         fail(place + ".peer_rq_stride", "must be a power of two from " + std::to_string(kMinRqStride) + " to " +
                                             std::to_string(kMaxRqStride));
+    }
+    if (qps[q].contains("connection_setup")) {
+      qp.connection_setup = bool_of(qps[q].at("connection_setup"), place + ".connection_setup");
+      if (qp.connection_setup && qp.service != Service::kUd) fail(place + ".connection_setup", "only a ud QP carries connection set-up MADs");
     }
     qp.cqs = {.send = cq_ref(qps[q], place, "send_cq", w.hosts[qp.host]),
               .recv = cq_ref(qps[q], place, "recv_cq", w.hosts[qp.host]),
@@ -359,6 +363,7 @@ std::string workload_json(const Workload& w) {
     if (qp.sq_wqebbs) entry["sq_wqebbs"] = *qp.sq_wqebbs;
     if (qp.max_rd_atomic) entry["max_rd_atomic"] = *qp.max_rd_atomic;
     if (qp.peer_rq_stride) entry["peer_rq_stride"] = *qp.peer_rq_stride;
+    if (qp.connection_setup) entry["connection_setup"] = true;
     const std::pair<const char*, const std::optional<uint32_t>*> refs[] = {
         {"send_cq", &qp.cqs.send}, {"recv_cq", &qp.cqs.recv}, {"peer_send_cq", &qp.cqs.peer_send},
         {"peer_recv_cq", &qp.cqs.peer_recv}};
@@ -411,6 +416,7 @@ Workload lower(const Reconstruction& capture) {
     out.host = qp.host;
     out.peer = qp.peer_host;
     out.service = qp.service;
+    out.connection_setup = qp.connection_setup;
     out.qpn = qp.qpn;
     out.peer_qpn = qp.peer_qpn;
     out.mtu = qp.mtu == 0 ? 1024 : mtu;

@@ -89,6 +89,9 @@ struct WorkloadQp {
   // message that takes a receive (none: the replay's 128).
   std::optional<uint32_t> peer_rq_stride;
   QpCompletionQueues cqs;
+  // A capture's QP1 datagrams (CM MADs): replayed for the device work they take, left out of the
+  // messages and FCT figures (they set connections up; they are not the workload's data).
+  bool connection_setup = false;
   std::vector<WorkloadOp> ops;
 };
 

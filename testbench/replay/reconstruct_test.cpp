@@ -108,7 +108,7 @@ TEST(Reconstruct, EachOpcodeClassAndAnomalyIsRecognised) {
   EXPECT_EQ(r->frames, c.frames.size());
   ASSERT_EQ(r->hosts.size(), 2u);
   EXPECT_EQ(r->hosts[0].gid, transport::gid_from_ipv4(0x0a000001));
-  ASSERT_EQ(r->queue_pairs.size(), 2u);
+  ASSERT_EQ(r->queue_pairs.size(), 3u);
   const QueuePair& rc = r->queue_pairs[0];
   EXPECT_EQ(rc.service, Service::kRc);
   EXPECT_EQ(rc.qpn, kQpA) << "the requester's QPN comes from the responses";
@@ -116,8 +116,14 @@ TEST(Reconstruct, EachOpcodeClassAndAnomalyIsRecognised) {
   EXPECT_EQ(rc.mtu, 1024u);
   EXPECT_EQ(r->queue_pairs[1].service, Service::kUd);
   EXPECT_EQ(r->queue_pairs[1].qpn, 0x33u);
+  EXPECT_FALSE(r->queue_pairs[1].connection_setup);
+  const QueuePair& gsi = r->queue_pairs[2];  // the MAD: a connection set-up QP, so the replay repeats its device work
+  EXPECT_TRUE(gsi.connection_setup);
+  EXPECT_EQ(gsi.service, Service::kUd);
+  EXPECT_EQ(gsi.qpn, 1u);
+  EXPECT_EQ(gsi.peer_qpn, 1u);
 
-  ASSERT_EQ(r->messages.size(), 6u);
+  ASSERT_EQ(r->messages.size(), 7u);
   const Message& send = r->messages[0];
   EXPECT_EQ(send.kind, MessageKind::kSendImm);
   EXPECT_EQ(send.bytes, 2058u);
@@ -144,6 +150,8 @@ TEST(Reconstruct, EachOpcodeClassAndAnomalyIsRecognised) {
   EXPECT_EQ(r->messages[5].kind, MessageKind::kSendImm);
   EXPECT_EQ(r->messages[5].qp, 1u);
   EXPECT_EQ(r->messages[5].bytes, 300u);
+  EXPECT_EQ(r->messages[6].qp, 2u);
+  EXPECT_EQ(r->messages[6].bytes, 256u);
 
   const Anomalies& a = r->anomalies;
   EXPECT_EQ(a.retransmitted_packets, 1u);

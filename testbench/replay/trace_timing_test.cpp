@@ -217,6 +217,56 @@ TEST(TraceTiming, AnXrcTargetsPlaceholderReceiveCqIsNotTaken) {
   EXPECT_EQ(capture.queue_pairs[0].peer_send_cq->entries, 2u);
 }
 
+// A CM MAD leaves a function's GSI QP (QP 8 in the function, QP1 on the wire) and lands on the
+// peer's. The one miss of a perftest run's replay was a SEND whose WQE fetch waited behind such a
+// MAD's: the MADs are replayed now, so the trace must time them and the table give their QP ends.
+TEST(TraceTiming, ACmMadIsTimedThroughItsFunctionsGsiQp) {
+  const uint64_t id = (uint64_t(8) << 24) | 3;
+  const std::string csv = write_file("trace_timing_gsi.csv",
+      "time_ps,function,qpn,message,opcode,bytes,stage\n"
+      "5000000,1,8," + std::to_string(id) + ",SEND,256,doorbell\n"
+      "6600000,1,8," + std::to_string(id) + ",SEND,256,cqe_write\n"
+      "5000000,0,8," + std::to_string(id) + ",SEND,256,doorbell\n"  // the other function's GSI QP, same PSN
+      "7000000,0,8," + std::to_string(id) + ",SEND,256,cqe_write\n");
+  std::string error;
+  const auto timing = read_trace_timing(csv, &error);
+  ASSERT_TRUE(timing) << error;
+  Reconstruction capture;
+  // Both seen through their IPv6 GIDs: the GSI QPs' records name IPv4 ones; the MACs find them.
+  capture.hosts = {{.gid = {0xfe, 0x80, 15, 1}, .mac = {0x02, 0, 0, 0, 0, 1}, .name = "a6"},
+                   {.gid = {0xfe, 0x80, 15, 2}, .mac = {0x02, 0, 0, 0, 0, 2}, .name = "b6"}};
+  QueuePair mad;
+  mad.host = 1, mad.peer_host = 0, mad.qpn = 1, mad.peer_qpn = 1, mad.service = Service::kUd;
+  mad.connection_setup = true;
+  capture.queue_pairs = {mad};
+  capture.messages.push_back({.qp = 0, .kind = MessageKind::kSend, .bytes = 256, .first_psn = 3, .packets = 1,
+                              .last_psn = 3, .first_ns = 5100, .done_ns = 5100, .complete = true});
+  traces::QpRecord b_gsi = record(1000, 1, 8, "qp1", 0x0a000002, 2);
+  b_gsi.send_cq = 4, b_gsi.send_cq_entries = 256, b_gsi.sq_wqebbs = 256;
+  traces::QpRecord a_gsi = record(1000, 0, 8, "qp1", 0x0a000001, 1);
+  a_gsi.recv_cq = 3, a_gsi.recv_cq_entries = 1024, a_gsi.rq_stride = 16;
+  const traces::QpRecord a_rc = record(1000, 0, 1, "rc", 0x0a000001, 1);  // QPN 1 of another service: not the GSI QP
+  EXPECT_EQ(apply_qp_table(capture, {a_rc, b_gsi, a_gsi}), 2u);
+  const QueuePair& q = capture.queue_pairs[0];
+  EXPECT_EQ(q.function, uint16_t(1));
+  EXPECT_EQ(q.device_qpn, 8u);
+  EXPECT_EQ(q.sq_wqebbs, 256u);
+  ASSERT_TRUE(q.send_cq && q.peer_recv_cq);
+  EXPECT_EQ(q.send_cq->entries, 256u);
+  EXPECT_EQ(q.peer_recv_cq->entries, 1024u);
+  EXPECT_EQ(q.peer_rq_stride, 16u);
+  EXPECT_EQ(apply_trace_timing(capture, *timing), 1u);
+  EXPECT_EQ(capture.messages[0].doorbell_ps, 5000000u);
+  EXPECT_EQ(capture.messages[0].cqe_ps, 6600000u) << "function 1's GSI QP, not function 0's";
+  const Workload w = lower(capture);
+  ASSERT_EQ(w.qps.size(), 1u);
+  EXPECT_TRUE(w.qps[0].connection_setup);
+  const auto again = parse_workload(workload_json(w), &error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_TRUE(again->qps[0].connection_setup);
+  std::filesystem::remove(csv);
+}
+
 TEST(TraceTiming, AMalformedTraceNamesItsLine) {
   const std::string csv = write_file("trace_timing_bad.csv",
                                      "time_ps,function,qpn,message,opcode,bytes,stage\n1,0,16,5,RDMA_WRITE,8,landed\n");

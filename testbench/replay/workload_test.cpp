@@ -115,6 +115,10 @@ TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
   EXPECT_EQ(error_of(with("\"ip\": \"fe80::2\"", "\"ip\": \"10.0.0.1\"")), "hosts[2].ip: \"10.0.0.1\" is also a's");
   EXPECT_EQ(error_of(with("{\"host\": \"b\", \"peer\": \"a\"", "{\"host\": \"b\", \"peer\": \"c\"")),
             "qps[1]: b has an IPv4 address and c an IPv6 one (a QP's ends use one family)");
+  EXPECT_EQ(error_of(with("\"service\": \"rc\"", "\"service\": \"rc\", \"connection_setup\": true")),
+            "qps[0].connection_setup: only a ud QP carries connection set-up MADs");
+  EXPECT_EQ(error_of(with("\"service\": \"rc\"", "\"service\": \"rc\", \"connection_setup\": 1")),
+            "qps[0].connection_setup: must be true or false");
   EXPECT_EQ(error_of(with("\"mac\": \"02:00:00:00:00:0a\"", "\"mac\": \"03:00:00:00:00:0a\"")),
             "hosts[0].mac: \"03:00:00:00:00:0a\" is a group address, not a host's");
 }
