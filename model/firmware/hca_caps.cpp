@@ -119,6 +119,8 @@ constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequenc
 constexpr Field kCqe128Always{0xb4, 2, 2};                    // cqe_128_always (CQEs padded to 128 bytes)
 constexpr Field kCqeCompression128{0xb4, 1, 1};               // cqe_compression_128
 constexpr Field kCqeCompression{0xb4, 0, 0};                  // cqe_compression
+constexpr Field kMiniCqeRespStrideIndex{0xb4, 3, 3};          // mini_cqe_resp_stride_index
+constexpr Field kCqeCompressionMaxNum{0xb8, 15, 0};           // cqe_compression_max_num
 constexpr Field kNativePortNum{0xc0, 23, 16};                 // native_port_num
 constexpr Field kNumVhcaPorts{0xc0, 15, 8};                   // num_vhca_ports
 constexpr Field kSf{0xd0, 31, 31};                            // sf
@@ -218,8 +220,12 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogUarPageSz, 0},
     {gen::kDeviceFrequencyKhz, init_seg::kInternalTimerKhz},  // the internal timer: model time
     {gen::kCqe128Always, 1},       // cqc.cqe_sz 2 (firmware/uar_pd_eq_cq.cpp): mlx5dv's CQE padding
-    {gen::kCqeCompression128, 0},  // no CQE compression: its mini-CQE arrays are not written
-    {gen::kCqeCompression, 0},
+    // CQE compression is taken (cqc.cqe_comp_en, any mini-CQE format, 64- and 128-byte CQEs) and
+    // every CQE written whole, as a device may (firmware/uar_pd_eq_cq.cpp): no session ever forms.
+    {gen::kCqeCompression128, 1},
+    {gen::kCqeCompression, 1},
+    {gen::kMiniCqeRespStrideIndex, 1},
+    {gen::kCqeCompressionMaxNum, 64},  // CQEs one session may fold, as ConnectX-5/6 report
     {gen::kNativePortNum, 1},
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions

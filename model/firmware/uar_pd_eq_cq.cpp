@@ -39,6 +39,9 @@ constexpr uint32_t kGenEqeEntry = 0x10;
 constexpr uint32_t kCqc = 0x10, kCqcSize = 0x40;
 namespace cqc {
 constexpr Field kCqeSize{0x00, 23, 21};
+constexpr Field kCqeCompEn{0x00, 14, 14};
+constexpr Field kMiniCqeResFormat{0x00, 13, 12};
+constexpr Field kCqeCompressionLayout{0x00, 1, 0};
 constexpr Field kPageOffset{0x08, 11, 6};
 constexpr Field kLogCqSize{0x0c, 28, 24};
 constexpr Field kUarPage{0x0c, 23, 0};
@@ -58,6 +61,19 @@ constexpr uint32_t kResizeLogSize = 1u << 0, kResizePageOffset = 1u << 1, kResiz
 enum CqeSize : uint32_t { kCqe64 = 0, kCqe128 = 1, kCqe128Padded = 2 };
 constexpr uint32_t log_cqe_stride(uint32_t cqe_size) { return cqe_size == kCqe64 ? 6 : 7; }
 enum ModifyCqOpMod : uint16_t { kModifyCqModerate = 0, kModifyCqResize = 1 };
+
+// CQE compression (cqe_comp_en): a device may write a burst of CQEs as one title CQE and arrays of
+// mini-CQEs in the format the CQ names; it may as well write each CQE whole, and drivers take both
+// (libmlx5 takes only whole ones: it relies on that). The model writes every CQE whole, so it
+// checks the request only: a mini-CQE format it names (hash, checksum, checksum + stride index) and
+// the basic layout (no enhanced_cqe_compression).
+enum MiniCqeFormat : uint32_t { kMiniCqeHash = 0, kMiniCqeCsum = 1, kMiniCqeCsumStrideIndex = 3 };
+bool valid_compression(std::span<const uint8_t> ctx) {
+  if (get(ctx, cqc::kCqeCompEn) == 0) return true;
+  const uint32_t format = get(ctx, cqc::kMiniCqeResFormat);
+  const bool known = format == kMiniCqeHash || format == kMiniCqeCsum || format == kMiniCqeCsumStrideIndex;
+  return known && get(ctx, cqc::kCqeCompressionLayout) == 0;
+}
 
 // --- UAR ---
 
@@ -195,7 +211,7 @@ void create_cq(CommandCall& call) {
   cq.uar_page = get(ctx, cqc::kUarPage);
   cq.eqn = get(ctx, cqc::kCEqn);
   cq.dbr_addr = get64(ctx, cqc::kDbrAddr);
-  if (get(ctx, cqc::kCqeSize) > kCqe128Padded) {
+  if (get(ctx, cqc::kCqeSize) > kCqe128Padded || !valid_compression(ctx)) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateCq, kCheckParameter));
     return;
   }

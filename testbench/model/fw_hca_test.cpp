@@ -218,7 +218,10 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0xc0, 1, 1), 0u) << "sw_owner_id";
     EXPECT_EQ(f.cap(0xd0, 31, 31), 0u) << "sf";
     EXPECT_EQ(f.cap(0xb4, 2, 2), 1u) << "cqe_128_always: padded 128-byte CQEs";
-    EXPECT_EQ(f.cap(0xb4, 1, 0), 0u) << "cqe_compression_128, cqe_compression: no mini-CQEs";
+    EXPECT_EQ(f.cap(0xb4, 1, 0), 3u) << "cqe_compression_128, cqe_compression (taken; every CQE written whole)";
+    EXPECT_EQ(f.cap(0xb4, 3, 3), 1u) << "mini_cqe_resp_stride_index";
+    EXPECT_EQ(f.cap(0xb4, 15, 15), 0u) << "enhanced_cqe_compression";
+    EXPECT_EQ(f.cap(0xb8, 15, 0), 64u) << "cqe_compression_max_num";
   }
 }
 

@@ -345,6 +345,12 @@ TEST_F(CqTest, CreateCqRefusesBadInputAndReferencesAreKept) {
   EXPECT_EQ(bad([](auto& in) { in[0x1c] = 7; }), kBadParameter) << "8 KiB ring, one PAS page";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x18], 1u << 6); }), kOk) << "page_offset 1/64 page";
   EXPECT_EQ(bad([](auto& in) { store_be32(&in[0x18], 63u << 6); }), kBadParameter) << "offset + ring past the PAS";
+  // CQE compression (cqc dword 0: cqe_comp_en bit 14, mini_cqe_res_format 13:12, layout 1:0).
+  EXPECT_EQ(bad([](auto& in) { in[0x12] |= 0x40 | 0x30; }), kOk) << "compression with checksum + stride index mini-CQEs (3)";
+  EXPECT_EQ(bad([](auto& in) { in[0x12] |= 0x40 | 0x10; }), kOk) << "... checksum ones (1)";
+  EXPECT_EQ(bad([](auto& in) { in[0x12] |= 0x40 | 0x20; }), kBadParameter) << "mini-CQE format 2: none such";
+  EXPECT_EQ(bad([](auto& in) { in[0x12] |= 0x40, in[0x13] |= 1; }), kBadParameter) << "enhanced layout: not offered";
+  EXPECT_EQ(bad([](auto& in) { in[0x12] |= 0x30; }), kOk) << "no compression: the format is not read";
   EXPECT_EQ(t.run(0x302, with_number(comp_eqn)), kBadResourceState) << "EQ still used by CQs";
   ASSERT_EQ(t.run(0x401, with_number(cqn)), kOk);
   EXPECT_EQ(t.run(0x402, with_number(cqn), 0x110), kBadResource) << "destroyed";
