@@ -96,43 +96,32 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
   size_t found = 0;
   for (size_t q = 0; q < capture.queue_pairs.size(); ++q) {
     QueuePair& qp = capture.queue_pairs[q];
-    if (qp.connection_setup) {
-      if (const traces::QpRecord* r = find_gsi(capture.hosts[qp.peer_host], first_ps[q])) {
-        qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
-        qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
-        qp.peer_rq_stride = r->rq_stride;
-        ++found;
-      }
-      if (const traces::QpRecord* r = find_gsi(capture.hosts[qp.host], first_ps[q])) {
-        qp.send_cq = cq(r->send_cq, r->send_cq_entries);
-        qp.recv_cq = cq(r->recv_cq, r->recv_cq_entries);
-        qp.sq_wqebbs = r->sq_wqebbs;
-        qp.function = r->function;
-        qp.device_qpn = r->qpn;
-        ++found;
-      }
-      continue;
+    const Host &host = capture.hosts[qp.host], &peer_host = capture.hosts[qp.peer_host];
+    const traces::QpRecord* peer = qp.connection_setup ? find_gsi(peer_host, first_ps[q])
+                                   : qp.peer_qpn != 0  ? find(peer_host, qp.peer_qpn, first_ps[q])
+                                                       : nullptr;
+    if (peer != nullptr) {
+      qp.peer_send_cq = cq(peer->send_cq, peer->send_cq_entries);
+      // An XRC target's receive completions go to the CQ of the XRC SRQ each message names, not
+      // to the QP's own (mlx5_ib gives it a 2-entry placeholder, whose "may be full" read would
+      // cost every replayed message 500 ns the live run never paid): the host's default CQ.
+      if (peer->service != "xrc") qp.peer_recv_cq = cq(peer->recv_cq, peer->recv_cq_entries);
+      qp.peer_rq_stride = peer->rq_stride;
+      if (qp.qpn == 0) qp.qpn = peer->remote_qpn;  // a UC requester: only its responder names it
+      ++found;
     }
-    if (qp.peer_qpn != 0)
-      if (const traces::QpRecord* r = find(capture.hosts[qp.peer_host], qp.peer_qpn, first_ps[q])) {
-        qp.peer_send_cq = cq(r->send_cq, r->send_cq_entries);
-        // An XRC target's receive completions go to the CQ of the XRC SRQ each message names, not
-        // to the QP's own (mlx5_ib gives it a 2-entry placeholder, whose "may be full" read would
-        // cost every replayed message 500 ns the live run never paid): the host's default CQ.
-        if (r->service != "xrc") qp.peer_recv_cq = cq(r->recv_cq, r->recv_cq_entries);
-        qp.peer_rq_stride = r->rq_stride;
-        if (qp.qpn == 0) qp.qpn = r->remote_qpn;  // a UC requester: only its responder names it
-        ++found;
-      }
-    if (qp.qpn != 0)
-      if (const traces::QpRecord* r = find(capture.hosts[qp.host], qp.qpn, first_ps[q])) {
-        qp.send_cq = cq(r->send_cq, r->send_cq_entries);
-        qp.recv_cq = cq(r->recv_cq, r->recv_cq_entries);
-        qp.sq_wqebbs = r->sq_wqebbs;
-        qp.max_rd_atomic = r->max_rd_atomic;
-        qp.function = r->function;
-        ++found;
-      }
+    const traces::QpRecord* own = qp.connection_setup ? find_gsi(host, first_ps[q])
+                                  : qp.qpn != 0       ? find(host, qp.qpn, first_ps[q])
+                                                      : nullptr;
+    if (own != nullptr) {
+      qp.send_cq = cq(own->send_cq, own->send_cq_entries);
+      qp.recv_cq = cq(own->recv_cq, own->recv_cq_entries);
+      qp.sq_wqebbs = own->sq_wqebbs;
+      qp.max_rd_atomic = own->max_rd_atomic;
+      qp.function = own->function;
+      if (qp.connection_setup) qp.device_qpn = own->qpn;  // QP1 on the wire
+      ++found;
+    }
   }
   return found;
 }

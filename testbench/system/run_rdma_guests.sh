@@ -65,9 +65,10 @@ if [ -n "$HCAREPLAY" ]; then
   # The run replayed headless as it was captured: each message posted at its doorbell (from the
   # latency trace), with the CQs and send queues of the trace's QP table, its FCT set against the
   # FCT the run itself saw. Every message must be timed, and REPLAY_WITHIN_1PCT percent of them
-  # (default 97) within 1% (measured: the perftest part alone 1,009-1,010 of 1,010, the whole run
-  # 1,488 of 1,489 and 1,518 of 1,531; the rest: RNR NAKs of the capture the replay does not repeat,
-  # e.g. an ODP page fault's, and guest memory the device reads at wall-clock moments, docs/replay.md).
+  # (default 97) within 1% (measured with the CM MADs replayed: the perftest part alone 1,009-1,010
+  # of 1,010, the whole run 1,517 of 1,528; the rest: RNR NAKs of the capture the replay does not
+  # repeat, e.g. an ODP page fault's, and guest memory the device reads at wall-clock moments,
+  # docs/replay.md).
   within=${REPLAY_WITHIN_1PCT:-97}
   if "$HCAREPLAY" run "$HCAEMU_PCAP" --hcaemu-trace "$HCAEMU_TRACE.csv" --timing asis --out "$WORK/replayed" \
        --quiet --no-pcap --no-trace > "$WORK/replayed.txt" 2> "$WORK/replayed.err"; then
