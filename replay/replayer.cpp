@@ -60,8 +60,11 @@ class FramePool {
 class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqScheduler {
  public:
   SC_HAS_PROCESS(ReplayHost);
-  ReplayHost(sc_core::sc_module_name name, RdmaNode& node, FramePool& frames, std::function<void()> after_item)
-      : sc_module(name), node_(node), frames_(frames), after_item_(std::move(after_item)) {
+  // frame_lead: how long before its arrival hcaemu's embedded switch queues a frame at its function
+  // (the wire's propagation): the place in the queue a frame takes here.
+  ReplayHost(sc_core::sc_module_name name, RdmaNode& node, FramePool& frames, sc_time frame_lead,
+             std::function<void()> after_item)
+      : sc_module(name), node_(node), frames_(frames), frame_lead_(frame_lead), after_item_(std::move(after_item)) {
     node_.engine.set_sq_scheduler(this);
     node_.engine.set_timer_hook([this](const model::TimerDeadline& d) {
       const uint64_t now = kernel_ps();
@@ -78,7 +81,10 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   ~ReplayHost() override { node_.engine.set_sq_scheduler(nullptr); }
 
   void doorbell(std::vector<uint8_t> bytes) { push({Kind::kDoorbell, std::move(bytes), pcie::model_time()}); }
-  void frame(std::vector<uint8_t> bytes, sc_time arrival) { push({Kind::kFrame, std::move(bytes), arrival}); }
+  void frame(std::vector<uint8_t> bytes, sc_time arrival) {
+    const sc_time now = sc_core::sc_time_stamp();
+    push({Kind::kFrame, std::move(bytes), arrival}, arrival > now + frame_lead_ ? arrival - frame_lead_ : now);
+  }
 
  private:
   enum class Kind : uint8_t { kDoorbell, kFrame, kTimer, kResume };
@@ -87,16 +93,20 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
     std::vector<uint8_t> data{};
     sc_time not_before{};
     model::SqResume sq{};
+    sc_time queued_at{};  // where it stands in the queue (push)
   };
-  // Items queue in the order they fall due (in the order pushed for the same time), so an item
-  // pushed ahead of its time, a frame the network hands over while it is still on the wire, takes
-  // its turn as if pushed when due. The thread is woken when the item is due, not before (an event
-  // notified earlier stands).
-  void push(Item item) {
+  // Items queue in the order a live function (model/hca_function.cpp) would have queued them: a
+  // doorbell, timer or resumption when pushed, a frame when the embedded switch hands it over (its
+  // arrival less the wire's propagation), so a frame the network hands over earlier, while it is
+  // still on the wire, takes that place as well. As there, the first item that is due runs: a frame
+  // queued ahead of the SQ's next step runs before it once it has arrived. The thread is woken when
+  // the item is due, not before (an event notified earlier stands).
+  void push(Item item, std::optional<sc_time> queued_at = std::nullopt) {
     const sc_time now = sc_core::sc_time_stamp();
+    item.queued_at = queued_at.value_or(now);
     const sc_time due = std::max(item.not_before, now);
     auto at = work_.end();
-    while (at != work_.begin() && std::max(std::prev(at)->not_before, now) > due) --at;
+    while (at != work_.begin() && std::prev(at)->queued_at > item.queued_at) --at;
     work_.insert(at, std::move(item));
     work_event_.notify(due - now);
   }
@@ -135,6 +145,7 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
 
   RdmaNode& node_;
   FramePool& frames_;
+  sc_time frame_lead_;
   std::function<void()> after_item_;
   std::deque<Item> work_;
   model::PacedResumptions paced_;
@@ -867,6 +878,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     Driver* driver = nullptr;
     for (size_t i = 0; i < w.hosts.size(); ++i)
       hosts.push_back(std::make_unique<ReplayHost>(("host" + std::to_string(i)).c_str(), cluster.node(int(i)), frames,
+                                                   sc_time(o.preset.propagation_ns, sc_core::SC_NS),
                                                    [&driver, i] { driver->poll(i); }));
     Wire wire("wire", hosts, cluster, frames, topology, o);
     Driver d("driver", w, o, cluster, hosts, src, dst, runs, rows, probes.probes.size(),

@@ -6,7 +6,9 @@
 #include <systemc>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "replay/reconstruct.h"
 #include "replay/replayer.h"
@@ -86,6 +88,52 @@ TEST(ReplayRun, ConnectionSetupMadsTakeDeviceTimeButAreNotOperations) {
   for (const OpResult& op : r->ops) EXPECT_EQ(op.qp, 0u);
   const uint64_t beside_mad = r->ops[0].done_ps - r->ops[0].post_ps, alone = r->ops[1].done_ps - r->ops[1].post_ps;
   EXPECT_GT(beside_mad, alone + 300'000) << "the SEND's WQE fetch waited for the MAD's";
+}
+
+// A replay host queues its device's work as a live function does: a frame when hcaemu's embedded
+// switch would hand it over (its arrival less the wire's propagation), not when it arrives. A
+// batch of SENDs to a QP of the sender's own function (one doorbell): the first SEND, looped back,
+// is delivered before the batch's fourth WQE is fetched, as in the live run it came from. Queued
+// by arrival, it waited behind the sender's next WQE (delivered after that fetch, 1,135 ns later).
+TEST(ReplayRun, ALoopedBackSendIsQueuedAsTheEmbeddedSwitchQueuesIt) {
+  std::string error;
+  std::string ops;
+  for (int i = 0; i < 8; ++i) ops += std::string(i ? ", " : "") + R"({"op": "send", "bytes": 100, "post_ns": 5000})";
+  const auto w = parse_workload(R"({
+    "format": "hcareplay-workload/1",
+    "hosts": [{"name": "a", "ip": "10.0.0.1"}],
+    "qps": [{"host": "a", "peer": "a", "service": "rc", "mtu": 1024, "ops": [)" + ops + "]}]}",
+                                &error);
+  ASSERT_TRUE(w) << error;
+  const std::string prefix = (std::filesystem::temp_directory_path() / "replay_run_loopback").string();
+  ReplayOptions o;
+  o.timing = TimingMode::kAsis;
+  o.ideal = false;
+  o.trace_prefix = prefix;
+  const auto r = replay(*w, o, &error);
+  ASSERT_TRUE(r) << error;
+  ASSERT_EQ(r->incomplete, 0u);
+  // The trace's rows (time_ps,function,qpn,message,opcode,bytes,stage): stage times by message, in
+  // the order the messages were posted (their ids rise with the PSN).
+  std::map<uint64_t, std::map<std::string, uint64_t>> stages;
+  std::ifstream csv(prefix + ".csv");
+  std::string line;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) {
+    std::stringstream row(line);
+    std::string time, function, qpn, message, opcode, bytes, stage;
+    std::getline(row, time, ','), std::getline(row, function, ','), std::getline(row, qpn, ',');
+    std::getline(row, message, ','), std::getline(row, opcode, ','), std::getline(row, bytes, ',');
+    std::getline(row, stage, ',');
+    stages[std::stoull(message)].emplace(stage, std::stoull(time));
+  }
+  ASSERT_EQ(stages.size(), 8u);
+  auto message = stages.begin();
+  const uint64_t first_delivered = message->second.at("remote_delivery");
+  std::advance(message, 3);
+  EXPECT_LT(first_delivered, message->second.at("wqe_fetch"))
+      << "the first SEND's frame ran before the sender's fourth WQE";
+  for (const char* suffix : {".csv", ".json"}) std::filesystem::remove(prefix + suffix);
 }
 
 }  // namespace
