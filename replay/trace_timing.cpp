@@ -71,12 +71,15 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
   // capture's QP ends each look at their own number's few.
   std::multimap<uint32_t, const traces::QpRecord*> by_qpn;
   for (const traces::QpRecord& r : table) by_qpn.emplace(r.qpn, &r);
+  // Of the records that match, the latest one not after `before_ps`.
+  const auto latest = [](const traces::QpRecord* found, const traces::QpRecord& r, uint64_t before_ps) {
+    return r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps) ? &r : found;
+  };
   const auto find = [&](const Host& host, uint32_t qpn, uint64_t before_ps) -> const traces::QpRecord* {
     const traces::QpRecord* found = nullptr;
     for (auto [it, end] = by_qpn.equal_range(qpn); it != end; ++it) {
       const traces::QpRecord& r = *it->second;
-      const bool here = r.address == host.gid || (r.service == "ud" && r.mac == host.mac);
-      if (here && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps)) found = &r;
+      if (r.address == host.gid || (r.service == "ud" && r.mac == host.mac)) found = latest(found, r, before_ps);
     }
     return found;
   };
@@ -85,8 +88,7 @@ size_t apply_qp_table(Reconstruction& capture, const std::vector<traces::QpRecor
   const auto find_gsi = [&](const Host& host, uint64_t before_ps) -> const traces::QpRecord* {
     const traces::QpRecord* found = nullptr;
     for (const traces::QpRecord& r : table)
-      if (r.service == "qp1" && r.mac == host.mac && r.time_ps <= before_ps && (!found || r.time_ps >= found->time_ps))
-        found = &r;
+      if (r.service == "qp1" && r.mac == host.mac) found = latest(found, r, before_ps);
     return found;
   };
   const auto cq = [](uint32_t number, uint32_t entries) -> std::optional<QueuePair::Cq> {

@@ -203,6 +203,83 @@ std::optional<uint32_t> cq_ref(const json& qp, const std::string& place, const c
   return id;
 }
 
+// hosts[i]: its name (unique), address (unique among `earlier`), MAC and CQs.
+WorkloadHost parse_host(const json& j, size_t i, const std::vector<WorkloadHost>& earlier,
+                        std::map<std::string, size_t>& by_name) {
+  const std::string place = "hosts[" + std::to_string(i) + "]";
+  only_keys(j, place, {"name", "ip", "mac", "cqs"});
+  WorkloadHost h;
+  h.name = string_of(required(j, place, "name"), place + ".name");
+  if (!by_name.emplace(h.name, i).second) fail(place + ".name", "\"" + h.name + "\" names two hosts");
+  h.gid = parse_ip(string_of(required(j, place, "ip"), place + ".ip"), place + ".ip");
+  h.mac = j.contains("mac") ? parse_mac(string_of(j.at("mac"), place + ".mac"), place + ".mac")
+                            : Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
+  if ((h.mac[0] & 0x01) != 0) fail(place + ".mac", "\"" + mac_text(h.mac) + "\" is a group address, not a host's");
+  for (const WorkloadHost& other : earlier) {
+    if (other.gid == h.gid) fail(place + ".ip", "\"" + gid_text(h.gid) + "\" is also " + other.name + "'s");
+  }
+  if (j.contains("cqs")) h.cqs = parse_cqs(j.at("cqs"), place + ".cqs");
+  return h;
+}
+
+// qps[q]: its two hosts (by name, one address family), service, attributes, CQs and operations.
+WorkloadQp parse_qp(const json& j, size_t q, const std::vector<WorkloadHost>& hosts,
+                    const std::map<std::string, size_t>& by_name) {
+  const std::string place = "qps[" + std::to_string(q) + "]";
+  only_keys(j, place,
+            {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "max_rd_atomic", "peer_rq_stride", "send_cq", "recv_cq", "peer_send_cq",
+             "peer_recv_cq", "connection_setup", "ops"});
+  WorkloadQp qp;
+  auto host = [&](const char* key) {
+    const std::string name = string_of(required(j, place, key), place + "." + key);
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) fail(place + "." + key, "no host is named \"" + name + "\"");
+    return it->second;
+  };
+  qp.host = host("host");
+  qp.peer = host("peer");
+  if (transport::is_ipv4_mapped(hosts[qp.host].gid) != transport::is_ipv4_mapped(hosts[qp.peer].gid)) {
+    const bool v4 = transport::is_ipv4_mapped(hosts[qp.host].gid);
+    fail(place, hosts[qp.host].name + " has an IPv" + (v4 ? "4" : "6") + " address and " + hosts[qp.peer].name +
+                    " an IPv" + (v4 ? "6" : "4") + " one (a QP's ends use one family)");
+  }
+  qp.service = parse_service(string_of(required(j, place, "service"), place + ".service"), place + ".service");
+  if (j.contains("qpn")) qp.qpn = uint32_t(unsigned_of(j.at("qpn"), place + ".qpn", 0xffffff));
+  if (j.contains("peer_qpn")) qp.peer_qpn = uint32_t(unsigned_of(j.at("peer_qpn"), place + ".peer_qpn", 0xffffff));
+  if (j.contains("mtu")) {
+    qp.mtu = uint32_t(unsigned_of(j.at("mtu"), place + ".mtu", 4096));
+    if (qp.mtu < 256 || (qp.mtu & (qp.mtu - 1)) != 0) fail(place + ".mtu", "must be 256, 512, 1024, 2048 or 4096");
+  }
+  if (j.contains("sq_wqebbs")) {
+    qp.sq_wqebbs = uint32_t(unsigned_of(j.at("sq_wqebbs"), place + ".sq_wqebbs", kMaxSqWqebbs));
+    if (*qp.sq_wqebbs == 0 || (*qp.sq_wqebbs & (*qp.sq_wqebbs - 1)) != 0)
+      fail(place + ".sq_wqebbs", "must be a power of two from 1 to " + std::to_string(kMaxSqWqebbs));
+  }
+  if (j.contains("max_rd_atomic")) {
+    qp.max_rd_atomic = uint32_t(unsigned_of(j.at("max_rd_atomic"), place + ".max_rd_atomic", 128));
+    if (!std::has_single_bit(*qp.max_rd_atomic)) fail(place + ".max_rd_atomic", "must be a power of two from 1 to 128");
+  }
+  if (j.contains("peer_rq_stride")) {
+    qp.peer_rq_stride = uint32_t(unsigned_of(j.at("peer_rq_stride"), place + ".peer_rq_stride", kMaxRqStride));
+    if (*qp.peer_rq_stride < kMinRqStride || !std::has_single_bit(*qp.peer_rq_stride))
+      fail(place + ".peer_rq_stride", "must be a power of two from " + std::to_string(kMinRqStride) + " to " +
+                                          std::to_string(kMaxRqStride));
+  }
+  if (j.contains("connection_setup")) {
+    qp.connection_setup = bool_of(j.at("connection_setup"), place + ".connection_setup");
+    if (qp.connection_setup && qp.service != Service::kUd) fail(place + ".connection_setup", "only a ud QP carries connection set-up MADs");
+  }
+  qp.cqs = {.send = cq_ref(j, place, "send_cq", hosts[qp.host]),
+            .recv = cq_ref(j, place, "recv_cq", hosts[qp.host]),
+            .peer_send = cq_ref(j, place, "peer_send_cq", hosts[qp.peer]),
+            .peer_recv = cq_ref(j, place, "peer_recv_cq", hosts[qp.peer])};
+  const json& ops = required(j, place, "ops");
+  if (!ops.is_array()) fail(place + ".ops", "must be an array");
+  for (size_t i = 0; i < ops.size(); ++i)
+    qp.ops.push_back(parse_op(ops[i], place + ".ops[" + std::to_string(i) + "]", qp.service));
+  return qp;
+}
+
 Workload parse(const json& j) {
   only_keys(j, "workload", {"format", "hosts", "qps"});
   const std::string format = string_of(required(j, "workload", "format"), "format");
@@ -211,79 +288,10 @@ Workload parse(const json& j) {
   const json& hosts = required(j, "workload", "hosts");
   if (!hosts.is_array() || hosts.empty()) fail("hosts", "must be a non-empty array");
   std::map<std::string, size_t> by_name;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const std::string place = "hosts[" + std::to_string(i) + "]";
-    only_keys(hosts[i], place, {"name", "ip", "mac", "cqs"});
-    WorkloadHost h;
-    h.name = string_of(required(hosts[i], place, "name"), place + ".name");
-    if (!by_name.emplace(h.name, i).second) fail(place + ".name", "\"" + h.name + "\" names two hosts");
-    h.gid = parse_ip(string_of(required(hosts[i], place, "ip"), place + ".ip"), place + ".ip");
-    h.mac = hosts[i].contains("mac") ? parse_mac(string_of(hosts[i].at("mac"), place + ".mac"), place + ".mac")
-                                     : Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
-    if ((h.mac[0] & 0x01) != 0) fail(place + ".mac", "\"" + mac_text(h.mac) + "\" is a group address, not a host's");
-    for (const WorkloadHost& other : w.hosts) {
-      if (other.gid == h.gid) fail(place + ".ip", "\"" + gid_text(h.gid) + "\" is also " + other.name + "'s");
-    }
-    if (hosts[i].contains("cqs")) h.cqs = parse_cqs(hosts[i].at("cqs"), place + ".cqs");
-    w.hosts.push_back(h);
-  }
+  for (size_t i = 0; i < hosts.size(); ++i) w.hosts.push_back(parse_host(hosts[i], i, w.hosts, by_name));
   const json& qps = required(j, "workload", "qps");
   if (!qps.is_array()) fail("qps", "must be an array");
-  for (size_t q = 0; q < qps.size(); ++q) {
-    const std::string place = "qps[" + std::to_string(q) + "]";
-    only_keys(qps[q], place,
-              {"host", "peer", "service", "qpn", "peer_qpn", "mtu", "sq_wqebbs", "max_rd_atomic", "peer_rq_stride", "send_cq", "recv_cq", "peer_send_cq",
-               "peer_recv_cq", "connection_setup", "ops"});
-    WorkloadQp qp;
-    auto host = [&](const char* key) {
-      const std::string name = string_of(required(qps[q], place, key), place + "." + key);
-      const auto it = by_name.find(name);
-      if (it == by_name.end()) fail(place + "." + key, "no host is named \"" + name + "\"");
-      return it->second;
-    };
-    qp.host = host("host");
-    qp.peer = host("peer");
-    if (transport::is_ipv4_mapped(w.hosts[qp.host].gid) != transport::is_ipv4_mapped(w.hosts[qp.peer].gid)) {
-      const bool v4 = transport::is_ipv4_mapped(w.hosts[qp.host].gid);
-      fail(place, w.hosts[qp.host].name + " has an IPv" + (v4 ? "4" : "6") + " address and " + w.hosts[qp.peer].name +
-                      " an IPv" + (v4 ? "6" : "4") + " one (a QP's ends use one family)");
-    }
-    qp.service = parse_service(string_of(required(qps[q], place, "service"), place + ".service"), place + ".service");
-    if (qps[q].contains("qpn")) qp.qpn = uint32_t(unsigned_of(qps[q].at("qpn"), place + ".qpn", 0xffffff));
-    if (qps[q].contains("peer_qpn")) qp.peer_qpn = uint32_t(unsigned_of(qps[q].at("peer_qpn"), place + ".peer_qpn", 0xffffff));
-    if (qps[q].contains("mtu")) {
-      qp.mtu = uint32_t(unsigned_of(qps[q].at("mtu"), place + ".mtu", 4096));
-      if (qp.mtu < 256 || (qp.mtu & (qp.mtu - 1)) != 0) fail(place + ".mtu", "must be 256, 512, 1024, 2048 or 4096");
-    }
-    if (qps[q].contains("sq_wqebbs")) {
-      qp.sq_wqebbs = uint32_t(unsigned_of(qps[q].at("sq_wqebbs"), place + ".sq_wqebbs", kMaxSqWqebbs));
-      if (*qp.sq_wqebbs == 0 || (*qp.sq_wqebbs & (*qp.sq_wqebbs - 1)) != 0)
-        fail(place + ".sq_wqebbs", "must be a power of two from 1 to " + std::to_string(kMaxSqWqebbs));
-    }
-    if (qps[q].contains("max_rd_atomic")) {
-      qp.max_rd_atomic = uint32_t(unsigned_of(qps[q].at("max_rd_atomic"), place + ".max_rd_atomic", 128));
-      if (!std::has_single_bit(*qp.max_rd_atomic)) fail(place + ".max_rd_atomic", "must be a power of two from 1 to 128");
-    }
-    if (qps[q].contains("peer_rq_stride")) {
-      qp.peer_rq_stride = uint32_t(unsigned_of(qps[q].at("peer_rq_stride"), place + ".peer_rq_stride", kMaxRqStride));
-      if (*qp.peer_rq_stride < kMinRqStride || !std::has_single_bit(*qp.peer_rq_stride))
-        fail(place + ".peer_rq_stride", "must be a power of two from " + std::to_string(kMinRqStride) + " to " +
-                                            std::to_string(kMaxRqStride));
-    }
-    if (qps[q].contains("connection_setup")) {
-      qp.connection_setup = bool_of(qps[q].at("connection_setup"), place + ".connection_setup");
-      if (qp.connection_setup && qp.service != Service::kUd) fail(place + ".connection_setup", "only a ud QP carries connection set-up MADs");
-    }
-    qp.cqs = {.send = cq_ref(qps[q], place, "send_cq", w.hosts[qp.host]),
-              .recv = cq_ref(qps[q], place, "recv_cq", w.hosts[qp.host]),
-              .peer_send = cq_ref(qps[q], place, "peer_send_cq", w.hosts[qp.peer]),
-              .peer_recv = cq_ref(qps[q], place, "peer_recv_cq", w.hosts[qp.peer])};
-    const json& ops = required(qps[q], place, "ops");
-    if (!ops.is_array()) fail(place + ".ops", "must be an array");
-    for (size_t i = 0; i < ops.size(); ++i)
-      qp.ops.push_back(parse_op(ops[i], place + ".ops[" + std::to_string(i) + "]", qp.service));
-    w.qps.push_back(std::move(qp));
-  }
+  for (size_t q = 0; q < qps.size(); ++q) w.qps.push_back(parse_qp(qps[q], q, w.hosts, by_name));
   check_dependencies(w);
   return w;
 }
