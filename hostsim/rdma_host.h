@@ -560,6 +560,46 @@ struct RdmaNode : HostFunction {
     return av;
   }
 
+  // DC: the address vector libmlx5's mlx5dv_wr_set_dc_addr writes into a DCI's WQE (the access key
+  // in place of the Q_Key, the DCT number as the remote QPN).
+  std::array<uint8_t, 48> dc_address_vector(const RdmaNode& remote, uint32_t dctn, uint64_t access_key) const {
+    std::array<uint8_t, 48> av = address_vector(remote, dctn, 0);
+    store_be64(&av[0x00], access_key);
+    return av;
+  }
+  // CREATE_DCT as mlx5_ib sends it at the DCT's INIT2RTR (dctc at 0x10); returns the DCT number.
+  uint32_t create_dct(const Cq& cq, const Srq& srq, uint64_t access_key, const RcAttributes& a = {}, uint32_t user_index = 0x900) {
+    auto in = input(0x80);
+    auto dctc = std::span(in).subspan(0x10, 0x40);
+    set(dctc, Field{0x04, 23, 0}, user_index);
+    set(dctc, Field{0x08, 23, 0}, cq.cqn);
+    set(dctc, Field{0x0c, 23, 20}, a.rae ? 1 : 0);  // atomic_mode IB_COMP
+    set(dctc, Field{0x0c, 19, 19}, a.rre);
+    set(dctc, Field{0x0c, 18, 18}, a.rwe);
+    set(dctc, Field{0x0c, 17, 17}, a.rae);
+    set(dctc, Field{0x10, 12, 8}, a.min_rnr_nak);
+    set(dctc, Field{0x14, 23, 0}, srq.srqn);
+    set(dctc, Field{0x18, 23, 0}, pd);
+    set64(dctc, 0x20, access_key);
+    set(dctc, Field{0x28, 26, 24}, a.mtu);
+    set(dctc, Field{0x28, 23, 16}, 1);  // port
+    set(dctc, Field{0x2c, 23, 16}, kGidIndex);
+    set(dctc, Field{0x2c, 7, 0}, 64);  // hop limit
+    if (!check(run(0x710, in) == 0, "CREATE_DCT")) return 0;
+    return object();
+  }
+  // A DCI up to RTS as libmlx5 brings it (no address: each WQE names its DCT).
+  void bring_up_dci(const Qp& dci, const RcAttributes& a, uint32_t sq_psn) {
+    auto in = modify_input(dci);
+    set(qpc_of(in), Field{0x3c, 23, 16}, 1);  // ads.vhca_port_num
+    if (!check(run(0x502, in) == 0, "DCI RST2INIT")) return;
+    in = modify_input(dci);
+    set(qpc_of(in), Field{0x08, 31, 29}, a.mtu);
+    set(qpc_of(in), Field{0x08, 28, 24}, 30);  // log_msg_max
+    if (!check(run(0x503, in) == 0, "DCI INIT2RTR")) return;
+    rtr2rts(dci, a, sq_psn);
+  }
+
   // SQERR2RTS_QP: ibv_modify_qp(IBV_QPS_RTS, cur_qp_state IBV_QPS_SQE), as the MAD layer and IPoIB do.
   void sqe_to_rts(const Qp& qp) { if (!check((run(0x506, modify_input(qp))) == (0), "run(0x506, modify_input(qp)) == 0")) return; }
   // 2ERR_QP, as ibv_modify_qp(IBV_QPS_ERR) sends it.

@@ -36,7 +36,7 @@ std::string hex(uint32_t value) {
 }
 
 Service service_of(uint8_t opcode) {
-  if (opcode >= op::kXrcBase) return Service::kXrc;
+  if (opcode >= op::kXrcBase && opcode < op::kDcBase) return Service::kXrc;
   if (opcode >= op::kUdSendOnly) return Service::kUd;
   if (opcode >= op::kUcSendFirst) return Service::kUc;
   return Service::kRc;
@@ -109,6 +109,8 @@ void Reconstructor::add(uint64_t index, uint64_t time_ns, std::span<const uint8_
   const StreamKey key{host_of(p.header.src_gid, p.header.src_mac), host_of(p.header.dst_gid, p.header.dst_mac),
                       p.header.dest_qp};
   if ((p.header.traffic_class & 3) == 3) ++r_.anomalies.ecn_marked;
+  // DC (hcaemu's own encoding of Mellanox's transport) has no workload form yet: said so, per packet.
+  if (p.header.opcode >= op::kDcBase) return unmapped(index, time_ns, "DC transport (not reconstructed)");
   if (p.header.opcode == transport::opcode::kCnp) {  // DCQCN's notification: answers traffic, is none
     ++r_.anomalies.cnps;
     ++r_.mapped_roce_frames;

@@ -53,6 +53,10 @@ inline constexpr uint8_t kUdSendOnlyImm = 0x65;
 
 // XRC (IBA Annex A14): every RC opcode again at 0xa0 + the RC value; requests carry an XRCETH.
 inline constexpr uint8_t kXrcBase = 0xa0;
+// DC (Dynamically Connected, Mellanox's own transport; its wire format is not public): hcaemu's
+// encoding takes the manufacturer-specific opcodes (IBA table 38: 0xc0-0xff), every RC opcode again
+// at 0xc0 + the RC value, and its requests carry a DCETH (below). transport/README.md says so.
+inline constexpr uint8_t kDcBase = 0xc0;
 
 // RoCEv2 congestion notification packet (IBA Annex A17, 'CNP'): BTH to the QP that sent the
 // ECN-marked packet, 16 reserved bytes, ICRC. DCQCN's notification to the sender.
@@ -70,6 +74,9 @@ inline constexpr uint32_t kImmDtSize = 4;
 inline constexpr uint32_t kIethSize = 4;
 inline constexpr uint32_t kDethSize = 8;
 inline constexpr uint32_t kXrcethSize = 4;
+// DCETH (hcaemu's DC encoding): the DC access key (8 bytes), a flags byte (bit 7: this request
+// opens the connection, its PSN the first of it) and the initiator's DCI number (24 bits).
+inline constexpr uint32_t kDcethSize = 12;
 inline constexpr uint32_t kIcrcSize = 4;
 
 // ---- What an opcode carries: headers_of() bits ----
@@ -87,6 +94,7 @@ inline constexpr uint16_t kMiddle = 1u << 9;
 inline constexpr uint16_t kLast = 1u << 10;
 inline constexpr uint16_t kResponse = 1u << 11; // responder -> requester (ACK, read response, atomic ACK)
 inline constexpr uint16_t kXrceth = 1u << 12;   // XRC requests: the target's XRC SRQ number
+inline constexpr uint16_t kDceth = 1u << 13;    // DC requests: access key, connect flag, DCI number
 inline constexpr uint16_t kKnown = 1u << 15;    // the opcode is one this model speaks
 }  // namespace hdr
 
@@ -127,6 +135,10 @@ constexpr std::array<uint16_t, 256> make_opcode_table() {
   for (uint8_t op = 0x00; op <= 0x17; ++op) {
     if (t[op] != 0) t[opcode::kXrcBase + op] = uint16_t(t[op] | ((t[op] & kResponse) ? 0 : kXrceth));
   }
+  // DC: RC's rows at 0xc0; requests add the DCETH, responses are RC's.
+  for (uint8_t op = 0x00; op <= 0x17; ++op) {
+    if (t[op] != 0) t[opcode::kDcBase + op] = uint16_t(t[op] | ((t[op] & kResponse) ? 0 : kDceth));
+  }
   t[opcode::kCnp] = kPayload | kOnly;  // 16 reserved bytes as its payload
   // UD.
   t[0x64] = kPayload | kOnly | kDeth;
@@ -150,6 +162,7 @@ constexpr uint32_t extension_headers_size(uint8_t op) {
   uint32_t n = 0;
   if (h & hdr::kDeth) n += kDethSize;
   if (h & hdr::kXrceth) n += kXrcethSize;
+  if (h & hdr::kDceth) n += kDcethSize;
   if (h & hdr::kReth) n += kRethSize;
   if (h & hdr::kAtomicEth) n += kAtomicEthSize;
   if (h & hdr::kAeth) n += kAethSize;
@@ -159,8 +172,16 @@ constexpr uint32_t extension_headers_size(uint8_t op) {
   return n;
 }
 
-// An XRC opcode's name (0xa0-0xb7).
+// An XRC opcode's name (0xa0-0xb7), or a DC one's (0xc0-0xd7: "DC_" and RC's name without "RC_").
 constexpr const char* xrc_opcode_name(uint8_t op) {
+  constexpr const char* kDcNames[0x18] = {
+      "DC_SEND_FIRST", "DC_SEND_MIDDLE", "DC_SEND_LAST", "DC_SEND_LAST_IMM", "DC_SEND_ONLY",
+      "DC_SEND_ONLY_IMM", "DC_RDMA_WRITE_FIRST", "DC_RDMA_WRITE_MIDDLE", "DC_RDMA_WRITE_LAST",
+      "DC_RDMA_WRITE_LAST_IMM", "DC_RDMA_WRITE_ONLY", "DC_RDMA_WRITE_ONLY_IMM", "DC_RDMA_READ_REQUEST",
+      "DC_RDMA_READ_RESPONSE_FIRST", "DC_RDMA_READ_RESPONSE_MIDDLE", "DC_RDMA_READ_RESPONSE_LAST",
+      "DC_RDMA_READ_RESPONSE_ONLY", "DC_ACKNOWLEDGE", "DC_ATOMIC_ACKNOWLEDGE", "DC_COMPARE_SWAP",
+      "DC_FETCH_ADD", "UNKNOWN", "DC_SEND_LAST_INV", "DC_SEND_ONLY_INV"};
+  if (op >= opcode::kDcBase && op < opcode::kDcBase + 0x18) return kDcNames[op - opcode::kDcBase];
   constexpr const char* kNames[0x18] = {
       "XRC_SEND_FIRST", "XRC_SEND_MIDDLE", "XRC_SEND_LAST", "XRC_SEND_LAST_IMM", "XRC_SEND_ONLY",
       "XRC_SEND_ONLY_IMM", "XRC_RDMA_WRITE_FIRST", "XRC_RDMA_WRITE_MIDDLE", "XRC_RDMA_WRITE_LAST",

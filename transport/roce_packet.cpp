@@ -71,6 +71,16 @@ void read_deth(const uint8_t* p, RocePacket& k) {
 }
 void write_xrceth(uint8_t* p, const RocePacket& k) { store_be32(p, k.xrc_srqn & kPsnMask); }
 void read_xrceth(const uint8_t* p, RocePacket& k) { k.xrc_srqn = load_be32(p) & kPsnMask; }
+void write_dceth(uint8_t* p, const RocePacket& k) {
+  store_be64(p, k.dceth.access_key);
+  p[8] = k.dceth.connect ? 0x80 : 0;
+  store_be24(p + 9, k.dceth.initiator & kPsnMask);
+}
+void read_dceth(const uint8_t* p, RocePacket& k) {
+  k.dceth.access_key = load_be64(p);
+  k.dceth.connect = (p[8] & 0x80) != 0;
+  k.dceth.initiator = load_be24(p + 9);
+}
 void write_reth(uint8_t* p, const RocePacket& k) {
   store_be64(p, k.reth.va);
   store_be32(p + 8, k.reth.rkey);
@@ -117,6 +127,7 @@ struct ExtHeader {
 constexpr ExtHeader kExtHeaders[] = {
     {hdr::kDeth, kDethSize, write_deth, read_deth},
     {hdr::kXrceth, kXrcethSize, write_xrceth, read_xrceth},
+    {hdr::kDceth, kDcethSize, write_dceth, read_dceth},
     {hdr::kReth, kRethSize, write_reth, read_reth},
     {hdr::kAtomicEth, kAtomicEthSize, write_atomic_eth, read_atomic_eth},
     {hdr::kAeth, kAethSize, write_aeth, read_aeth},

@@ -45,6 +45,9 @@ struct Reth { uint64_t va = 0; uint32_t rkey = 0; uint32_t dma_length = 0; };
 struct Aeth { uint8_t syndrome = 0; uint32_t msn = 0; };       // msn 24 bits
 struct AtomicEth { uint64_t va = 0; uint32_t rkey = 0; uint64_t swap_add = 0; uint64_t compare = 0; };
 struct Deth { uint32_t qkey = 0; uint32_t src_qp = 0; };       // src_qp 24 bits
+// hcaemu's DC request header (ib_opcodes.h kDcethSize): the DCT's access key, whether this request
+// opens a connection (its PSN starts the DCI's stream to that DCT), and the DCI's number.
+struct Dceth { uint64_t access_key = 0; bool connect = false; uint32_t initiator = 0; };  // initiator 24 bits
 
 struct RocePacket {
   // Ethernet
@@ -73,6 +76,7 @@ struct RocePacket {
   uint32_t invalidate_rkey = 0;  // IETH
   Deth deth;
   uint32_t xrc_srqn = 0;    // XRCETH: the XRC SRQ at the target (24 bits)
+  Dceth dceth;              // DC requests
   // Payload: builder input / parser output (a view into the parsed frame)
   std::span<const uint8_t> payload;
 };

@@ -110,6 +110,8 @@ constexpr Field kLogMaxVlanList{0x7c, 20, 16};                // log_max_vlan_li
 constexpr Field kLogMaxCurrentMcList{0x7c, 12, 8};            // log_max_current_mc_list
 constexpr Field kLogMaxCurrentUcList{0x7c, 4, 0};             // log_max_current_uc_list
 constexpr Field kQpcExtension{0x24, 29, 29};                  // qpc_extension (QP commands' qpc_data_ext)
+constexpr Field kLogMaxRaReqDc{0x24, 21, 16};                 // log_max_ra_req_dc
+constexpr Field kLogMaxRaResDc{0x24, 5, 0};                   // log_max_ra_res_dc
 constexpr Field kGeneralObjTypesHigh{0x80, 31, 0};            // general_obj_types, bits 63..32
 constexpr Field kGeneralObjTypesLow{0x84, 31, 0};             // bits 31..0
 constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
@@ -150,6 +152,8 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kRts2RtsQpUdpSport, 1},           // RTS2RTS may set a RoCE QP's UDP source port (firmware/qp.cpp)
     {gen::kLogMaxRaReqQp, 4},
     {gen::kLogMaxRaResQp, 4},
+    {gen::kLogMaxRaReqDc, 4},                // DC as RC (rdma/dc.cpp); libmlx5's max_dc_rd_atom
+    {gen::kLogMaxRaResDc, 4},
     {gen::kCcQueryAllowed, 1},               // QUERY_CONG_STATISTICS (hw_counters); debugfs needs cc_modify too
     {gen::kCacheLine128Byte, 0},
     {gen::kGidTableSize, 0},                 // IB only
@@ -173,7 +177,7 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kStridingRq, 0},                   // mlx5e uses the legacy cyclic RQ
     {gen::kUmrModifyEntitySizeDisabled, 0},  // user MRs loaded by UMR (objects/umr.h), the MKEY cache
     {gen::kCmdifChecksum, 0},
-    {gen::kDct, 0},
+    {gen::kDct, 1},                          // DC: DCIs and DCTs (rdma/dc.cpp, firmware/dct.cpp)
     {gen::kQos, 1},                          // QOS caps: packet pacing, NIC scheduling elements for QPs
     {gen::kQpcExtension, 1},                 // a QP joins a queue group through qpc_ext (libmlx5 checks it)
     {gen::kEthNetOffloads, 1},
@@ -312,7 +316,7 @@ constexpr CapValue kEthernetCaps[] = {
 
 // --- atomic_caps (type 3) ------------------------------------------------------------------------
 // Standard 8-byte atomics only: compare-swap and fetch-add on RC (and XRC) QPs. No masked/extended
-// atomics (atomic_operations bits 2/3), no atomics on DC (dct = 0, so atomic_size_dc = 0), no PCI
+// atomics (atomic_operations bits 2/3), the same 8-byte atomics on DC (atomic_size_dc), no PCI
 // atomics. What Linux 6.1 does with this page:
 // - mlx5_core handle_hca_cap_atomic (before INIT_HCA, PF and VF): gated on general `atomic`, it
 //   queries cur and max; when max has supported_atomic_req_8B_endianness_mode_1 it sends
@@ -349,7 +353,7 @@ constexpr CapValue kAtomicCaps[] = {
     {atom::kSupportedAtomicReq8BEndiannessMode1, 1},  // makes mlx5_core SET mode 1
     {atom::kAtomicOperations, kAtomicOpsCompareSwap | kAtomicOpsFetchAdd},
     {atom::kAtomicSizeQp, kAtomicSize8Bytes},
-    {atom::kAtomicSizeDc, 0},  // no DC
+    {atom::kAtomicSizeDc, kAtomicSize8Bytes},  // DC executes them as RC does (rdma/dc.cpp)
 };
 
 // --- odp_cap (type 2) ----------------------------------------------------------------------------

@@ -49,7 +49,7 @@ struct HcaCapSettings {
   uint32_t log_uar_page_sz = 0;
   uint32_t uar_4k = 0;
   uint32_t cache_line_128byte = 0;
-  uint32_t dct = 0;
+  uint32_t dct = 1;
   uint32_t release_all_pages = 0;
   uint32_t mkey_by_name = 0;
   uint32_t num_vhca_ports = 0;

@@ -89,7 +89,9 @@ inline constexpr uint32_t kAltAddrPath = 1u << 0, kRre = 1u << 1, kRae = 1u << 2
                           kSrqn = 1u << 18, kCqnRcv = 1u << 19, kCounterSetId = 1u << 25;
 }
 
-bool connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kXrc; }
+// A DCI takes a connected QP's transitions (its path's attributes, retry budget and PSNs); where it
+// sends is in each WQE.
+bool connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kXrc || st == qp_st::kDci; }
 
 // The optional parameters a transition accepts for a service type (the PRM's per-transition
 // tables). A bit outside them is ignored, as the driver never sends one (it masks its own request
@@ -163,7 +165,7 @@ constexpr std::array<FieldRule, 33> kAttributeFields{{
 
 bool service_type_supported(uint32_t st) {
   return st == qp_st::kRc || st == qp_st::kUc || st == qp_st::kUd || st == qp_st::kXrc || st == qp_st::kQp1 ||
-         st == qp_st::kRegUmr;
+         st == qp_st::kRegUmr || st == qp_st::kDci;
 }
 
 void release(Resources& r, const QueuePair& qp) {
@@ -172,6 +174,17 @@ void release(Resources& r, const QueuePair& qp) {
   if (CompletionQueue* cq = qp.cqn_rcv != 0 ? r.cqs.find(qp.cqn_rcv) : nullptr) --cq->refs;
   if (SharedReceiveQueue* srq = qp.srqn != 0 ? r.srqs.find(qp.srqn) : nullptr) --srq->refs;
   if (XrcDomain* xrcd = qp.xrcd != 0 ? r.xrcds.find(qp.xrcd) : nullptr) --xrcd->refs;
+}
+
+// The QP a QP command names: a DCT shares the numbers but is no QP (firmware/dct.cpp has its
+// commands).
+QueuePair* named_qp(CommandCall& call) {
+  QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  if (qp != nullptr && qp->st == qp_st::kDct) {
+    call.fail(CommandStatus::kBadResource, syndrome(call.opcode(), kCheckLookup));
+    return nullptr;
+  }
+  return qp;
 }
 
 void create_qp(CommandCall& call) {
@@ -246,7 +259,7 @@ void destroy_qp(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize)) return;
   Resources& r = call.function().resources;
   const uint32_t qpn = get(call.in(), kQpn);
-  QueuePair* qp = lookup_owned(call, r.qps, qpn, kCheckLookup);
+  QueuePair* qp = named_qp(call);
   if (qp == nullptr) return;
   release(r, *qp);
   r.multicast.forget_qp(qpn);
@@ -260,7 +273,7 @@ enum McgCheck : uint16_t { kCheckNotUd = 0x30, kCheckNotMulticast = 0x31, kCheck
 
 bool mcg_operands(CommandCall& call, MulticastGroups::Gid& mgid) {
   if (!start(call, kMcgInSize)) return false;
-  const QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  const QueuePair* qp = named_qp(call);
   if (qp == nullptr) return false;
   std::copy_n(call.in().begin() + kMulticastGid, mgid.size(), mgid.begin());
   const uint16_t check = qp->st != qp_st::kUd ? kCheckNotUd : !is_multicast_gid(mgid) ? kCheckNotMulticast : 0;
@@ -288,7 +301,7 @@ void detach_from_mcg(CommandCall& call) {
 
 void query_qp(CommandCall& call) {
   if (!start(call, mbox::kHeaderSize, kModifyInSize)) return;
-  QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  QueuePair* qp = named_qp(call);
   if (qp == nullptr) return;
   set(call.out(), kOptParamMask, qp->opt_param_mask);
   auto out = sub(call.out(), kQpc, kQpcSize);
@@ -342,7 +355,7 @@ std::optional<QueueGroups> queue_groups(CommandCall& call, const QueuePair& qp) 
 
 void modify_qp(CommandCall& call, const Transition& t) {
   if (!start(call, t.bit != 0 ? kModifyInSize : mbox::kHeaderSize)) return;
-  QueuePair* qp = lookup_owned(call, call.function().resources.qps, get(call.in(), kQpn), kCheckLookup);
+  QueuePair* qp = named_qp(call);
   if (qp == nullptr) return;
   if ((t.from & from(qp->state)) == 0) {
     log().debug("qp {:#x}: {} from state {} refused", get(call.in(), kQpn), t.name, qp_state_name(qp->state));
@@ -404,6 +417,7 @@ void register_qp_commands(CommandTable& table) {
   table.add(kAttachToMcg, "ATTACH_TO_MCG", attach_to_mcg, Senders::kUser);
   table.add(kDetachFromMcg, "DETACH_FROM_MCG", detach_from_mcg, Senders::kUser);
   for (const Transition& t : kTransitions) table.add(t.opcode, t.name, [&t](CommandCall& call) { modify_qp(call, t); }, Senders::kUser);
+  register_dct_commands(table);
 }
 
 }  // namespace hcaemu::model

@@ -179,7 +179,10 @@ enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqErr
 const char* qp_state_name(QpState state);
 
 namespace qp_st {
-inline constexpr uint8_t kRc = 0x0, kUc = 0x1, kUd = 0x2, kXrc = 0x3, kQp1 = 0x8, kRegUmr = 0xc;
+inline constexpr uint8_t kRc = 0x0, kUc = 0x1, kUd = 0x2, kXrc = 0x3, kDci = 0x5, kQp1 = 0x8, kRegUmr = 0xc;
+// Not a qpc.st: the DCTs (CREATE_DCT) live in the QP table under this type, their numbers drawn
+// from the QPNs as a ConnectX draws them.
+inline constexpr uint8_t kDct = 0x6;
 }
 namespace rq_type {
 inline constexpr uint8_t kRegular = 0, kSrq = 1, kZeroLength = 3;
@@ -274,5 +277,6 @@ struct Resources {
 // Called by register_resource_commands (firmware/uar_pd_eq_cq.cpp).
 void register_mkey_srq_commands(CommandTable& table);  // firmware/mkey_srq.cpp
 void register_qp_commands(CommandTable& table);        // firmware/qp.cpp
+void register_dct_commands(CommandTable& table);       // firmware/dct.cpp
 
 }  // namespace hcaemu::model

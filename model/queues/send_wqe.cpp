@@ -45,10 +45,10 @@ constexpr uint32_t kAtomicAlign = 8;
 constexpr uint32_t kQpnMask = 0xffffff;
 
 // Service types as bits, so the opcode table can say where an opcode is allowed.
-enum : uint8_t { kSvcRc = 1, kSvcUc = 2, kSvcUd = 4, kSvcXrc = 8, kSvcQp1 = 16 };
-constexpr uint8_t kSvcAll = kSvcRc | kSvcUc | kSvcUd | kSvcXrc | kSvcQp1;
-constexpr uint8_t kSvcConnected = kSvcRc | kSvcUc | kSvcXrc;
-constexpr uint8_t kSvcReliable = kSvcRc | kSvcXrc;
+enum : uint8_t { kSvcRc = 1, kSvcUc = 2, kSvcUd = 4, kSvcXrc = 8, kSvcQp1 = 16, kSvcDci = 32 };
+constexpr uint8_t kSvcAll = kSvcRc | kSvcUc | kSvcUd | kSvcXrc | kSvcQp1 | kSvcDci;
+constexpr uint8_t kSvcConnected = kSvcRc | kSvcUc | kSvcXrc | kSvcDci;
+constexpr uint8_t kSvcReliable = kSvcRc | kSvcXrc | kSvcDci;
 
 uint8_t service_bit(uint8_t st) {
   switch (st) {
@@ -57,6 +57,7 @@ uint8_t service_bit(uint8_t st) {
     case qp_st::kUd: return kSvcUd;
     case qp_st::kXrc: return kSvcXrc;
     case qp_st::kQp1: return kSvcQp1;
+    case qp_st::kDci: return kSvcDci;
     default: return 0;  // REG_UMR and unknown types post nothing we execute
   }
 }
@@ -99,6 +100,7 @@ uint64_t round_up16(uint64_t n) { return (n + 15) & ~uint64_t(15); }
 
 void parse_datagram(const uint8_t* p, UdAddress& a) {
   a.qkey = load_be32(p + av::kQkey);
+  a.dc_key = load_be64(p + av::kQkey);
   const uint32_t dqp = load_be32(p + av::kDqpDct);
   a.remote_qpn = dqp & kQpnMask;
   a.extended = (dqp & av::kExtended) != 0;
@@ -187,7 +189,7 @@ WqeError parse_send_wqe(std::span<const uint8_t> bytes, uint8_t st, uint32_t exp
     if (p == nullptr) return WqeError::kBadDs;
     out.xrc_srqn = load_be32(p) & kQpnMask;
   }
-  if (service == kSvcUd || service == kSvcQp1) {
+  if (service == kSvcUd || service == kSvcQp1 || service == kSvcDci) {  // a DCI's names its DCT
     const uint8_t* p = take(kDatagramSize);
     if (p == nullptr) return WqeError::kBadDs;
     parse_datagram(p, out.ud.emplace());

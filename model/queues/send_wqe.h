@@ -10,6 +10,7 @@
 //   write one: they leave zero-length SGEs out of the WQE. So such an SGE is kept, as 2^31 bytes.
 // - UD and QP1 (GSI) WQEs are parsed: the 48-byte datagram segment becomes a UdAddress.
 // - XRC initiator WQEs are parsed: the XRC segment gives the target SRQ.
+// - DCI WQEs are parsed: the datagram segment names the DCT (number, access key, address).
 // - LOCAL_INVAL and UMR (memory registration through the SQ) and the masked atomics (extended
 //   atomics, whose argument layout depends on opmod) are refused with kBadOpcode: the caps offer
 //   neither UMR-based registration nor extended atomics, so no driver writes them.
@@ -49,9 +50,11 @@ struct Sge {
   uint32_t length = 0;
 };
 
-// The datagram segment of a UD/QP1 WQE (mlx5_wqe_av, 48 bytes).
+// The datagram segment of a UD/QP1 WQE (mlx5_wqe_av, 48 bytes); a DCI's WQE carries one too, with
+// the DCT's access key in place of the Q_Key and the DCT number as the remote QPN.
 struct UdAddress {
   uint32_t qkey = 0;            // 0x00
+  uint64_t dc_key = 0;          // 0x00, 8 bytes (DCI)
   uint32_t remote_qpn = 0;      // 0x08 [23:0]
   bool extended = false;        // 0x08 [31] MLX5_EXTENDED_UD_AV: libmlx5 and mlx5_ib always set it
   uint8_t stat_rate_sl = 0;     // 0x0c
@@ -76,7 +79,7 @@ struct SendWqe {
   bool solicited = false;       // SE
   uint32_t imm = 0;             // ctrl dword3 in host order: immediate, or the rkey SEND_INVAL invalidates
   uint32_t xrc_srqn = 0;        // XRC segment (XRC QPs)
-  std::optional<UdAddress> ud;  // datagram segment (UD and QP1)
+  std::optional<UdAddress> ud;  // datagram segment (UD, QP1 and DCI)
   uint64_t remote_va = 0;       // remote address segment (WRITE*, READ, atomics)
   uint32_t rkey = 0;
   uint64_t swap_add = 0, compare = 0;  // atomic segment

@@ -119,6 +119,7 @@ transport::Gid path_gid(const QueuePair& qp) {
 }  // namespace
 
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
+  if (qp.st == qp_st::kDci || qp.st == qp_st::kDct) return dc_address(qp, packet);
   if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
   packet.dst_gid = path_gid(qp);
   packet.dst_mac = path_mac(qp);
@@ -271,6 +272,10 @@ void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool 
   }
   resp.have_wqe = false;
   resp.incoming = RcResponder::Incoming::kNone;
+  if (qp.st == qp_st::kDct) {
+    qp.rc.dct.serving_failed = true;  // that connection closes; the DCT serves on (rdma/dc.cpp)
+    return;
+  }
   enter_error(qpn, qp);
 }
 
@@ -371,7 +376,8 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   const bool to_gsi = packet.dest_qp == kGsiQpn;
   uint32_t qpn = packet.dest_qp;
   QueuePair* qp = to_gsi ? gsi_qp(qpn) : f_.resources.qps.find(qpn);
-  if (qp == nullptr || (!reliable_connected(qp->st) && qp->st != qp_st::kUc && !is_datagram(*qp)) ||
+  if (qp == nullptr ||
+      (!reliable_connected(qp->st) && qp->st != qp_st::kUc && qp->st != qp_st::kDct && !is_datagram(*qp)) ||
       (qp->st == qp_st::kQp1 && !to_gsi)) {
     ++counters_.rx_unknown_qp;
     return true;
@@ -391,7 +397,8 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     receive_datagram(qpn, *qp, packet, frame);
     return true;
   }
-  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f, XRC 0xa0-0xbf.
+  // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f, XRC 0xa0-0xbf,
+  // DC 0xc0-0xdf (hcaemu's encoding).
   if ((packet.opcode & 0xe0) != opcode_base(qp->st)) {
     ++counters_.rx_wrong_service;
     return true;
@@ -401,11 +408,22 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     ++counters_.rx_qp_not_ready;
     return true;
   }
+  // A DCT takes requests from any DCI that has its access key (rdma/dc.cpp); it sends none.
+  if (qp->st == qp_st::kDct) {
+    if (response)
+      ++counters_.rx_wrong_service;
+    else
+      receive_dc_request(qpn, *qp, packet);
+    return true;
+  }
   // A connected QP hears only its path's other end (IBA 9.6.1.5: the source address matches the
   // QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
   // MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
   // number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
-  if (packet.src_gid != path_gid(*qp) || packet.src_mac != path_mac(*qp)) {
+  const bool from_path = qp->st == qp_st::kDci ? qp->rc.dci.connected && packet.src_gid == qp->rc.dci.target.rgid &&
+                                                      packet.src_mac == qp->rc.dci.target.rmac
+                                                : packet.src_gid == path_gid(*qp) && packet.src_mac == path_mac(*qp);
+  if (!from_path) {
     ++counters_.rx_wrong_source;
     return true;
   }

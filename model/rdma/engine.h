@@ -91,6 +91,10 @@ struct RdmaCounters {
   uint64_t datagrams_dropped_no_receive = 0;  // UD/QP1: no receive WQE posted (IBA: silently dropped)
   uint64_t datagrams_too_long = 0;            // UD/QP1: the receive WQE completed with a length error
   uint64_t rx_bad_qkey = 0;                   // UD/QP1: the DETH Q_Key is not the QP's
+  // DC (rdma/dc.cpp): connections a DCI opened and a DCT accepted or closed on an error; requests
+  // with the wrong access key, or for no open connection (dropped: the DCI resends).
+  uint64_t dc_connections_opened = 0, dc_connections_accepted = 0, dc_connections_failed = 0;
+  uint64_t dc_key_violations = 0, dc_not_connected = 0;
   // DCQCN (model/congestion/dcqcn.h), by the names mlx5's hw_counters give them.
   uint64_t np_ecn_marked_roce_packets = 0, np_cnp_sent = 0, rp_cnp_handled = 0, rp_cnp_ignored = 0;
   // ODP (rdma/odp.cpp): page faults raised, resumed by the driver, and work failed instead of
@@ -227,6 +231,15 @@ class RdmaEngine {
                         std::span<const uint8_t> frame);
   // A datagram to QPN 0xffffff and a multicast GID: every attached QP of the function gets a copy.
   void receive_multicast(const transport::RocePacket& packet, std::span<const uint8_t> frame);
+
+  // DC (rdma/dc.cpp). A DCI's or DCT's packet address: the DCI's DCT, or the DCI a DCT serves.
+  bool dc_address(QueuePair& qp, transport::RocePacket& packet);
+  // Whether a DCI's WQE may go now: to its connected DCT, or to another once nothing is outstanding
+  // (the connection then moves there). False: the WQE waits, as behind a fence.
+  bool dci_ready_for(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
+  static void dc_request_header(const QueuePair& qp, transport::RocePacket& packet);  // DCETH's connect flag
+  void receive_dc_request(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);
+  DcConnection* dc_connection(QueuePair& dct, const transport::RocePacket& packet);  // null: none open
 
   // Responder: the protocol is transport/rc/responder.*; ResponderPort gives it this function.
   class ResponderPort;

@@ -32,14 +32,21 @@ inline constexpr uint64_t kPacketWireOverhead = 14 + 20 + 8 + 12 + 4 + 24;
 
 // The transport machines' name for a connected QP's service (transport/rc/).
 inline transport::rc::Service service_of(uint8_t st) {
-  return st == qp_st::kUc ? transport::rc::Service::kUc : st == qp_st::kXrc ? transport::rc::Service::kXrc
-                                                                             : transport::rc::Service::kRc;
+  using transport::rc::Service;
+  switch (st) {
+    case qp_st::kUc: return Service::kUc;
+    case qp_st::kXrc: return Service::kXrc;
+    case qp_st::kDci:
+    case qp_st::kDct: return Service::kDc;
+    default: return Service::kRc;
+  }
 }
 // The engine speaks RC's opcodes; on the wire a UC or XRC QP's are RC's plus its service's base,
 // which is also what a received opcode's top three bits must be (UD and QP1: 0).
 inline uint8_t opcode_base(uint8_t st) { return transport::rc::opcode_base(service_of(st)); }
-// RC and XRC: acknowledged, and a send error takes the whole QP to ERR.
-inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc; }
+// RC, XRC and DCI: acknowledged, and a send error takes the whole QP to ERR. (A DCT only answers:
+// rdma/dc.cpp.)
+inline bool reliable_connected(uint8_t st) { return st == qp_st::kRc || st == qp_st::kXrc || st == qp_st::kDci; }
 inline constexpr uint32_t kRqDbrOffset = 0, kSqDbrOffset = 4;
 inline constexpr uint32_t kGsiQpn = 1;          // the GSI QP's number on the wire, whatever QPN it has here
 inline constexpr uint32_t kMulticastQpn = 0xffffff;  // IBA: a datagram for every QP attached to the group

@@ -3,6 +3,7 @@
 // messages in PSN order and its retry budget; the responder's expected PSN, the message it is in
 // the middle of and the last atomic it executed (for duplicates). Lives inside the QueuePair so it
 // goes with the QP (2RST, DESTROY_QP, function reset) and can never dangle.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -56,9 +57,40 @@ struct RcResponder : transport::rc::ResponderState {
   PageFaultWait page_fault;  // requests are answered RNR NAK until their pages are in (ODP)
 };
 
+// DC (rdma/dc.cpp). A DCI talks to one DCT at a time, the one its WQEs' address names: its requests
+// go there from `start_psn` on, the first of them marked as opening the connection. A WQE naming
+// another DCT waits until all before it are acknowledged (the connection is done), then opens its own.
+struct DcInitiator {
+  bool connected = false;
+  uint32_t qpn = 0;  // the DCI's own number (the DCETH names it)
+  UdAddress target;  // the DCT's number, access key and address
+  uint32_t start_psn = 0;
+};
+// A DCT answers many DCIs at once: per connection (the DCI's GID and number) the responder state of
+// its requests. The one being served is swapped into the QP's RcResponder while its packet runs.
+struct DcConnection {
+  std::array<uint8_t, 16> gid{};
+  std::array<uint8_t, 6> mac{};
+  uint32_t initiator = 0;
+  uint32_t start_psn = 0;
+  uint64_t last_used = 0;  // a packet counter: the idle connection longest unused makes room
+  RcResponder resp;
+};
+struct DcTarget {
+  static constexpr size_t kMaxConnections = 256;  // per DCT; beyond, idle ones are closed
+  uint64_t access_key = 0;
+  std::array<uint8_t, 0x40> context{};  // the dctc as created (QUERY_DCT)
+  std::vector<DcConnection> connections;
+  const DcConnection* serving = nullptr;  // while a packet runs: where its answers go
+  bool serving_failed = false;            // and whether it ended the connection
+  uint64_t packets = 0;
+};
+
 struct RcState {
   RcRequester req;
   RcResponder resp;
+  DcInitiator dci;  // st DCI
+  DcTarget dct;     // st DCT
 };
 
 }  // namespace hcaemu::model

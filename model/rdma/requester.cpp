@@ -246,6 +246,7 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
   }
   void send(RocePacket& packet, uint64_t ready_ps) override {
     const uint64_t start_ps = now_ps();
+    if (qp_.st == qp_st::kDci) dc_request_header(qp_, packet);
     e_.send_frame(packet, ready_ps);
     e_.paced_packet(qpn_, packet.payload.size() + kPacketWireOverhead, start_ps);
   }
@@ -443,6 +444,8 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   const transport::rc::RequestKind kind = kind_of(wqe.opcode);
   const bool needs_response = kind == transport::rc::RequestKind::kRead || kind == transport::rc::RequestKind::kAtomic;
   const uint32_t depth = 1u << get(qp.context, qpc::kLogSraMax);
+  if (qp.st == qp_st::kDci && kind != transport::rc::RequestKind::kNop && !dci_ready_for(qpn, qp, wqe))
+    return SqStep::kStop;  // another DCT: waits for the connection before it to be done
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port, needs_response, depth))
     return SqStep::kStop;  // fenced, or at its initiator depth: waits for responses
   if (wqe.opcode == wqe_op::kUmr) {  // a memory window bound or a key invalidated, in SQ order

@@ -405,7 +405,7 @@ TEST(FwHcaAtomic, CapsOfferStandard8ByteAtomicsOnly) {
     EXPECT_EQ(f.cap(0x08, 25, 25), 1u) << "supported_atomic_req_8B_endianness_mode_1";
     EXPECT_EQ(f.cap(0x10, 15, 0), 0x3u) << "atomic_operations: compare-swap | fetch-add, no masked";
     EXPECT_EQ(f.cap(0x14, 15, 0), 0x8u) << "atomic_size_qp: 8 bytes";
-    EXPECT_EQ(f.cap(0x18, 15, 0), 0u) << "atomic_size_dc: no DC";
+    EXPECT_EQ(f.cap(0x18, 15, 0), 0x8u) << "atomic_size_dc: 8 bytes, as on QPs";
     EXPECT_EQ(f.at(0x10 + 0x50, 31, 0), 0u) << "no PCI atomics";
     EXPECT_EQ(f.at(0x10 + 0x54, 31, 16), 0u);
   }
@@ -461,7 +461,7 @@ TEST(FwHcaAtomic, SetOfUnsupportedOpsSizesOrModesIsRefused) {
   EXPECT_EQ(f.syndrome() >> 16, 0x109u);
   EXPECT_EQ(with(0x10, 0x8), kBadParam) << "masked fetch-add";
   EXPECT_EQ(with(0x14, 0x10), kBadParam) << "16-byte operands on QPs";
-  EXPECT_EQ(with(0x18, 0x8), kBadParam) << "atomics on DC";
+  EXPECT_EQ(with(0x18, 0x10), kBadParam) << "16-byte operands on DC";
   EXPECT_EQ(with(0x08, 2u << 30), kBadParam) << "endianness mode 3 (above max)";
   ASSERT_EQ(f.query_cap(kAtomic, kCur), kOk);
   EXPECT_EQ(f.cap(0x08, 31, 30), 0u) << "refused SETs changed nothing";

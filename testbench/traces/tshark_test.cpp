@@ -156,6 +156,9 @@ struct Traffic {
     RocePacket& xa = add(x + opcode::kRcFetchAdd, false, false, 204, 0);
     xa.xrc_srqn = 0x00077a;
     xa.atomic = {0x6000, 0x8a, 3, 0};
+    // DC (hcaemu's encoding): a request with its DCETH and an ACK.
+    add(opcode::kDcBase + opcode::kRcSendOnly, false, false, 300, 64).dceth = {0x0badc0de, true, 0x000123};
+    add(opcode::kDcBase + opcode::kRcAcknowledge, true, false, 300, 0).aeth = {aeth_ack(kAethCreditsInvalid), 1};
   }
 };
 
@@ -244,6 +247,8 @@ TEST(Tshark, DissectsOurRoceV2Frames) {
     // Wireshark 4.0 names the XRC opcodes but leaves what follows their BTH undissected ("vendor
     // specific", no ICRC field): for those the checks above are all it can give.
     if (k.opcode >= opcode::kXrcBase && k.opcode < opcode::kXrcBase + 0x18) continue;
+    // DC's opcodes are manufacturer-specific (hcaemu's encoding): Wireshark shows the BTH alone.
+    if (k.opcode >= opcode::kDcBase) continue;
     // The ICRC: Wireshark reads the last four bytes as a big-endian number.
     EXPECT_EQ(num(row, "infiniband.invariant.crc"), __builtin_bswap32(icrc));
     const uint16_t h = headers_of(k.opcode);

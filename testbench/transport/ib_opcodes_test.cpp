@@ -62,6 +62,20 @@ TEST(IbOpcodes, TableMatchesIbaTable38) {
     EXPECT_EQ(extension_headers_size(xrc), extension_headers_size(op) + (response ? 0 : kXrcethSize)) << int(op);
     EXPECT_EQ(std::string(opcode_name(xrc)), "X" + std::string(opcode_name(op))) << int(op);
   }
+  // DC (hcaemu's encoding in the manufacturer-specific range) mirrors every RC row at 0xc0; its
+  // requests carry a DCETH, its responses not.
+  for (uint8_t op = 0; op <= 0x17; ++op) {
+    const uint8_t dc = uint8_t(opcode::kDcBase + op);
+    EXPECT_EQ(is_known_opcode(dc), is_known_opcode(op)) << int(op);
+    if (!is_known_opcode(op)) continue;
+    const bool response = carries(op, kResponse);
+    EXPECT_EQ(headers_of(dc), uint16_t(headers_of(op) | (response ? 0 : kDceth))) << int(op);
+    EXPECT_EQ(extension_headers_size(dc), extension_headers_size(op) + (response ? 0 : kDcethSize)) << int(op);
+    EXPECT_EQ(std::string(opcode_name(dc)), "DC_" + std::string(opcode_name(op)).substr(3)) << int(op);
+  }
+  EXPECT_FALSE(is_known_opcode(0xd5));  // RC's reserved 0x15
+  EXPECT_FALSE(is_known_opcode(0xd8));
+  EXPECT_FALSE(is_known_opcode(0xe0));
   EXPECT_FALSE(is_known_opcode(0xb5));  // RC's reserved 0x15
   EXPECT_FALSE(is_known_opcode(0x15));  // reserved for RC
   EXPECT_FALSE(is_known_opcode(0x18));
@@ -69,7 +83,7 @@ TEST(IbOpcodes, TableMatchesIbaTable38) {
   EXPECT_FALSE(is_known_opcode(0x4c));  // RD is not modelled
   EXPECT_TRUE(is_known_opcode(0x81));  // CNP (DCQCN): 16 reserved bytes after the BTH
   EXPECT_STREQ(opcode_name(0x81), "CNP");
-  EXPECT_EQ(headers_of(0xff), 0);
+  EXPECT_EQ(headers_of(0xff), 0);  // manufacturer-specific beyond DC's rows
   EXPECT_STREQ(opcode_name(0x15), "UNKNOWN");
 }
 

@@ -58,6 +58,10 @@ inline std::string packet_diff(const RocePacket& sent, const RocePacket& got) {
   check("deth.qkey", deth.qkey, got.deth.qkey);
   check("deth.src_qp", deth.src_qp & 0xffffff, got.deth.src_qp);
   check("xrc_srqn", (h & hdr::kXrceth) ? sent.xrc_srqn & 0xffffff : 0u, got.xrc_srqn);
+  const Dceth dceth = (h & hdr::kDceth) ? sent.dceth : Dceth{};
+  check("dceth.access_key", dceth.access_key, got.dceth.access_key);
+  check("dceth.connect", dceth.connect, got.dceth.connect);
+  check("dceth.initiator", dceth.initiator & 0xffffff, got.dceth.initiator);
   if (!std::equal(sent.payload.begin(), sent.payload.end(), got.payload.begin(), got.payload.end())) {
     d << "payload ";
   }

@@ -55,6 +55,7 @@ RocePacket sample(uint8_t op, bool v4, bool vlan, std::span<const uint8_t> paylo
   k.invalidate_rkey = 0x00abcdef;
   k.deth = {0x80010000, 0x000123};
   k.xrc_srqn = 0x5e0042;
+  k.dceth = {0x0123456789abcdefull, true, 0x00a0b1};
   if (headers_of(op) & hdr::kPayload) k.payload = payload;
   return k;
 }

@@ -16,12 +16,17 @@
 
 namespace hcaemu::transport::rc {
 
-enum class Service : uint8_t { kRc, kUc, kXrc };
+enum class Service : uint8_t { kRc, kUc, kXrc, kDc };
 
-// A service's opcodes are RC's plus its base (IBA table 38): UC 0x20, XRC 0xa0. The machines speak
-// RC's numbering and add or strip the base at the wire.
+// A service's opcodes are RC's plus its base (IBA table 38): UC 0x20, XRC 0xa0, DC 0xc0 (hcaemu's
+// encoding, ib_opcodes.h). The machines speak RC's numbering and add or strip the base at the wire.
 constexpr uint8_t opcode_base(Service service) {
-  return service == Service::kUc ? 0x20 : service == Service::kXrc ? opcode::kXrcBase : 0;
+  switch (service) {
+    case Service::kUc: return 0x20;
+    case Service::kXrc: return opcode::kXrcBase;
+    case Service::kDc: return opcode::kDcBase;
+    default: return 0;
+  }
 }
 
 // Per QP; the host keeps it with the QP so it goes with it (reset, destroy).
