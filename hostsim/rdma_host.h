@@ -176,6 +176,7 @@ struct Wr {
   uint32_t imm = 0;                  // ctrl imm as a BE32 (immediate, or the rkey to invalidate)
   bool signalled = true, solicited = false;
   uint8_t fence = 0;
+  uint16_t stream = 0;                        // a DCI's stream channel (ctrl bytes 9-10)
   std::optional<std::array<uint8_t, 48>> av;  // UD/QP1: the datagram segment (RdmaNode::address_vector)
   uint32_t xrc_srqn = 0;                      // XRC initiator QPs: the XRC SRQ at the target
 };
@@ -433,8 +434,9 @@ struct RdmaNode : HostFunction {
   // driver's own), the XRC domain at 0x98.
   // pd_number kNoPd: qpc.pd 0, as the 6.1 driver creates its UMR QP.
   static constexpr uint32_t kNoPd = 0xffffffffu;
+  // `edit_qpc`, if given, sets further qpc fields (a DCI's streams) before the command goes.
   Qp& create_qp(Cq& scq, Cq& rcq, uint32_t pd_number = 0, uint8_t service = qp_st::kRc, const Srq* srq = nullptr,
-                uint32_t xrcd = 0, QueueSizes sizes = {}) {
+                uint32_t xrcd = 0, QueueSizes sizes = {}, const std::function<void(std::span<uint8_t>)>& edit_qpc = {}) {
     Qp& qp = qps.emplace_back();
     qp.user_index = 0x100 + uint32_t(qps.size());
     qp.service = service;
@@ -468,6 +470,7 @@ struct RdmaNode : HostFunction {
       set(qpc, Field{0xac, 23, 0}, srq->srqn);
     }
     if (xrcd != 0) set(qpc, Field{0x98, 23, 0}, xrcd);
+    if (edit_qpc) edit_qpc(qpc);
     put_pas(in, 0x110, pages);
     check((run(0x500, in)) == (0), "run(0x500, in) == 0");
     qp.qpn = object();
@@ -619,6 +622,7 @@ struct RdmaNode : HostFunction {
     std::vector<uint8_t> w(16, 0);
     store_be32(&w[0], ((qp.sq_pi & 0xffff) << 8) | wr.opcode);
     w[11] = uint8_t((wr.fence << 5) | (wr.signalled ? 0x08 : 0) | (wr.solicited ? 0x02 : 0));
+    store_be16(&w[9], wr.stream);
     store_be32(&w[12], wr.imm);
     auto segment = [&]() -> uint8_t* {
       w.resize(w.size() + 16, 0);

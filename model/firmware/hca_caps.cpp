@@ -118,6 +118,8 @@ constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
 constexpr Field kMaxNumEqs{0x8c, 15, 0};                      // max_num_eqs
 constexpr Field kLogUarPageSz{0x90, 15, 0};                   // log_uar_page_sz
 constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequency_khz
+constexpr Field kLogMaxDciStreamChannels{0xb0, 20, 16};       // log_max_dci_stream_channels
+constexpr Field kLogMaxDciErroredStreams{0xb0, 12, 8};        // log_max_dci_errored_streams
 constexpr Field kCqe128Always{0xb4, 2, 2};                    // cqe_128_always (CQEs padded to 128 bytes)
 constexpr Field kCqeCompression128{0xb4, 1, 1};               // cqe_compression_128
 constexpr Field kCqeCompression{0xb4, 0, 0};                  // cqe_compression
@@ -220,7 +222,9 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kLogMaxVlanList, kLogMaxVlanList},
     {gen::kLogMaxCurrentMcList, kLogMaxCurrentMcList},
     {gen::kLogMaxCurrentUcList, kLogMaxCurrentUcList},
-    {gen::kLogMaxUctx, ResourceLimits{}.log_max_uctx},  // DevX user contexts (firmware/user_context.cpp)
+    {gen::kLogMaxUctx, ResourceLimits{}.log_max_uctx},
+    {gen::kLogMaxDciStreamChannels, ResourceLimits{}.log_max_dci_stream_channels},  // DCS (rdma/dc.cpp)
+    {gen::kLogMaxDciErroredStreams, ResourceLimits{}.log_max_dci_errored_streams},  // DevX user contexts (firmware/user_context.cpp)
     {gen::kLogUarPageSz, 0},
     {gen::kDeviceFrequencyKhz, init_seg::kInternalTimerKhz},  // the internal timer: model time
     {gen::kCqe128Always, 1},       // cqc.cqe_sz 2 (firmware/uar_pd_eq_cq.cpp): mlx5dv's CQE padding

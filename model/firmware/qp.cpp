@@ -4,6 +4,7 @@
 // (PD, CQs, SRQ, XRCD, sizes, buffer, doorbell record, UAR) never change; each transition takes
 // the fields it requires from the command's qpc (zero included) and an optional one only when
 // the command's opt_param_mask names it (kAttributeFields below).
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -46,6 +47,10 @@ constexpr uint32_t kOptUdpSport = 1u << 2;
 // Bit 33 (bit 1 of that dword): the queue groups in qpc_data_ext, which INIT2INIT and RTS2RTS take
 // when the command says it carries the extension (qpc_ext; libmlx5's mlx5dv_modify_qp_sched_elem).
 constexpr uint32_t kOptQosQueueGroupId = 1u << 1;
+// Bit 32 (bit 0 of that dword): a DCI stream channel to take out of error, named in qpc_data_ext
+// (mlx5dv_dci_stream_id_reset: RTS2RTS through DevX).
+constexpr uint32_t kOptDciStreamChannelId = 1u << 0;
+constexpr Field kDciStreamChannelId{0x110, 15, 0};  // qpc_data_ext.dci_stream_channel_id
 constexpr Field kQpcExt{0x08, 31, 31};
 constexpr Field kQueueGroupRequester{0x114, 31, 0};  // qpc_data_ext.qos_queue_group_id_requester
 constexpr Field kQueueGroupResponder{0x118, 31, 0};  // qpc_data_ext.qos_queue_group_id_responder
@@ -203,7 +208,12 @@ void create_qp(CommandCall& call) {
   qp.dbr_addr = get64(ctx, qpc::kDbrAddr);
   const uint32_t cqn_snd = get(ctx, qpc::kCqnSnd), cqn_rcv = get(ctx, qpc::kCqnRcv);
   const uint32_t srqn = get(ctx, qpc::kSrqn), xrcd_number = get(ctx, qpc::kXrcd);
-  if (!service_type_supported(qp.st) ||
+  // A DCI's streams (DCS) within the caps; other QPs have none.
+  const uint32_t streams = get(ctx, qpc::kLogNumDciStreamChannels), errored = get(ctx, qpc::kLogNumDciErroredStreams);
+  const bool streams_ok = qp.st == qp_st::kDci ? streams <= r.limits.log_max_dci_stream_channels &&
+                                                     errored <= r.limits.log_max_dci_errored_streams
+                                               : streams == 0 && errored == 0;
+  if (!service_type_supported(qp.st) || !streams_ok ||
       (qp.rq_type != rq_type::kRegular && qp.rq_type != rq_type::kSrq && qp.rq_type != rq_type::kZeroLength)) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateQp, kCheckParameter));
     return;
@@ -353,6 +363,20 @@ std::optional<QueueGroups> queue_groups(CommandCall& call, const QueuePair& qp) 
   return groups;
 }
 
+// mlx5dv_dci_stream_id_reset: a DCI stream in error is taken out of it; one that is not in error
+// cannot be reset (the command fails, as rdma-core's tests expect).
+bool reset_dci_stream(CommandCall& call, QueuePair& qp) {
+  const uint16_t stream = uint16_t(get(call.in(), kDciStreamChannelId));
+  auto& errored = qp.rc.dci.errored_streams;
+  const auto it = std::find(errored.begin(), errored.end(), stream);
+  if (qp.st != qp_st::kDci || it == errored.end()) {
+    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
+    return false;
+  }
+  errored.erase(it);
+  return true;
+}
+
 void modify_qp(CommandCall& call, const Transition& t) {
   if (!start(call, t.bit != 0 ? kModifyInSize : mbox::kHeaderSize)) return;
   QueuePair* qp = named_qp(call);
@@ -373,6 +397,9 @@ void modify_qp(CommandCall& call, const Transition& t) {
         call.need_input(kQueueGroupResponder.offset + 4) && !(groups = queue_groups(call, *qp)))
       return;
     if (call.failed() || !check_transition_result(call, t, *qp, next)) return;
+    if (t.bit == kS2S && (extended & kOptDciStreamChannelId) != 0 && get(call.in(), kQpcExt) != 0 &&
+        (!call.need_input(kDciStreamChannelId.offset + 4) || !reset_dci_stream(call, *qp)))
+      return;
     if (groups) {
       qp->sched_group_requester = groups->requester;
       qp->sched_group_responder = groups->responder;

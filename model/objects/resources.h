@@ -40,6 +40,10 @@ struct ResourceLimits {
   uint32_t log_max_msg = 30;
   uint32_t roce_address_table_size = 256;
   uint32_t log_max_uctx = 10;  // DevX user contexts (CREATE_UCTX); 0: none
+  // DCI streams (DCS, rdma/dc.cpp): stream channels per DCI, and streams that may be in error
+  // before the DCI itself goes to ERR.
+  uint32_t log_max_dci_stream_channels = 4;
+  uint32_t log_max_dci_errored_streams = 3;
   uint32_t num_ports = 1;
   // Not a cap: hcaemu's own memory for the function's translation tables (8 bytes an entry): the
   // MKEYs' MTTs and the page lists of its queues (EQ, CQ, QP, SRQ/RMP, RQ, SQ) together. A command

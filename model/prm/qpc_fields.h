@@ -42,7 +42,9 @@ inline constexpr Field kLogSraMax{0x70, 23, 21};
 inline constexpr Field kRetryCount{0x70, 18, 16};
 inline constexpr Field kRnrRetry{0x70, 15, 13};
 inline constexpr Field kNextSendPsn{0x78, 23, 0};
+inline constexpr Field kLogNumDciStreamChannels{0x7c, 28, 24};  // DCI streams (rdma/dc.cpp)
 inline constexpr Field kCqnSnd{0x7c, 23, 0};
+inline constexpr Field kLogNumDciErroredStreams{0x80, 28, 24};
 inline constexpr Field kLogRraMax{0x90, 23, 21};
 inline constexpr Field kAtomicMode{0x90, 19, 16};
 inline constexpr Field kRre{0x90, 15, 15};

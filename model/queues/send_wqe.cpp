@@ -24,7 +24,8 @@ namespace {
 using namespace wqe_format;
 
 // Control segment (mlx5_wqe_ctrl_seg).
-constexpr uint32_t kCtrlOpmod = 0, kCtrlWqeIndex = 1, kCtrlOpcode = 3, kCtrlQpnDs = 4, kCtrlFmCeSe = 11, kCtrlImm = 12;
+constexpr uint32_t kCtrlOpmod = 0, kCtrlWqeIndex = 1, kCtrlOpcode = 3, kCtrlQpnDs = 4, kCtrlStream = 9, kCtrlFmCeSe = 11,
+                   kCtrlImm = 12;
 constexpr uint8_t kDsMask = 0x3f;
 constexpr uint8_t kCeMask = 0x0c;
 // Remote address segment: raddr BE64, rkey BE32, reserved.
@@ -159,6 +160,7 @@ bool parse_ctrl_segment(std::span<const uint8_t> bytes, SendWqe& out) {
   out.signalled = (fm_ce_se & kCeMask) >= kCeAlways;
   out.solicited = (fm_ce_se & kSolicited) != 0;
   out.imm = load_be32(c + kCtrlImm);
+  out.stream = load_be16(c + kCtrlStream);
   return true;
 }
 

@@ -75,6 +75,7 @@ struct SendWqe {
   uint32_t qpn = 0;             // ctrl dword1 [31:8]
   uint8_t ds = 0;               // 16-byte units incl. ctrl
   uint8_t fence = 0;            // fm_ce_se [7:5]
+  uint16_t stream = 0;          // ctrl bytes 9-10: a DCI's stream channel (mlx5dv_wr_set_dc_addr_stream)
   bool signalled = false;       // CE >= 2 (2 = CQE, 3 = CQE and EQE)
   bool solicited = false;       // SE
   uint32_t imm = 0;             // ctrl dword3 in host order: immediate, or the rkey SEND_INVAL invalidates

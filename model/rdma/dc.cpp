@@ -44,6 +44,12 @@ bool RdmaEngine::dc_address(QueuePair& qp, RocePacket& packet) {
 bool RdmaEngine::dci_ready_for(uint32_t qpn, QueuePair& qp, const SendWqe& wqe) {
   DcInitiator& dci = qp.rc.dci;
   if (!wqe.ud) return false;
+  if (dci.stream_errored(wqe.stream)) {  // a stream in error flushes what is posted on it
+    ++counters_.flushed_wqes;
+    qp.sq_consumer = (qp.sq_consumer + wqe.wqebbs()) & kCounterMask16;
+    error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syndrome::kWrFlushed, false, user_index_of(qp));
+    return false;
+  }
   if (dci.connected && same_target(dci.target, *wqe.ud)) return true;
   // Another DCT: the connection closes once everything sent on it is acknowledged (the completer
   // resumes the SQ then, as it does for a fence).
@@ -56,6 +62,22 @@ bool RdmaEngine::dci_ready_for(uint32_t qpn, QueuePair& qp, const SendWqe& wqe) 
   dci.target = *wqe.ud;
   dci.start_psn = qp.rc.req.next_psn;
   ++counters_.dc_connections_opened;
+  return true;
+}
+
+bool RdmaEngine::dci_stream_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syn) {
+  const uint32_t log_errored = get(qp.context, qpc::kLogNumDciErroredStreams);
+  if (qp.st != qp_st::kDci || (get(qp.context, qpc::kLogNumDciStreamChannels) == 0 && log_errored == 0)) return false;
+  // Streams contain errors of WQEs that fail before they leave (their keys, their form); an error
+  // of the transport (retries, a NAK) still ends the DCI.
+  const auto& outstanding = qp.rc.req.outstanding;
+  if (std::any_of(outstanding.begin(), outstanding.end(), [&](const SendMessage& m) { return m.wqe.wqe_index == wqe.wqe_index; }))
+    return false;
+  DcInitiator& dci = qp.rc.dci;
+  error_cqe(qp.cqn_snd, qpn, wqe.opcode, wqe.wqe_index, syn, false, user_index_of(qp));
+  if (!dci.stream_errored(wqe.stream)) dci.errored_streams.push_back(wqe.stream);
+  ++counters_.dci_stream_errors;
+  if (dci.errored_streams.size() >= (size_t(1) << log_errored)) enter_error(qpn, qp);
   return true;
 }
 

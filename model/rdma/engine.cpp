@@ -239,6 +239,7 @@ SharedReceiveQueue* RdmaEngine::xrc_srq_for(const QueuePair& qp, uint32_t xrc_sr
 // Errors
 
 void RdmaEngine::requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syn) {
+  if (dci_stream_error(qpn, qp, wqe, syn)) return;
   // `wqe` may be an element of `outstanding`: keep what the CQE needs before it is erased.
   const uint8_t opcode = wqe.opcode;
   const uint16_t index = wqe.wqe_index;

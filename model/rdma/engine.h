@@ -95,6 +95,7 @@ struct RdmaCounters {
   // with the wrong access key, or for no open connection (dropped: the DCI resends).
   uint64_t dc_connections_opened = 0, dc_connections_accepted = 0, dc_connections_failed = 0;
   uint64_t dc_key_violations = 0, dc_not_connected = 0;
+  uint64_t dci_stream_errors = 0;  // WQEs that failed on a DCI stream and left the DCI in RTS
   // DCQCN (model/congestion/dcqcn.h), by the names mlx5's hw_counters give them.
   uint64_t np_ecn_marked_roce_packets = 0, np_cnp_sent = 0, rp_cnp_handled = 0, rp_cnp_ignored = 0;
   // ODP (rdma/odp.cpp): page faults raised, resumed by the driver, and work failed instead of
@@ -235,9 +236,13 @@ class RdmaEngine {
   // DC (rdma/dc.cpp). A DCI's or DCT's packet address: the DCI's DCT, or the DCI a DCT serves.
   bool dc_address(QueuePair& qp, transport::RocePacket& packet);
   // Whether a DCI's WQE may go now: to its connected DCT, or to another once nothing is outstanding
-  // (the connection then moves there). False: the WQE waits, as behind a fence.
+  // (the connection then moves there). False: the WQE waits, as behind a fence, or (its stream is
+  // in error) was flushed.
   bool dci_ready_for(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
   static void dc_request_header(const QueuePair& qp, transport::RocePacket& packet);  // DCETH's connect flag
+  // DCI streams: a WQE that failed at its post errs its stream only (its error CQE), and the DCI
+  // goes to ERR once as many streams are in error as its qpc allows. False: not a stream error.
+  bool dci_stream_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
   void receive_dc_request(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);
   DcConnection* dc_connection(QueuePair& dct, const transport::RocePacket& packet);  // null: none open
 

@@ -3,6 +3,7 @@
 // messages in PSN order and its retry budget; the responder's expected PSN, the message it is in
 // the middle of and the last atomic it executed (for duplicates). Lives inside the QueuePair so it
 // goes with the QP (2RST, DESTROY_QP, function reset) and can never dangle.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -65,6 +66,12 @@ struct DcInitiator {
   uint32_t qpn = 0;  // the DCI's own number (the DCETH names it)
   UdAddress target;  // the DCT's number, access key and address
   uint32_t start_psn = 0;
+  // DCI streams (DCS): the stream channels in error, until the driver resets one (RTS2RTS) or the
+  // QP (2RST). As many as the qpc allows and the DCI itself goes to ERR.
+  std::vector<uint16_t> errored_streams;
+  bool stream_errored(uint16_t stream) const {
+    return std::find(errored_streams.begin(), errored_streams.end(), stream) != errored_streams.end();
+  }
 };
 // A DCT answers many DCIs at once: per connection (the DCI's GID and number) the responder state of
 // its requests. The one being served is swapped into the QP's RcResponder while its packet runs.

@@ -441,11 +441,13 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
     return SqStep::kStop;
   }
   RequesterPort port(*this, qpn, qp, 0);
+  const uint32_t consumed_from = qp.sq_consumer;
   const transport::rc::RequestKind kind = kind_of(wqe.opcode);
   const bool needs_response = kind == transport::rc::RequestKind::kRead || kind == transport::rc::RequestKind::kAtomic;
   const uint32_t depth = 1u << get(qp.context, qpc::kLogSraMax);
   if (qp.st == qp_st::kDci && kind != transport::rc::RequestKind::kNop && !dci_ready_for(qpn, qp, wqe))
-    return SqStep::kStop;  // another DCT: waits for the connection before it to be done
+    return qp.sq_consumer != consumed_from ? SqStep::kFlushed  // its stream is in error
+                                           : SqStep::kStop;    // another DCT: waits for the connection before it
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port, needs_response, depth))
     return SqStep::kStop;  // fenced, or at its initiator depth: waits for responses
   if (wqe.opcode == wqe_op::kUmr) {  // a memory window bound or a key invalidated, in SQ order
@@ -460,8 +462,9 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
     }
     ++counters_.mw_binds;
   }
-  return post_message(qpn, qp, std::move(wqe), rung_ps != 0 ? rung_ps : doorbell_ps, parsed_ps) ? SqStep::kPosted
-                                                                                              : SqStep::kStop;
+  if (post_message(qpn, qp, std::move(wqe), rung_ps != 0 ? rung_ps : doorbell_ps, parsed_ps)) return SqStep::kPosted;
+  // Failed and consumed, yet the SQ goes on: only a DCI stream's error does that (rdma/dc.cpp).
+  return qp.sq_consumer != consumed_from && !send_queue_stopped(qp) ? SqStep::kFlushed : SqStep::kStop;
 }
 
 bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64_t doorbell_ps, uint64_t parsed_ps) {

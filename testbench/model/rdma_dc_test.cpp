@@ -207,6 +207,72 @@ TEST_F(DcTest, ARemoteAccessErrorClosesThatConnectionOnly) {
   EXPECT_EQ(b.engine.counters().dc_connections_failed, 1u);
 }
 
+// DCI streams (DCS) as rdma-core's stream tests use them: a WQE whose keys fail errs its stream
+// only, the driver may reset an errored stream (not a good one), and the DCI goes to ERR once as
+// many streams are in error as its qpc allows.
+struct DcStreamTest : DcTest {
+  Qp& dcs = a.create_qp(a_cq, a_cq, 0, qp_st::kDci, nullptr, 0, {}, [](std::span<uint8_t> qpc) {
+    set(qpc, Field{0x7c, 28, 24}, 2);  // log_num_dci_stream_channels
+    set(qpc, Field{0x80, 28, 24}, 1);  // log_num_dci_errored_streams: two may be in error
+  });
+  DcStreamTest() { a.bring_up_dci(dcs, attr, 0x900); }
+  Wr send(uint16_t stream, bool good) {
+    return to_dct({.sges = {{src.va(0), 64, good ? src.key : src.key ^ 0x100}}, .stream = stream});
+  }
+  uint8_t reset_stream(uint16_t stream) {
+    auto in = a.input(0x1d0);
+    store_be32(&in[0x08], 0x80000000u | dcs.qpn);  // qpc_ext
+    store_be32(&in[0x10c], 1);                     // opt_param_mask_95_32: DCI_STREAM_CHANNEL_ID
+    store_be16(&in[0x112], stream);
+    return a.run(0x505, in);
+  }
+  Cqe one_completion() {
+    p.pump();
+    const auto c = a.drain(a_cq);
+    EXPECT_EQ(c.size(), 1u);
+    return c.empty() ? Cqe{} : c[0];
+  }
+};
+
+TEST_F(DcStreamTest, AnErrorStaysInItsStreamUntilTooManyAreInError) {
+  for (int i = 0; i < 4; ++i) b.post_srq_recv(b_srq, {{dst.va(1024 * i), 1024, dst.key}});
+  a.post_send(dcs, send(1, false));
+  Cqe c = one_completion();
+  EXPECT_EQ(c.opcode, kCqeReqErr);
+  EXPECT_EQ(c.syndrome, 0x04) << "local protection";
+  EXPECT_EQ(a.state(dcs), QpState::kRts) << "the stream is in error, not the DCI";
+  a.post_send(dcs, send(2, true));
+  EXPECT_EQ(one_completion().opcode, kCqeReq) << "another stream goes on";
+  EXPECT_EQ(b.get(dst, 0, 64), expected(0, 64));
+  a.post_send(dcs, send(1, true));
+  EXPECT_EQ(one_completion().syndrome, 0x05) << "the errored stream flushes its work";
+  EXPECT_NE(reset_stream(2), 0) << "a good stream cannot be reset";
+  EXPECT_EQ(reset_stream(1), 0);
+  a.post_send(dcs, send(1, true));
+  EXPECT_EQ(one_completion().opcode, kCqeReq) << "reset, it works again";
+  a.post_send(dcs, send(3, false));
+  EXPECT_EQ(one_completion().opcode, kCqeReqErr);
+  EXPECT_EQ(a.state(dcs), QpState::kRts);
+  a.post_send(dcs, send(0, false));
+  EXPECT_EQ(one_completion().syndrome, 0x04) << "the second stream in error has its own error";
+  EXPECT_EQ(a.state(dcs), QpState::kError) << "and takes the DCI to ERR";
+  a.post_send(dcs, send(2, true));
+  EXPECT_EQ(one_completion().syndrome, 0x05);
+  EXPECT_EQ(a.engine.counters().dci_stream_errors, 3u);
+}
+
+TEST_F(DcStreamTest, StreamsBeyondTheCapsAreRefused) {
+  auto in = a.input(0x110);
+  auto qpc = std::span(in).subspan(0x18, 0xe8);
+  set(qpc, Field{0x00, 23, 16}, qp_st::kDci);
+  set(qpc, Field{0x04, 23, 0}, a.pd);
+  set(qpc, Field{0x7c, 28, 24}, 5);  // the caps offer 2^4 channels
+  EXPECT_EQ(a.run(0x500, in), 0x3) << "BAD_PARAM";
+  set(qpc, Field{0x00, 23, 16}, qp_st::kRc);
+  set(qpc, Field{0x7c, 28, 24}, 1);
+  EXPECT_EQ(a.run(0x500, in), 0x3) << "only a DCI has streams";
+}
+
 TEST_F(DcTest, DrainPostsTheDrainedEventAndQueryShowsIt) {
   // mlx5_core's async EQ subscribes to DCT_DRAINED (0x1c) when the caps offer DC.
   const uint64_t ring = b.page();
