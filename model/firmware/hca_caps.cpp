@@ -366,7 +366,8 @@ constexpr CapValue kAtomicCaps[] = {
 // path faults on: the requester's SGEs (send), RC/XRC receive WQEs of an RQ or SRQ (receive, srq_receive)
 // and the responder's remote ranges (write, read, atomic). Implicit ODP too (fixed_buffer_size,
 // null_mkey, umr_extended_translation_offset: a KSM key over the address space whose entries name
-// child MTT keys or the null MKEY). Not offered: UC and DC. mlx5_core 6.1 sends
+// child MTT keys or the null MKEY). DC as RC (a DCI's SGEs; a DCT's SRQ and remote ranges). Not
+// offered: UC. mlx5_core 6.1 sends
 // SET_HCA_CAP(ODP) with every bit of srq_receive and of xrc/dc that max has; cur equals max, so the
 // SET is checked (a subset of max) and changes nothing.
 namespace odp {
@@ -382,7 +383,7 @@ constexpr CapValue kOdpCaps[] = {
     {odp::kRc, odp::kSend | odp::kReceive | odp::kWrite | odp::kRead | odp::kAtomic | odp::kSrqReceive},
     {odp::kUd, odp::kSend},  // datagrams are received without faults (rdma/datagram.cpp)
     {odp::kXrc, odp::kSend | odp::kWrite | odp::kRead | odp::kAtomic | odp::kSrqReceive},
-    {odp::kDc, 0},
+    {odp::kDc, odp::kSend | odp::kWrite | odp::kRead | odp::kAtomic | odp::kSrqReceive},  // a DCT receives through its SRQ
 };
 
 // --- roce_cap (type 4) ---------------------------------------------------------------------------

@@ -220,6 +220,8 @@ class RdmaEngine {
   bool hold_sq_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
   // A message past its post meets a page not present: its PSN `psn` on waits for the resume.
   bool hold_message_for_pages(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint32_t psn);
+  // Where the responder's fault `token` waits: the QP's, or a DCT connection's.
+  static PageFaultWait& responder_wait(QueuePair& qp, uint32_t token);
   // The fault resumed: the held PSNs are sent again, or their message fails (error resume).
   void resend_after_fault(uint32_t qpn, QueuePair& qp);
 

@@ -63,11 +63,18 @@ void RdmaEngine::resend_after_fault(uint32_t qpn, QueuePair& qp) {
     if (message.holds(psn)) return requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
 }
 
+PageFaultWait& RdmaEngine::responder_wait(QueuePair& qp, uint32_t token) {
+  // A DCT's faults wait in the connection whose request met them (rdma/dc.cpp).
+  for (DcConnection& connection : qp.rc.dct.connections)
+    if (connection.resp.page_fault.token == token) return connection.resp.page_fault;
+  return qp.rc.resp.page_fault;
+}
+
 void RdmaEngine::page_fault_resumed(const PageFault& fault, uint32_t token, bool error) {
   ++counters_.page_fault_resumes;
   QueuePair* qp = f_.resources.qps.find(fault.qpn);
   if (qp == nullptr) return;  // destroyed meanwhile
-  PageFaultWait& wait = fault.requester ? qp->rc.req.page_fault : qp->rc.resp.page_fault;
+  PageFaultWait& wait = fault.requester ? qp->rc.req.page_fault : responder_wait(*qp, token);
   if (wait.token != token) return;  // the QP was reset meanwhile: nothing of it waits
   wait.token = 0;
   wait.failed = error;

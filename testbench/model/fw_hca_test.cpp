@@ -349,8 +349,8 @@ TEST(FwHcaCaps, SetAfterInitAndBadTypesAreRefused) {
 }
 
 // mlx5_core 6.1 (handle_hca_cap_odp) copies ODP `cur` and sets every srq_receive and xrc bit `max`
-// has; mlx5_ib reads rc/ud/xrc from `cur`. DC and UC are not offered, nor implicit ODP.
-TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcAndTheDriversSetChangesNothing) {
+// has; mlx5_ib reads rc/ud/xrc/dc from `cur`. UC is not offered.
+TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcDcAndTheDriversSetChangesNothing) {
   constexpr uint16_t kOdp = 2;
   Function f;
   for (const bool cur : {false, true}) {
@@ -359,11 +359,11 @@ TEST(FwHcaCaps, OdpCapsOfferExplicitOdpOnRcUdXrcAndTheDriversSetChangesNothing) 
     EXPECT_EQ(f.cap(0x14, 31, 26), 0u) << "uc";
     EXPECT_EQ(f.cap(0x18, 31, 26), 0x20u) << "ud: send";
     EXPECT_EQ(f.cap(0x1c, 31, 26), 0x2fu) << "xrc: send write read atomic srq_receive";
-    EXPECT_EQ(f.cap(0x20, 31, 26), 0u) << "dc";
+    EXPECT_EQ(f.cap(0x20, 31, 26), 0x2fu) << "dc: send write read atomic srq_receive";
   }
   auto odp = set_cap_input(f, kOdp);
   EXPECT_EQ(f.run(0x109, kOdp << 1, odp), kOk) << "the driver's SET: cur with max's bits";
-  store_be32(&odp[0x10 + 0x20], load_be32(&odp[0x10 + 0x20]) | (1u << 31));  // dc send: not in max
+  store_be32(&odp[0x10 + 0x20], load_be32(&odp[0x10 + 0x20]) | (1u << 30));  // dc receive: not in max
   EXPECT_EQ(f.run(0x109, kOdp << 1, odp), kBadParam);
   ASSERT_EQ(f.query_cap(kGeneral, kMax), kOk);
   EXPECT_EQ(f.cap(0x44, 24, 24), 1u) << "pg";

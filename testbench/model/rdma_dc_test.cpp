@@ -5,7 +5,7 @@
 // hcaemu's DC opcodes (0xc0 + RC's) with a DCETH on requests.
 #include <systemc>
 
-#include "testbench/model/rdma_fixture.h"
+#include "testbench/model/odp_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -271,6 +271,48 @@ TEST_F(DcStreamTest, StreamsBeyondTheCapsAreRefused) {
   set(qpc, Field{0x00, 23, 16}, qp_st::kRc);
   set(qpc, Field{0x7c, 28, 24}, 1);
   EXPECT_EQ(a.run(0x500, in), 0x3) << "only a DCI has streams";
+}
+
+// ODP on DC (dc_odp_caps, rdma-core's test_odp_dc_traffic): a DCI's SGEs fault as an RC QP's, a
+// DCT's SRQ WQE faults naming the SRQ, and the resume reaches the connection that waits for it.
+TEST_F(DcTest, OdpFaultsOnBothSidesAreResumedAndTheSendLands) {
+  FaultQueue faults_a{a}, faults_b{b};
+  set_present(a, src, 0, false);
+  set_present(b, dst, 0, false);
+  const uint16_t rindex = b.post_srq_recv(b_srq, {{dst.va(0), 1024, dst.key}});
+  a.post_send(dci1, to_dct({.sges = {{src.va(0), 1000, src.key}}}));
+  p.pump();
+  auto at_a = faults_a.poll();
+  ASSERT_EQ(at_a.size(), 1u);
+  EXPECT_EQ(at_a[0].fault_type, page_fault::kRequesterSend);
+  EXPECT_EQ(at_a[0].wq_number, dci1.qpn);
+  set_present(a, src, 0, true);
+  ASSERT_EQ(faults_a.resume(at_a[0]), 0);
+  p.pump();
+  const auto at_b = faults_b.poll();
+  ASSERT_EQ(at_b.size(), 1u);
+  EXPECT_EQ(at_b[0].fault_type, page_fault::kSrq);
+  EXPECT_EQ(at_b[0].wq_number, b_srq.srqn);
+  EXPECT_EQ(at_b[0].wqe_index, rindex);
+  EXPECT_TRUE(b.drain(b_cq).empty()) << "nothing lands before the resume";
+  set_present(b, dst, 0, true);
+  ASSERT_EQ(faults_b.resume(at_b[0]), 0);
+  ASSERT_TRUE(p.fire_timers(a));  // the DCI sends again after the RNR NAK's wait
+  p.pump();
+  const auto got = b.drain(b_cq);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].opcode, kCqeRespSend);
+  EXPECT_EQ(got[0].wqe_counter, rindex);
+  EXPECT_EQ(b.get(dst, 0, 1000), expected(0, 1000));
+  const auto sent = a.drain(a_cq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  // The resume reached the connection's wait: its next fault is a new event, not a silent wait.
+  set_present(b, dst, 1, false);
+  b.post_srq_recv(b_srq, {{dst.va(4096), 1024, dst.key}});
+  a.post_send(dci1, to_dct({.sges = {{src.va(0), 100, src.key}}}));
+  p.pump();
+  EXPECT_EQ(faults_b.poll().size(), 1u);
 }
 
 TEST_F(DcTest, DrainPostsTheDrainedEventAndQueryShowsIt) {
