@@ -86,11 +86,12 @@ void RdmaEngine::dc_request_header(const QueuePair& qp, RocePacket& packet) {
   packet.dceth.connect = packet.psn == qp.rc.dci.start_psn;
 }
 
-DcConnection* RdmaEngine::dc_connection(QueuePair& dct, const RocePacket& packet) {
+DcConnection* RdmaEngine::dc_connection(uint32_t dctn, QueuePair& dct, const RocePacket& packet) {
   DcTarget& target = dct.rc.dct;
   const uint32_t initiator = packet.dceth.initiator;
   auto it = std::find_if(target.connections.begin(), target.connections.end(), [&](const DcConnection& c) {
-    return c.initiator == initiator && c.gid == packet.src_gid;
+    // The MAC too: the switch's spoof check makes it the one thing another tenant cannot forge.
+    return c.initiator == initiator && c.gid == packet.src_gid && c.mac == packet.src_mac;
   });
   // A connect packet with another first PSN is a new connection of that DCI (it went elsewhere in
   // between); the same one again is a resend and keeps the state (duplicates are answered from it).
@@ -110,7 +111,11 @@ DcConnection* RdmaEngine::dc_connection(QueuePair& dct, const RocePacket& packet
     }
     it = target.connections.insert(target.connections.end(), DcConnection{});
   } else if (it->resp.have_wqe) {
-    return nullptr;  // a SEND of the old connection is half placed: the new one waits (retries)
+    // The DCI opened a new connection with a SEND of the old one half placed (it was reset, or
+    // gave up): that receive WQE completes flushed, as the connection it belonged to is gone.
+    ++counters_.flushed_wqes;
+    const ReceiveTarget target = receive_target(dct);
+    error_cqe(target.cqn, dctn, 0, it->resp.wqe_index, syndrome::kWrFlushed, true, target.user_index);
   }
   *it = DcConnection{};
   it->gid = packet.src_gid;
@@ -127,7 +132,7 @@ void RdmaEngine::receive_dc_request(uint32_t dctn, QueuePair& dct, const RocePac
     ++counters_.dc_key_violations;
     return;
   }
-  DcConnection* connection = dc_connection(dct, packet);
+  DcConnection* connection = dc_connection(dctn, dct, packet);
   if (connection == nullptr) {
     ++counters_.dc_not_connected;
     return;

@@ -246,7 +246,7 @@ class RdmaEngine {
   // goes to ERR once as many streams are in error as its qpc allows. False: not a stream error.
   bool dci_stream_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);
   void receive_dc_request(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);
-  DcConnection* dc_connection(QueuePair& dct, const transport::RocePacket& packet);  // null: none open
+  DcConnection* dc_connection(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);  // null: none open
 
   // Responder: the protocol is transport/rc/responder.*; ResponderPort gives it this function.
   class ResponderPort;

@@ -1,7 +1,7 @@
 #pragma once
 // Hostile frames from the wire: well-formed RoCEv2 frames (the ICRC is right, so every transport
 // check is reached) whose headers say whatever a broken or malicious peer could say. Function B
-// has an RC, a UC, a UD and an XRC target QP with receives posted and its own work in flight; the
+// has an RC, a UC, a UD and an XRC target QP and a DCT with receives posted and its own work in flight; the
 // frames name those QPs or others, with PSNs at or near what B expects, rkeys and addresses inside
 // its region or not, lengths that fit or overflow, responses it never asked for. Whatever arrives,
 // B must answer with a completion, an error CQE, a NAK or a counted drop, never touch memory
@@ -22,6 +22,7 @@ using namespace hcaemu::hostsim;
 
 constexpr uint8_t kCqeRespSendInv = 0x4, kCqeReqErr = 0xd, kCqeRespErr = 0xe;
 constexpr uint32_t kQkey = 0x22222222;
+constexpr uint64_t kDcKey = 0x0badc0de;
 constexpr uint64_t kRegion = 16384;
 constexpr uint64_t kMemory = 4 << 20;  // each side's host memory: rings, regions, guard pages
 constexpr uint8_t kGuardByte = 0x5a;
@@ -32,6 +33,7 @@ class HostileWire {
   explicit HostileWire(std::function<uint64_t()> next) : rng(std::move(next)) {
     b.bring_up_ud(ud, kQkey);
     p.bring_up(ini, tgt, {});
+    a.bring_up_dci(dci, {.retry_count = 2, .rnr_retry = 1}, 0);
     for (uint64_t page : {guard_before, guard_after}) std::memset(b.memory.at(page), kGuardByte, 4096);
   }
 
@@ -50,6 +52,12 @@ class HostileWire {
   Srq& xsrq = b.make_srq(b_xrcd, &b_xrc_cq);
   Qp& ini = a.create_qp(a_xrc_cq, a_xrc_cq, 0, qp_st::kXrc, &a_driver_srq, a_xrcd);
   Qp& tgt = b.create_qp(b_xrc_cq, b_xrc_cq, 0, qp_st::kXrc, &xsrq, b_xrcd);
+  // DC: A's DCI, B's DCT with an SRQ of its own.
+  Cq& a_dc_cq = a.make_cq();
+  Cq& b_dc_cq = b.make_cq();
+  Qp& dci = a.create_qp(a_dc_cq, a_dc_cq, 0, qp_st::kDci);
+  Srq& dsrq = b.make_srq();
+  uint32_t dctn = b.create_dct(b_dc_cq, dsrq, kDcKey);
   uint64_t guard_before = b.page();  // host pages beside B's region that nothing may write
   Mr region = b.reg_mr(kRegion);
   uint64_t guard_after = b.page();
@@ -66,11 +74,12 @@ class HostileWire {
     static constexpr uint8_t kUc[] = {0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b};
     static constexpr uint8_t kUd[] = {0x64, 0x65};
     if (pick(5) == 0) {
-      const uint8_t services[] = {qp_st::kRc, qp_st::kUc, qp_st::kUd, qp_st::kXrc};
-      service = services[pick(4)];
+      const uint8_t services[] = {qp_st::kRc, qp_st::kUc, qp_st::kUd, qp_st::kXrc, qp_st::kDct};
+      service = services[pick(5)];
     }
     if (service == qp_st::kRc) return kRc[pick(std::size(kRc))];
     if (service == qp_st::kXrc) return uint8_t(transport::opcode::kXrcBase + kRc[pick(std::size(kRc))]);
+    if (service == qp_st::kDct) return uint8_t(transport::opcode::kDcBase + kRc[pick(std::size(kRc))]);
     if (service == qp_st::kUc) return kUc[pick(std::size(kUc))];
     return kUd[pick(std::size(kUd))];
   }
@@ -83,10 +92,10 @@ class HostileWire {
     packet.src_gid = a.gid;
     packet.dst_gid = b.gid;
     const Qp* targets[] = {rc.b, uc.b, &ud, &tgt};
-    const Qp* target = targets[pick(4)];
-    const QueuePair& state = b.state_of(*target);
+    const size_t choice = pick(5);  // 4: the DCT
+    const QueuePair& state = choice < 4 ? b.state_of(*targets[choice]) : *b.f.resources.qps.find(dctn);
     packet.opcode = random_opcode(state.st);
-    packet.dest_qp = pick(10) == 0 ? uint32_t(pick(2) ? 1 : rng() & 0xffffff) : target->qpn;
+    packet.dest_qp = pick(10) == 0 ? uint32_t(pick(2) ? 1 : rng() & 0xffffff) : choice < 4 ? targets[choice]->qpn : dctn;
     // Requests at or near the expected PSN, responses near what B's requester has sent.
     const bool response = packet.opcode >= 0x0d && packet.opcode <= 0x12;
     const uint32_t base = response ? state.rc.req.acked_psn + 1 : state.rc.resp.epsn;
@@ -107,6 +116,8 @@ class HostileWire {
     packet.invalidate_rkey = pick(2) ? region.key : uint32_t(rng());
     packet.deth = {.qkey = pick(4) ? kQkey : uint32_t(rng()), .src_qp = uint32_t(rng())};
     packet.xrc_srqn = pick(6) ? xsrq.srqn : pick(2) ? a_driver_srq.srqn : uint32_t(rng());
+    packet.dceth = {.access_key = pick(6) ? kDcKey : rng(), .connect = pick(3) == 0,
+                    .initiator = pick(4) ? dci.qpn : uint32_t(rng())};
     payload.resize(pick(3) == 0 ? 0 : pick(4) == 0 ? pick(4400) : 4 * pick(300));
     for (auto& byte : payload) byte = uint8_t(rng());
     packet.payload = payload;
@@ -134,6 +145,16 @@ class HostileWire {
     a.post_send(ini, {.sges = {{a_region.va(pick(kRegion - length)), length, a_region.key}}, .xrc_srqn = xsrq.srqn});
   }
 
+  // A's DCI sends to B's DCT, so the DCT has real connections between the hostile frames.
+  void a_sends_dc() {
+    if (a.state(dci) != QpState::kRts) return;
+    const uint32_t length = 1 + uint32_t(pick(3000));
+    Wr wr{.opcode = pick(2) ? wqe_op::kSend : wqe_op::kRdmaWrite, .sges = {{a_region.va(pick(kRegion - length)), length, a_region.key}},
+          .remote_va = region.va(pick(kRegion - length)), .rkey = region.key};
+    wr.av = a.dc_address_vector(b, dctn, kDcKey);
+    a.post_send(dci, wr);
+  }
+
   void keep_receives_posted() {
     for (auto [qp, node] : {std::pair<Qp*, RdmaNode*>{rc.b, &b}, {uc.b, &b}, {&ud, &b}, {rc.a, &a}}) {
       while (node->state(*qp) != QpState::kError && node->state(*qp) != QpState::kReset &&
@@ -144,6 +165,8 @@ class HostileWire {
     }
     while (((xsrq.posted - b.f.resources.srqs.find(xsrq.srqn)->consumed) & 0xffff) < 4)
       b.post_srq_recv(xsrq, {{region.va(0), uint32_t(kRegion), region.key}});
+    while (((dsrq.posted - b.f.resources.srqs.find(dsrq.srqn)->consumed) & 0xffff) < 4)
+      b.post_srq_recv(dsrq, {{region.va(0), uint32_t(kRegion), region.key}});
   }
 
   // What an application does with a QP the wire put in ERR (or a send error in SQE).
@@ -160,6 +183,10 @@ class HostileWire {
     }
     for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&a, uc.a}, {&b, uc.b}, {&b, &ud}})
       if (node->state(*qp) == QpState::kSqError) node->sqe_to_rts(*qp);
+    if (a.state(dci) == QpState::kError) {
+      a.to_reset(dci);
+      a.bring_up_dci(dci, {.retry_count = 2, .rnr_retry = 1}, uint32_t(rng()) & 0xffffff);
+    }
     if (b.state(ud) == QpState::kError) {
       b.to_reset(ud);
       b.bring_up_ud(ud, kQkey);
@@ -173,6 +200,7 @@ class HostileWire {
     keep_receives_posted();
     if (pick(8) == 0) b_sends_something();
     if (pick(8) == 0) a_sends_xrc();
+    if (pick(8) == 0) a_sends_dc();
     std::vector<uint8_t> payload;
     const std::vector<uint8_t> frame = hostile_frame(payload);
     if (frame.empty()) return "no frame built";
@@ -192,12 +220,15 @@ class HostileWire {
         }
       }
     }
+    if (b.f.resources.qps.find(dctn)->state != QpState::kRtr) return "the DCT left its state";
+    if (b.f.resources.qps.find(dctn)->rc.dct.connections.size() > DcTarget::kMaxConnections)
+      return "the DCT holds more connections than its bound";
     for (auto [node, qp] : {std::pair<RdmaNode*, Qp*>{&b, rc.b}, {&b, uc.b}, {&b, &ud}, {&b, &tgt}, {&a, rc.a},
-                            {&a, uc.a}, {&a, &ini}}) {
+                            {&a, uc.a}, {&a, &ini}, {&a, &dci}}) {
       const QpState state = node->state(*qp);
       if (!(state == QpState::kRts || state == QpState::kError ||
             (state == QpState::kSqError && node->state_of(*qp).st != qp_st::kRc &&
-             node->state_of(*qp).st != qp_st::kXrc)))
+             node->state_of(*qp).st != qp_st::kXrc && node->state_of(*qp).st != qp_st::kDci)))
         return std::string("a QP in ") + qp_state_name(state);
     }
     recover();

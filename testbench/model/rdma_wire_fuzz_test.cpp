@@ -26,6 +26,8 @@ TEST_F(WireFuzz, HostileFramesFromTheWire) {
   EXPECT_GT(good, 100u);
   EXPECT_GT(errors, 50u);
   EXPECT_GT(w.b.engine.counters().rx_packets, 3000u);
+  EXPECT_GT(w.b.engine.counters().dc_connections_accepted, 10u) << "the DCT was reached";
+  EXPECT_GT(w.b.engine.counters().dc_key_violations, 10u);
   EXPECT_EQ(w.memory_intact(), "");
   // And B still works: a clean SEND from A lands byte for byte.
   RdmaNode& a = w.a;
@@ -42,6 +44,21 @@ TEST_F(WireFuzz, HostileFramesFromTheWire) {
   EXPECT_EQ(recv[0].opcode, 0x2);
   EXPECT_EQ(recv[0].wqe_counter, index);
   EXPECT_EQ(b.get(w.region, 100, 3000), data);
+  // And the DCT too: a clean DC SEND lands in its SRQ.
+  b.drain(w.b_dc_cq);
+  a.drain(w.a_dc_cq);
+  a.to_reset(w.dci);
+  a.bring_up_dci(w.dci, {}, 0x1234);
+  Wr dc{.sges = {{w.a_region.va(0), 3000, w.a_region.key}}};
+  dc.av = a.dc_address_vector(b, w.dctn, kDcKey);
+  w.keep_receives_posted();
+  a.post_send(w.dci, dc);
+  w.p.pump();
+  const auto dc_recv = b.drain(w.b_dc_cq);
+  ASSERT_EQ(dc_recv.size(), 1u);
+  EXPECT_EQ(dc_recv[0].opcode, 0x2);
+  EXPECT_EQ(dc_recv[0].byte_cnt, 3000u);
+  EXPECT_EQ(b.get(w.region, 0, 3000), data);
 }
 
 }  // namespace
