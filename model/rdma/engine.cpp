@@ -398,41 +398,46 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     receive_datagram(qpn, *qp, packet, frame);
     return true;
   }
+  receive_connected(qpn, *qp, packet, receiving);
+  return true;
+}
+
+void RdmaEngine::receive_connected(uint32_t qpn, QueuePair& qp, const RocePacket& packet, bool receiving) {
   // The opcode's top bits name the service (IBA table 38): RC 0x00-0x1f, UC 0x20-0x3f, XRC 0xa0-0xbf,
   // DC 0xc0-0xdf (hcaemu's encoding).
-  if ((packet.opcode & 0xe0) != opcode_base(qp->st)) {
+  if ((packet.opcode & 0xe0) != opcode_base(qp.st)) {
     ++counters_.rx_wrong_service;
-    return true;
+    return;
   }
   const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);
-  if (response ? qp->state != QpState::kRts : !receiving) {
+  if (response ? qp.state != QpState::kRts : !receiving) {
     ++counters_.rx_qp_not_ready;
-    return true;
+    return;
   }
   // A DCT takes requests from any DCI that has its access key (rdma/dc.cpp); it sends none.
-  if (qp->st == qp_st::kDct) {
+  if (qp.st == qp_st::kDct) {
     if (response)
       ++counters_.rx_wrong_service;
     else
-      receive_dc_request(qpn, *qp, packet);
-    return true;
+      receive_dc_request(qpn, qp, packet);
+    return;
   }
   // A connected QP hears only its path's other end (IBA 9.6.1.5: the source address matches the
   // QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
   // MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
   // number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
-  const bool from_path = qp->st == qp_st::kDci ? qp->rc.dci.connected && packet.src_gid == qp->rc.dci.target.rgid &&
-                                                      packet.src_mac == qp->rc.dci.target.rmac
-                                                : packet.src_gid == path_gid(*qp) && packet.src_mac == path_mac(*qp);
+  const DcInitiator& dci = qp.rc.dci;  // a DCI: the DCT it is connected to
+  const bool from_path = qp.st == qp_st::kDci
+                             ? dci.connected && packet.src_gid == dci.target.rgid && packet.src_mac == dci.target.rmac
+                             : packet.src_gid == path_gid(qp) && packet.src_mac == path_mac(qp);
   if (!from_path) {
     ++counters_.rx_wrong_source;
-    return true;
+    return;
   }
   if (response)
-    handle_response(packet.dest_qp, *qp, packet);
+    handle_response(packet.dest_qp, qp, packet);
   else
-    handle_request(packet.dest_qp, *qp, packet);
-  return true;
+    handle_request(packet.dest_qp, qp, packet);
 }
 
 }  // namespace hcaemu::model

@@ -248,6 +248,10 @@ class RdmaEngine {
   void receive_dc_request(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);
   DcConnection* dc_connection(uint32_t dctn, QueuePair& dct, const transport::RocePacket& packet);  // null: none open
 
+  // A frame for a connected service's QP (RC, UC, XRC, DCI, DCT): its service, state and source
+  // checked, then to the completer or the responder. `receiving`: the QP takes requests now.
+  void receive_connected(uint32_t qpn, QueuePair& qp, const transport::RocePacket& packet, bool receiving);
+
   // Responder: the protocol is transport/rc/responder.*; ResponderPort gives it this function.
   class ResponderPort;
   static transport::rc::ResponderQp responder_qp(const QueuePair& qp);
