@@ -125,6 +125,8 @@ constexpr Field kCqeCompression128{0xb4, 1, 1};               // cqe_compression
 constexpr Field kCqeCompression{0xb4, 0, 0};                  // cqe_compression
 constexpr Field kMiniCqeRespStrideIndex{0xb4, 3, 3};          // mini_cqe_resp_stride_index
 constexpr Field kCqeCompressionMaxNum{0xb8, 15, 0};           // cqe_compression_max_num
+constexpr Field kTagMatching{0xbc, 15, 15};                   // tag_matching
+constexpr Field kRndvOffloadRc{0xbc, 14, 14};                 // rndv_offload_rc
 constexpr Field kNativePortNum{0xc0, 23, 16};                 // native_port_num
 constexpr Field kNumVhcaPorts{0xc0, 15, 8};                   // num_vhca_ports
 constexpr Field kSf{0xd0, 31, 31};                            // sf
@@ -234,6 +236,11 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kCqeCompression, 1},
     {gen::kMiniCqeRespStrideIndex, 1},
     {gen::kCqeCompressionMaxNum, 64},  // CQEs one session may fold, as ConnectX-5/6 report
+    // No hardware tag matching: on a RoCE port rdma-core cannot create a TM SRQ (libmlx5 connects its
+    // command QP to itself without a GRH, which the kernel refuses on RoCE), so offering it would
+    // only turn ibv_create_srq_ex(IBV_SRQT_TM) from "not supported" into EINVAL.
+    {gen::kTagMatching, 0},
+    {gen::kRndvOffloadRc, 0},
     {gen::kNativePortNum, 1},
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions
