@@ -60,6 +60,8 @@ class Network {
   // Runs every event due at or before `now_ps`.
   void run_until(uint64_t now_ps);
   std::optional<uint64_t> next_event_ps() const;
+  // The time of the event running now (or of the last one run, or of the last send).
+  uint64_t now_ps() const { return now_; }
   // Until when host `host`'s link takes nothing new (PFC paused it, or frames a pause held back
   // still wait); 0 when it is free at `now_ps`. The NIC holds its next message till then.
   uint64_t host_blocked_until(uint32_t host, uint64_t now_ps) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -41,18 +42,25 @@ uint64_t kernel_ps() { return pcie::to_ps(sc_core::sc_time_stamp()); }
 class FramePool {
  public:
   void give(std::vector<uint8_t>&& buffer) {
-    if (spare_.size() < kKept && buffer.capacity() != 0) spare_.push_back(std::move(buffer));
+    std::vector<std::vector<uint8_t>>& spare = buffer.size() >= kLong ? long_ : short_;
+    if (spare.size() < kKept && buffer.capacity() != 0) spare.push_back(std::move(buffer));
   }
-  std::vector<uint8_t> take() {
-    if (spare_.empty()) return {};
-    std::vector<uint8_t> buffer = std::move(spare_.back());
-    spare_.pop_back();
-    return buffer;
+  // A sender's next buffer, in place of `buffer` (what the switch left it, perhaps nothing): one
+  // that held a long frame if there is one. The sender reads its payload into the buffer as it
+  // stands, and growing a short one (a received ACK's, or an emptied one) zeroes its bytes first.
+  void renew(std::vector<uint8_t>& buffer) {
+    if (buffer.size() >= kLong) return;
+    std::vector<std::vector<uint8_t>>& spare = !long_.empty() ? long_ : short_;
+    if (spare.empty()) return;
+    std::vector<uint8_t> old = std::exchange(buffer, std::move(spare.back()));
+    spare.pop_back();
+    give(std::move(old));
   }
 
  private:
   static constexpr size_t kKept = 1024;  // frames on the wire at once rarely exceed it
-  std::vector<std::vector<uint8_t>> spare_;
+  static constexpr size_t kLong = 1024;
+  std::vector<std::vector<uint8_t>> long_, short_;
 };
 
 // One host's device: its work items (doorbells, frames, timers, an SQ's next message) one at a
@@ -81,9 +89,11 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   ~ReplayHost() override { node_.engine.set_sq_scheduler(nullptr); }
 
   void doorbell(std::vector<uint8_t> bytes) { push({Kind::kDoorbell, std::move(bytes), pcie::model_time()}); }
-  void frame(std::vector<uint8_t> bytes, sc_time arrival) {
-    const sc_time now = sc_core::sc_time_stamp();
-    push({Kind::kFrame, std::move(bytes), arrival}, arrival > now + frame_lead_ ? arrival - frame_lead_ : now);
+  // A frame that arrives at `arrival`, handed over by the network at `handed_over` (model time;
+  // the kernel may be past it already, never past the arrival): it takes its place in the queue as
+  // if handed over then.
+  void frame(std::vector<uint8_t> bytes, sc_time arrival, sc_time handed_over) {
+    push({Kind::kFrame, std::move(bytes), arrival}, arrival > handed_over + frame_lead_ ? arrival - frame_lead_ : handed_over);
   }
 
  private:
@@ -166,23 +176,39 @@ class Wire : public sc_core::sc_module {
         ingress_("ingress", [this](uint16_t from, std::vector<uint8_t>& frame, uint32_t) { forward(from, frame); }),
         network_(topology, macs(cluster), o.seed, std::max<uint64_t>(o.bin_ps, 1),
                  {.deliver = [this](uint32_t host, std::vector<uint8_t>& frame,
-                                    uint64_t at) { hosts_[host]->frame(std::move(frame), pcie::from_ps(at)); },
+                                    uint64_t at) {
+                    hosts_[host]->frame(std::move(frame), pcie::from_ps(at), pcie::from_ps(network_.now_ps()));
+                  },
                   .capture = [this](uint64_t at, std::span<const uint8_t> frame) {
                     if (pcap_) pcap_->write(at - origin_ps_, frame);
                   }}) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
     for (size_t i = 0; i < cluster.size(); ++i) {
       cluster.node(int(i)).engine.set_port(ports_[i].get());
-      cluster.node(int(i)).engine.set_transmit_gate(
-          [this, i](uint64_t now) { return network_.host_blocked_until(uint32_t(i), now); });
+      cluster.node(int(i)).engine.set_transmit_gate([this, i](uint64_t now) {
+        catch_up();  // a pause may have reached the host since the network last ran
+        return network_.host_blocked_until(uint32_t(i), now);
+      });
+      // Every frame here is one of these engines', and the fabric changes no bit the ICRC covers
+      // (ECN is masked): nothing to verify, and the ICRC is worth computing only for the capture.
+      cluster.node(int(i)).engine.set_wire_checksums({.compute = !o.pcap_path.empty(), .verify = false});
     }
     loopback_delay_ = sc_time(o.preset.propagation_ns, sc_core::SC_NS);
+    // How long the network may leave an event unrun: nothing it does shows outside it sooner than
+    // one link's propagation later (a frame at a host, a pause at a host's port), and whoever looks
+    // earlier (a sender, a host's transmit gate, the capture, the statistics) runs it up to now
+    // first. Events closer together than that then take one wake of the kernel, not one each.
+    double shortest_ns = topology.links.empty() ? 0.0 : topology.links.front().propagation_ns;
+    for (const fabric::Link& link : topology.links) shortest_ns = std::min(shortest_ns, link.propagation_ns);
+    const uint64_t shortest_ps = uint64_t(std::llround(shortest_ns * 1000.0));
+    slack_ps_ = shortest_ps > 0 ? shortest_ps - 1 : 0;
     SC_METHOD(step);
     sensitive << wake_;
     dont_initialize();
   }
   // From now on: the capture is written, and the statistics start again at zero.
   void start_workload(traces::PcapWriter* pcap) {
+    catch_up();
     origin_ps_ = kernel_ps();
     pcap_ = pcap;
     packets = bytes = 0;
@@ -190,6 +216,11 @@ class Wire : public sc_core::sc_module {
   }
   uint64_t packets = 0, bytes = 0;
   const fabric::Network& network() const { return network_; }
+  // Runs the network's events up to the kernel's time (what it may still hold back).
+  void catch_up() {
+    network_.run_until(kernel_ps());
+    reschedule();
+  }
 
  private:
   static std::vector<fabric::Mac> macs(RdmaCluster& cluster) {
@@ -202,12 +233,13 @@ class Wire : public sc_core::sc_module {
     void transmit(std::span<const uint8_t> frame) override { wire.ingress_.submit(from, frame, pcie::model_time()); }
     void transmit_buffer(std::vector<uint8_t>& frame) override {
       wire.ingress_.submit_buffer(from, frame, pcie::model_time());
-      if (frame.capacity() == 0) frame = wire.frames_.take();
+      wire.frames_.renew(frame);
     }
     Wire& wire;
     uint16_t from;
   };
   void forward(uint16_t from, std::vector<uint8_t>& frame) {
+    network_.run_until(kernel_ps());  // its PFC frames of earlier times go into the capture first
     ++packets;
     bytes += frame.size();
     if (pcap_) pcap_->write(kernel_ps() - origin_ps_, frame);
@@ -217,7 +249,7 @@ class Wire : public sc_core::sc_module {
     if (taken.size() >= 6 && std::equal(own.begin(), own.end(), taken.begin())) {  // loopback inside the NIC
       // After the wire's propagation, as hcaemu's embedded switch delivers every frame (its
       // sender's own too: HcaFunction::receive), so a capture of it replays alike.
-      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp() + loopback_delay_);
+      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp() + loopback_delay_, sc_core::sc_time_stamp());
       return;
     }
     network_.send(from, std::move(taken), kernel_ps());
@@ -228,14 +260,17 @@ class Wire : public sc_core::sc_module {
     network_.run_until(kernel_ps());
     reschedule();
   }
-  // One timed notification for the network's next event; none again for the same time (the
-  // kernel's timed queue is a large part of a replay's cost).
+  // One timed notification, for the latest time the network's next event may run (slack_ps_ after
+  // it); none again for the same or a later time (the kernel's timed queue is a large part of a
+  // replay's cost).
   void reschedule() {
     const auto next = network_.next_event_ps();
-    if (!next || (scheduled_ps_ && *scheduled_ps_ <= *next)) return;
+    if (!next) return;
+    const uint64_t due = *next + slack_ps_;
+    if (scheduled_ps_ && *scheduled_ps_ <= due) return;
     const uint64_t now = kernel_ps();
-    wake_.notify(pcie::from_ps(*next - std::min(*next, now)));
-    scheduled_ps_ = std::max(*next, now);
+    wake_.notify(pcie::from_ps(due - std::min(due, now)));
+    scheduled_ps_ = std::max(due, now);
   }
 
   std::vector<std::unique_ptr<ReplayHost>>& hosts_;
@@ -247,6 +282,7 @@ class Wire : public sc_core::sc_module {
   traces::PcapWriter* pcap_ = nullptr;
   uint64_t origin_ps_ = 0;
   std::optional<uint64_t> scheduled_ps_;  // the pending wake's time
+  uint64_t slack_ps_ = 0;                 // how long an event may wait to be run (catch_up)
   sc_core::sc_event wake_;
   sc_time loopback_delay_;
 };
@@ -891,6 +927,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     // and its operations are reported incomplete.
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_start(pcie::from_ps(o.max_model_time_ps + captured_span_ps(w, o)));
+    wire.catch_up();  // the statistics: every event up to the end
     ReplayResult result;
     result.cc = unhook_engines(cluster);
     result.congestion = std::move(congestion);

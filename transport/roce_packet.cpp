@@ -179,7 +179,7 @@ std::vector<uint8_t> build_frame(const RocePacket& k) {
   return frame;
 }
 
-bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame) {
+bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame, bool with_checksums) {
   const size_t size = frame_size(k);
   if (size == 0) {
     frame.clear();
@@ -251,8 +251,8 @@ bool build_frame_into(const RocePacket& k, std::vector<uint8_t>& frame) {
   if (!k.payload.empty() && k.payload.data() != t) std::memcpy(t, k.payload.data(), k.payload.size());
 
   const std::span<const uint8_t> ip_packet(ip, size - off);
-  store_le32(frame.data() + size - kIcrcSize, icrc_of_ip_packet(ip_packet));
-  if (!v4) store_be16(udp + 6, udp6_checksum(ip, udp, udp_length));
+  store_le32(frame.data() + size - kIcrcSize, with_checksums ? icrc_of_ip_packet(ip_packet) : 0);
+  if (!v4 && with_checksums) store_be16(udp + 6, udp6_checksum(ip, udp, udp_length));
   return true;
 }
 
@@ -356,7 +356,7 @@ ParseError parse_udp(RocePacket& k, Walk& w) {
 }
 
 // BTH, the opcode's extension headers, payload + pad and the ICRC over the IP packet.
-ParseError parse_transport(RocePacket& k, const Walk& w) {
+ParseError parse_transport(RocePacket& k, const Walk& w, bool check_icrc) {
   if (w.transport_size < kBthSize + kIcrcSize) return ParseError::kTruncated;
   const BthExtras bth = read_bth(w.transport, k);
   if (bth.tver != 0) return ParseError::kBadVersion;
@@ -371,7 +371,7 @@ ParseError parse_transport(RocePacket& k, const Walk& w) {
     return ParseError::kBadPad;
   }
   const std::span<const uint8_t> ip_packet(w.ip, w.ip_length);
-  if (icrc_of_ip_packet(ip_packet) != load_le32(w.ip + w.ip_length - kIcrcSize)) return ParseError::kBadIcrc;
+  if (check_icrc && icrc_of_ip_packet(ip_packet) != load_le32(w.ip + w.ip_length - kIcrcSize)) return ParseError::kBadIcrc;
   const uint8_t* e = w.transport + kBthSize;
   for (const ExtHeader& x : kExtHeaders) {
     if (h & x.bit) {
@@ -385,7 +385,7 @@ ParseError parse_transport(RocePacket& k, const Walk& w) {
 
 }  // namespace
 
-ParseResult parse_frame(std::span<const uint8_t> frame) {
+ParseResult parse_frame(std::span<const uint8_t> frame, bool check_icrc) {
   ParseResult r;
   Walk w;
   uint16_t ethertype = 0;
@@ -393,7 +393,7 @@ ParseResult parse_frame(std::span<const uint8_t> frame) {
   if (r.error == ParseError::kNone)
     r.error = ethertype == kEtherTypeIpv4 ? parse_ipv4(r.packet, w) : parse_ipv6(r.packet, w);
   if (r.error == ParseError::kNone) r.error = parse_udp(r.packet, w);
-  if (r.error == ParseError::kNone) r.error = parse_transport(r.packet, w);
+  if (r.error == ParseError::kNone) r.error = parse_transport(r.packet, w, check_icrc);
   if (r.error != ParseError::kNone) r.packet = {};
   return r;
 }

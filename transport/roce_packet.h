@@ -102,8 +102,11 @@ size_t payload_offset(const RocePacket& packet);
 // none, or a packet too long for the IP length field.
 std::vector<uint8_t> build_frame(const RocePacket& packet);
 // The same into `frame`, reusing its capacity (a sender's per-packet buffer); false (and `frame`
-// empty) where build_frame would return an empty vector.
-bool build_frame_into(const RocePacket& packet, std::vector<uint8_t>& frame);
+// empty) where build_frame would return an empty vector. With_checksums false leaves the ICRC (and
+// over IPv6 the UDP checksum) 0: for a closed run's own wire, where no receiver checks them and
+// nothing records the frame (a CRC over every byte of every packet is the largest single cost of
+// such a run).
+bool build_frame_into(const RocePacket& packet, std::vector<uint8_t>& frame, bool with_checksums = true);
 
 enum class ParseError : uint8_t {
   kNone,
@@ -128,8 +131,10 @@ struct ParseResult {
 };
 
 // Validates and decodes a frame; on success packet.payload points into `frame`. Bytes after the IP
-// packet (Ethernet padding) are ignored; the UDP checksum is not checked (the ICRC is).
-ParseResult parse_frame(std::span<const uint8_t> frame);
+// packet (Ethernet padding) are ignored; the UDP checksum is not checked (the ICRC is, unless
+// check_icrc is false: a receiver whose frames come only from the model's own senders over a wire
+// that changes no bit, as hcareplay's fabric).
+ParseResult parse_frame(std::span<const uint8_t> frame, bool check_icrc = true);
 
 // Cheap classification for a port's receive path: Ethernet [+ one 802.1Q tag] + IPv4 (non-fragment)
 // or IPv6 + UDP with destination port 4791. Nothing beyond that is validated.

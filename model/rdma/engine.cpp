@@ -136,8 +136,12 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
 }
 
 bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
-  std::vector<uint8_t>& frame = tx_frame_;
-  transport::build_frame_into(packet, frame);
+  // Header-only packets (ACKs, READ requests, CNPs) have a buffer of their own and leave as a
+  // copy: the payload buffer, handed over with its frame, comes back as one that held a long frame
+  // (the replay's pool), so the next payload read into it has nothing to zero first.
+  const bool header_only = packet.payload.empty();
+  std::vector<uint8_t>& frame = header_only ? tx_header_frame_ : tx_frame_;
+  transport::build_frame_into(packet, frame, checksums_.compute);
   // The pipeline builds a packet while the one before it is on the wire: it leaves when the wire
   // is free (this thread's now) or when its inputs are there plus the pipeline's time, the later.
   const uint64_t now = now_ps();
@@ -153,7 +157,10 @@ bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
   pcie::consume_model_time(pcie::from_ps(sent - now));
   ++counters_.tx_packets;
   counters_.tx_bytes += frame.size();
-  port_->transmit_buffer(frame);
+  if (header_only)
+    port_->transmit(frame);
+  else
+    port_->transmit_buffer(frame);
   return true;
 }
 
@@ -352,7 +359,7 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
   rx_arrival_ps_ = arrival_ps != 0 ? arrival_ps : now_ps();
   ++counters_.rx_packets;
   counters_.rx_bytes += frame.size();
-  const transport::ParseResult parsed = transport::parse_frame(frame);
+  const transport::ParseResult parsed = transport::parse_frame(frame, checksums_.verify);
   if (parsed.error != transport::ParseError::kNone) {
     if (parsed.error == transport::ParseError::kBadIcrc)
       ++counters_.rx_bad_icrc;

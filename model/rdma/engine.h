@@ -16,6 +16,7 @@
 
 #include "model/congestion/dcqcn.h"
 #include "model/eth/queues.h"
+#include "model/objects/memory_protection.h"
 #include "model/rdma/rc_state.h"
 #include "model/timing_preset.h"
 #include "model/objects/resources.h"
@@ -170,6 +171,14 @@ class RdmaEngine {
     congestion_observer_ = std::move(observer);
   }
   void resume_sq(const SqResume& resume);
+  // A closed run's own wire (hcareplay: every frame from these engines, carried by a fabric model
+  // that changes no covered bit): frames may go without their ICRC when nothing records them, and
+  // come in unchecked. Full-system runs keep both: guests can put any frame on the wire.
+  struct WireChecksums {
+    bool compute = true;  // the ICRC (and an IPv6 UDP checksum) on every frame sent
+    bool verify = true;   // the ICRC of every frame received
+  };
+  void set_wire_checksums(WireChecksums checksums) { checksums_ = checksums; }
 
   // UAR SQ doorbell bytes (DoorbellUnit::SqHook data), written at rung_ps (model time; 0 = now):
   // the WQEs the doorbell announces count as rung then. False when the QPN names no QP here.
@@ -343,6 +352,7 @@ class RdmaEngine {
   uint64_t timer_now_ps() const;
   SqScheduler* sq_scheduler_ = nullptr;
   std::function<uint64_t(uint64_t)> transmit_gate_;
+  WireChecksums checksums_;
   const DcqcnParameters* dcqcn_ = nullptr;
   std::function<void(const CongestionEvent&)> congestion_observer_;
   std::map<uint32_t, Congestion> congestion_;  // per QPN, made on its first use
@@ -354,7 +364,8 @@ class RdmaEngine {
   uint64_t rx_arrival_ps_ = 0;  // of the frame being received
   RdmaCounters counters_;
   // Per-packet buffers used again for every packet (no allocation on the data path).
-  std::vector<uint8_t> tx_frame_, tx_payload_;
+  std::vector<uint8_t> tx_frame_, tx_header_frame_;
+  std::vector<DmaChunk> rx_chunks_;  // where a request packet's bytes go (translated per packet)
   transport::rc::Responder responder_;
   transport::rc::Completer completer_;
   transport::rc::Requester requester_;

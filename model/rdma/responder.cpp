@@ -155,7 +155,8 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   }
 
   HostResult write_remote(uint64_t va, uint32_t rkey, std::span<const uint8_t> data) override {
-    std::vector<DmaChunk> chunks;
+    std::vector<DmaChunk>& chunks = e_.rx_chunks_;
+    chunks.clear();
     // A fault names the rest of the WRITE (rdma_op_len), so the driver maps it all at once.
     const RcResponder& s = qp_.rc.resp;
     const uint64_t end = s.write_va + s.write_length;
@@ -167,7 +168,8 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
   }
 
   HostResult write_receive(uint64_t offset, std::span<const uint8_t> data) override {
-    std::vector<DmaChunk> chunks;
+    std::vector<DmaChunk>& chunks = e_.rx_chunks_;
+    chunks.clear();
     uint64_t total = 0;
     const ProtectionError error =
         translate_sges(e_.f_.resources, qp_.rc.resp.sges, e_.responder_pd(qp_), access::kLocalWrite, chunks, total);

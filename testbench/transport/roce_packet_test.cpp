@@ -409,6 +409,39 @@ TEST(RocePacket, Ipv4OptionsAreCoveredByTheIcrc) {
   EXPECT_EQ(parse_frame(f).error, ParseError::kBadIcrc);
 }
 
+// A closed run's own wire (RdmaEngine::set_wire_checksums): frames built without their checksums
+// carry ICRC 0 (and over IPv6 UDP checksum 0), differ from the checked frame only there, are
+// refused by a checking parser and taken by one that does not check.
+TEST(RocePacket, WithoutChecksumsOnlyTheChecksumsAreZeroAndOnlyACheckingParserRefusesThem) {
+  const std::vector<uint8_t> data = pattern(1000);
+  for (bool v4 : {true, false}) {
+    const RocePacket sent = sample(opcode::kRcSendOnly, v4, false, data);
+    const std::vector<uint8_t> checked = build_frame(sent);
+    std::vector<uint8_t> unchecked;
+    ASSERT_TRUE(build_frame_into(sent, unchecked, false));
+    ASSERT_EQ(unchecked.size(), checked.size());
+    const size_t udp_checksum = 14 + (v4 ? 20 : 40) + 6;
+    for (size_t i = 0; i < checked.size(); ++i) {
+      const bool icrc = i + kIcrcSize >= checked.size();
+      const bool udp = !v4 && (i == udp_checksum || i == udp_checksum + 1);
+      if (icrc || udp)
+        EXPECT_EQ(unchecked[i], 0) << "byte " << i;
+      else
+        EXPECT_EQ(unchecked[i], checked[i]) << "byte " << i;
+    }
+    EXPECT_EQ(parse_frame(unchecked).error, ParseError::kBadIcrc);
+    const ParseResult r = parse_frame(unchecked, false);
+    ASSERT_EQ(r.error, ParseError::kNone) << parse_error_name(r.error);
+    EXPECT_EQ(packet_diff(sent, r.packet), "");
+    // The other checks still hold without the ICRC's: a broken IPv4 header is refused.
+    if (v4) {
+      std::vector<uint8_t> bad = unchecked;
+      bad[14 + 8] ^= 1;  // TTL: the header checksum no longer matches
+      EXPECT_EQ(parse_frame(bad, false).error, ParseError::kBadIpHeader);
+    }
+  }
+}
+
 TEST(RocePacket, BadUdpLength) {
   for (bool v4 : {true, false}) {
     std::vector<uint8_t> f = build_frame(sample(opcode::kRcAcknowledge, v4, false, {}));
