@@ -221,6 +221,8 @@ class Wire : public sc_core::sc_module {
     network_.run_until(kernel_ps());
     reschedule();
   }
+  // The same once the simulation has ended (nothing to wake any more): the statistics are whole.
+  void finish() { network_.run_until(kernel_ps()); }
 
  private:
   static std::vector<fabric::Mac> macs(RdmaCluster& cluster) {
@@ -927,7 +929,7 @@ std::optional<ReplayResult> replay(const Workload& w, const ReplayOptions& o, st
     // and its operations are reported incomplete.
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_start(pcie::from_ps(o.max_model_time_ps + captured_span_ps(w, o)));
-    wire.catch_up();  // the statistics: every event up to the end
+    wire.finish();
     ReplayResult result;
     result.cc = unhook_engines(cluster);
     result.congestion = std::move(congestion);
