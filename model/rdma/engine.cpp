@@ -136,9 +136,10 @@ bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
 }
 
 bool RdmaEngine::send_frame(RocePacket& packet, uint64_t inputs_ready_ps) {
-  // Header-only packets (ACKs, READ requests, CNPs) have a buffer of their own and leave as a
-  // copy: the payload buffer, handed over with its frame, comes back as one that held a long frame
-  // (the replay's pool), so the next payload read into it has nothing to zero first.
+  // Header-only packets (ACKs, READ requests; a CNP carries 16 reserved bytes) have a buffer of
+  // their own and leave as a copy: the payload buffer, handed over with its frame, comes back as
+  // one that held a long frame (the replay's pool), so the next payload read into it has nothing
+  // to zero first.
   const bool header_only = packet.payload.empty();
   std::vector<uint8_t>& frame = header_only ? tx_header_frame_ : tx_frame_;
   transport::build_frame_into(packet, frame, checksums_.compute);
