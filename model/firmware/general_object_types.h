@@ -11,4 +11,10 @@ void modify_scheduling_element(CommandCall& call);
 void query_scheduling_element(CommandCall& call);
 void destroy_scheduling_element(CommandCall& call);
 
+// obj_type AV_QP_MAPPING (firmware/av_qp_mappings.cpp).
+void create_av_qp_mapping(CommandCall& call);
+void modify_av_qp_mapping(CommandCall& call);
+void query_av_qp_mapping(CommandCall& call);
+void destroy_av_qp_mapping(CommandCall& call);
+
 }  // namespace hcaemu::model

@@ -245,8 +245,10 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kNumVhcaPorts, 0},
     {gen::kSf, 0},                           // no sub-functions
     {gen::kUctxCap, kUctxCapRawTx},          // a user context may send raw Ethernet (raw packet QPs)
-    // General objects (firmware/general_objects.cpp): reserved QP numbers and scheduling elements.
-    {gen::kGeneralObjTypesHigh, 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32)},
+    // General objects (firmware/general_objects.cpp): reserved QP numbers, scheduling elements and
+    // address-to-QP mappings.
+    {gen::kGeneralObjTypesHigh, 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32) |
+                                    1u << (kObjTypeAvQpMapping - 32)},
     {gen::kGeneralObjTypesLow, 0},
 };
 

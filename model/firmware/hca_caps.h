@@ -64,6 +64,9 @@ struct HcaCapSettings {
 // NIC scheduling elements, a general object type (firmware/scheduling_elements.cpp).
 inline constexpr uint16_t kObjTypeSchedulingElement = 0x26;
 
+// Address-to-QP mappings, a general object type (firmware/av_qp_mappings.cpp).
+inline constexpr uint16_t kObjTypeAvQpMapping = 0x3a;
+
 // Virtio net queues: the general object type whose general_obj_types bit tells mlx5 that the
 // function has virtio access regions (objects/var_window.h). No queue of the type can be created.
 inline constexpr uint16_t kObjTypeVirtioNetQueue = 0x0d;

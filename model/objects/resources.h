@@ -10,6 +10,7 @@
 
 #include "model/queues/completion_queue.h"
 #include "model/queues/event_queue.h"
+#include "model/objects/av_qp_mappings.h"
 #include "model/objects/multicast_groups.h"
 #include "model/objects/object_table.h"
 #include "model/objects/page_faults.h"
@@ -242,6 +243,7 @@ struct Resources {
   PageFaultTable page_faults;        // ODP faults raised and not yet resumed
   RateLimitTable rate_limits;        // packet pacing (SET_PP_RATE_LIMIT)
   SchedulingElements scheduling;     // NIC scheduling elements (general objects)
+  AvQpMappings av_qp_mappings{1, kMaxObjectId, 1u << kLogMaxAvQpMappings};  // address-to-QP hints (general objects)
   ResourceCounters counters;
 
   void clear() {
@@ -259,6 +261,7 @@ struct Resources {
     page_faults.clear();
     rate_limits.clear();
     scheduling.clear();
+    av_qp_mappings.clear();
   }
   // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
   // through other keys (a window or an indirect key): what a window's bind, an indirect key's
@@ -270,7 +273,8 @@ struct Resources {
   // Objects a user context created that are still alive (DESTROY_UCTX waits for none).
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
-           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid);
+           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid) +
+           av_qp_mappings.owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {

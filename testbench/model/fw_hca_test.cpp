@@ -206,8 +206,8 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x78, 4, 0), 17u) << "log_max_wq_sz";
     EXPECT_EQ(f.cap(0x44, 23, 23), 1u) << "block_lb_mc";
     EXPECT_EQ(f.cap(0x7c, 30, 29), 3u) << "disable_local_lb_uc/mc: the driver may turn local loopback off";
-    EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), uint64_t(1) << 0x2c | uint64_t(1) << 0x26)
-        << "general_obj_types: RESERVED_QPN and SCHEDULING_ELEMENT only";
+    EXPECT_EQ(load_be64(&f.out[0x10 + 0x80]), uint64_t(1) << 0x2c | uint64_t(1) << 0x26 | uint64_t(1) << 0x3a)
+        << "general_obj_types: RESERVED_QPN, SCHEDULING_ELEMENT and AV_QP_MAPPING only";
     EXPECT_EQ(f.cap(0x24, 29, 29), 1u) << "qpc_extension";
     EXPECT_EQ(f.cap(0x8c, 28, 24), 10u) << "log_max_uctx: DevX user contexts";
     EXPECT_EQ(f.cap(0xd4, 31, 0), 1u) << "uctx_cap: RAW_TX only";

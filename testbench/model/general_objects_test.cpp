@@ -1,5 +1,6 @@
 // General objects (firmware/general_objects.cpp): blocks of reserved QP numbers, the IDs they hold
-// back from the QP table (objects/object_table.h hold_block), and the caps that offer them.
+// back from the QP table (objects/object_table.h hold_block), address-to-QP mappings
+// (firmware/av_qp_mappings.cpp), and the caps that offer them.
 #include "common/endian.h"
 #include "model/firmware/hca_caps.h"
 #include "testbench/model/resource_fixture.h"
@@ -104,10 +105,62 @@ TEST_F(ReservedQpns, TheContextIsDestroyedOnlyAfterItsBlocks) {
   EXPECT_EQ(t.run(kDestroyUctx, destroy_uctx), kOk);
 }
 
-TEST_F(ReservedQpns, TheCapsOfferThemAndSchedulingElements) {
+// create_av_qp_mapping_in as libmlx5's mlx5dv_map_ah_to_qp fills it.
+std::vector<uint8_t> av_qp_mapping(uint16_t uid, uint32_t qpn, uint8_t sl, uint8_t gid_index) {
+  auto in = header(uid, kObjTypeAvQpMapping);
+  in.resize(0x50);
+  store_be32(&in[0x1c], qpn);
+  store_be32(&in[0x2c], uint32_t(sl) << 24);
+  store_be32(&in[0x3c], uint32_t(gid_index) << 20);
+  for (int i = 0; i < 16; ++i) in[0x40 + i] = uint8_t(0xa0 + i);
+  return in;
+}
+
+TEST_F(ReservedQpns, AnAddressMapsToAnotherProcesssQpAndIsKeptUntilDestroyed) {
+  const uint32_t qpn = t.f.resources.qps.insert({});  // the kernel's, or another process's
+  ASSERT_EQ(run(kCreate, av_qp_mapping(uid, qpn, 3, 1)), kOk);
+  const uint32_t id = t.out32(0x08);
+  ASSERT_NE(id, 0u);
+  ASSERT_EQ(t.run(kQuery, header(uid, kObjTypeAvQpMapping, id), 0x50, kObjTypeAvQpMapping), kOk);
+  EXPECT_EQ(t.out32(0x08), id);
+  EXPECT_EQ(t.out32(0x1c), qpn);
+  EXPECT_EQ(t.out32(0x2c) >> 24, 3u) << "sl_or_eth_prio";
+  EXPECT_EQ((t.out32(0x3c) >> 20) & 0xff, 1u) << "src_addr_index";
+  EXPECT_EQ(t.out32(0x40), 0xa0a1a2a3u) << "rgid";
+  t.f.resources.qps.erase(qpn);
+  EXPECT_EQ(t.run(kQuery, header(uid, kObjTypeAvQpMapping, id), 0x50, kObjTypeAvQpMapping), kOk)
+      << "a QP's destruction leaves it";
+  EXPECT_EQ(run(kModify, header(uid, kObjTypeAvQpMapping, id)), kBadParameter) << "nothing to modify";
+  auto destroy_uctx = TestFunction::input(16);
+  store_be32(&destroy_uctx[8], uid);
+  EXPECT_EQ(t.run(kDestroyUctx, destroy_uctx), kBadResourceState) << "the context owns it";
+  EXPECT_EQ(run(kDestroy, header(uid, kObjTypeAvQpMapping, id)), kOk);
+  EXPECT_EQ(run(kDestroy, header(uid, kObjTypeAvQpMapping, id)), kBadResource) << "twice";
+}
+
+TEST_F(ReservedQpns, AMappingToNoQpOrAnUnknownGidIndexIsRefused) {
+  const uint32_t qpn = t.f.resources.qps.insert({});
+  EXPECT_EQ(run(kCreate, av_qp_mapping(uid, qpn + 1, 0, 0)), kBadResource) << "no such QP";
+  EXPECT_EQ(run(kCreate, av_qp_mapping(uid, 0xffffffff, 0, 0)), kBadResource);
+  t.f.resources.limits.roce_address_table_size = 4;
+  EXPECT_EQ(run(kCreate, av_qp_mapping(uid, qpn, 0, 4)), kBadParameter) << "GID index beyond the table";
+  auto short_input = av_qp_mapping(uid, qpn, 0, 0);
+  short_input.resize(0x40);
+  EXPECT_NE(run(kCreate, short_input), kOk) << "the address cut off";
+  EXPECT_EQ(t.f.resources.av_qp_mappings.size(), 0u);
+  ASSERT_EQ(t.run(kCreateUctx, TestFunction::input(0x20)), kOk);
+  const uint16_t other = uint16_t(t.out32(0x08));
+  ASSERT_EQ(run(kCreate, av_qp_mapping(uid, qpn, 0, 0)), kOk);
+  const uint32_t id = t.out32(0x08);
+  EXPECT_EQ(run(kDestroy, header(other, kObjTypeAvQpMapping, id)), kBadResource) << "another process's mapping";
+  EXPECT_EQ(t.run(kQuery, header(other, kObjTypeAvQpMapping, id), 0x50, kObjTypeAvQpMapping), kBadResource);
+}
+
+TEST_F(ReservedQpns, TheCapsOfferThemSchedulingElementsAndAvQpMappings) {
   ASSERT_EQ(t.run(kQueryHcaCap, TestFunction::input(16), 0x1010, 1), kOk);  // general, current
   EXPECT_EQ(t.out32(0x10 + 0x04) >> 31, 1u) << "hca_cap_2";
-  EXPECT_EQ(t.out32(0x10 + 0x80), 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32))
+  EXPECT_EQ(t.out32(0x10 + 0x80), 1u << (kObjTypeReservedQpn - 32) | 1u << (kObjTypeSchedulingElement - 32) |
+                                      1u << (kObjTypeAvQpMapping - 32))
       << "general_obj_types 63..32";
   EXPECT_EQ(t.out32(0x10 + 0x84), 1u << kObjTypeVirtioNetQueue) << "general_obj_types 31..0: VARs only (var_window_test)";
   ASSERT_EQ(t.run(kQueryHcaCap, TestFunction::input(16), 0x1010, (0x20 << 1) | 1), kOk);  // cmd_hca_cap_2
