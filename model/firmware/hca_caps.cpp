@@ -67,6 +67,11 @@ constexpr Field kCqeVersion{0x3c, 3, 0};                      // cqe_version
 constexpr Field kStridingRq{0x40, 30, 30};                    // striding_rq
 constexpr Field kUmrModifyEntitySizeDisabled{0x40, 24, 24};   // umr_modify_entity_size_disabled
 constexpr Field kCmdifChecksum{0x40, 15, 14};                 // cmdif_checksum
+constexpr Field kDrainSigerr{0x40, 16, 16};                   // drain_sigerr: signature pipelining
+constexpr Field kSigerrCqe{0x40, 13, 13};                     // sigerr_cqe
+constexpr Field kSigCrc32c{0x28, 23, 23};                     // sig_crc32c
+constexpr Field kSho{0x40, 8, 8};                             // sho: signature handover (signature MKEYs)
+constexpr Field kSigerrDomainAndSigType{0x90, 31, 31};        // sigerr_domain_and_sig_type (SIGERR CQE)
 constexpr Field kDct{0x40, 5, 5};                             // dct
 constexpr Field kQos{0x40, 4, 4};                             // qos
 constexpr Field kEthNetOffloads{0x40, 3, 3};                  // eth_net_offloads
@@ -181,6 +186,12 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kStridingRq, 0},                   // mlx5e uses the legacy cyclic RQ
     {gen::kUmrModifyEntitySizeDisabled, 0},  // user MRs loaded by UMR (objects/umr.h), the MKEY cache
     {gen::kCmdifChecksum, 0},
+    // Signature MKEYs (objects/block_signature.h): T10-DIF and CRC32/CRC32C blocks in one domain,
+    // SIGERR CQEs that name the domain. No CRC64, no 4048-byte blocks.
+    {gen::kSho, 1},
+    {gen::kSigerrCqe, 1},
+    {gen::kSigerrDomainAndSigType, 1},
+    {gen::kSigCrc32c, 1},
     {gen::kDct, 1},                          // DC: DCIs and DCTs (rdma/dc.cpp, firmware/dct.cpp)
     {gen::kQos, 1},                          // QOS caps: packet pacing, NIC scheduling elements for QPs
     {gen::kQpcExtension, 1},                 // a QP joins a queue group through qpc_ext (libmlx5 checks it)

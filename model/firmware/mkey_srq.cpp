@@ -131,6 +131,9 @@ void create_mkey(CommandCall& call) {
   mkey.start = get64(ctx, mkc::kStartAddr);
   mkey.length = get64(ctx, mkc::kLen);
   mkey.log_page_size = get(ctx, mkc::kLogPageSize);
+  // A signature key is a KLM key with room for the 64-byte BSF its configuring UMR loads.
+  mkey.bsf_capable = get(ctx, mkc::kBsfEn) != 0;
+  mkey.sigerr_expected = uint8_t(get(ctx, mkc::kExpectedSigerrCount));
   // KLM only for a memory window (ibv_alloc_mw: free, umr_en, bound later by a UMR WQE); KSM only
   // for an implicit ODP MR (the driver's MKEY cache: free, umr_en, its entries loaded by UMR, one per
   // octoword of room).
@@ -142,6 +145,10 @@ void create_mkey(CommandCall& call) {
     mkey.length64 = false;
   }
   const bool memic = mkey.access_mode == Mkey::kAccessMemic;
+  if (mkey.bsf_capable && (!window || get(ctx, mkc::kBsfOctwordSize) < kBsfBytes / 16)) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
+    return;
+  }
   if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window && !ksm && !memic) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
@@ -323,6 +330,7 @@ void register_mkey_srq_commands(CommandTable& table) {
   table.add(kCreateMkey, "CREATE_MKEY", create_mkey, Senders::kUser);
   table.add(kQueryMkey, "QUERY_MKEY", query_mkey, Senders::kUser);
   table.add(kDestroyMkey, "DESTROY_MKEY", destroy_mkey, Senders::kUser);
+  register_psv_commands(table);
   table.add(kQuerySpecialContexts, "QUERY_SPECIAL_CONTEXTS", query_special_contexts);
   table.add(kCreateSrq, "CREATE_SRQ", create_srq);
   table.add(kDestroySrq, "DESTROY_SRQ", [](CommandCall& c) { destroy_srq_common(c, SrqKind::kSrq); });

@@ -11,6 +11,7 @@
 #include "model/queues/completion_queue.h"
 #include "model/queues/event_queue.h"
 #include "model/objects/av_qp_mappings.h"
+#include "model/objects/block_signature.h"
 #include "model/objects/multicast_groups.h"
 #include "model/objects/object_table.h"
 #include "model/objects/page_faults.h"
@@ -132,6 +133,14 @@ struct Mkey {
   std::vector<IndirectEntry> indirect;
   uint32_t repeat_count = 0;
   uint32_t bound_qpn = kNoQpn;          // mkc.qpn: 0xffffff = any QP of the PD (MRs, type 1 windows)
+  // A signature key (mlx5dv_create_mkey BLOCK_SIGNATURE: KLM, created with bsf_en and room for a
+  // BSF; objects/block_signature.h). The UMR that configures it loads the BSF and enables it. A
+  // check failure is reported while armed: sigerr_expected (the count parity the last UMR gave)
+  // differs from sigerr_count, which flips at each report, so one report per configuration.
+  bool bsf_capable = false;
+  bool bsf_enabled = false;
+  BlockSignature signature;
+  uint8_t sigerr_expected = 0, sigerr_count = 0;
 
   static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessKsm = 3, kAccessMemic = 5;
   static constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
@@ -145,6 +154,14 @@ struct Mkey {
   bool covers(uint64_t va, uint64_t last) const {
     return length64 || (length != 0 && va >= start && last - start <= length - 1);
   }
+};
+
+// A PSV (protection signature value): the running signature state libmlx5 pairs with each domain
+// of a signature key (CREATE_PSV, SET_PSV WQEs). The device computes each block's PI from the BSF;
+// the transient signature a SET_PSV loads is kept and reported by nothing else.
+struct Psv {
+  uint32_t pd = 0;
+  uint64_t transient_signature = 0;
 };
 
 enum class SrqKind : uint8_t { kSrq, kXrcSrq, kRmp };
@@ -236,6 +253,7 @@ struct Resources {
   ObjectTable<EventQueue> eqs{1, kMaxEqn, 1u << 6};
   ObjectTable<CompletionQueue> cqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<Mkey> mkeys{kFirstMkeyIndex, kMaxObjectId, 1u << 16};
+  ObjectTable<Psv> psvs{1, kMaxObjectId, 1u << 16};
   ObjectTable<SharedReceiveQueue> srqs{1, kMaxObjectId, 1u << 16};
   ObjectTable<QueuePair> qps{kFirstQpn, kLastQpn, 1u << 17};
   ObjectTable<UserContext> user_contexts{1, kSharedResourceUid - 1, 0};  // limit: 1 << log_max_uctx
@@ -254,6 +272,7 @@ struct Resources {
     eqs.clear();
     cqs.clear();
     mkeys.clear();
+    psvs.clear();
     srqs.clear();
     qps.clear();
     user_contexts.clear();
@@ -273,7 +292,7 @@ struct Resources {
   // Objects a user context created that are still alive (DESTROY_UCTX waits for none).
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
-           mkeys.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid) +
+           mkeys.owned_by(uid) + psvs.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid) +
            av_qp_mappings.owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
@@ -286,5 +305,6 @@ struct Resources {
 void register_mkey_srq_commands(CommandTable& table);  // firmware/mkey_srq.cpp
 void register_qp_commands(CommandTable& table);        // firmware/qp.cpp
 void register_dct_commands(CommandTable& table);       // firmware/dct.cpp
+void register_psv_commands(CommandTable& table);       // firmware/psv.cpp
 
 }  // namespace hcaemu::model

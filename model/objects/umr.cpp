@@ -31,7 +31,9 @@ constexpr Field kFree = within(mkc::kFree, at), kAtomic = within(mkc::kAtomic, a
 constexpr Field kStartMkeyQpn = within(Field{0x04, 31, 8}, at);  // mkc.qpn
 constexpr Field kLength64 = within(mkc::kLength64, at), kLogPageSize = within(mkc::kLogPageSize, at);
 constexpr uint32_t kStartAddr = at + mkc::kStartAddr, kLen = at + mkc::kLen;
+constexpr Field kBsfEnable = within(mkc::kBsfEn, at), kSigErrCount = within(mkc::kExpectedSigerrCount, at);
 }  // namespace seg
+constexpr uint32_t kBsfOctowords = umr::kControlOffset + 0x06;  // BE16: a BSF follows the translation
 
 constexpr uint32_t kUmrFlags = umr::kControlOffset;  // the UMR control segment's first byte
 
@@ -254,6 +256,17 @@ BindError configure_indirect(Resources& r, Mkey& m, std::span<const uint8_t> wqe
   if (!entries) return BindError::kMalformed;
   for (const Mkey::IndirectEntry& e : *entries)
     if (!entry_maps(r, e, m.pd, repeat_count)) return BindError::kBadMr;
+  // A signature key's BSF follows the translation; the mask turns it on or off.
+  const uint32_t bsf_octowords = load_be16(&wqe[kBsfOctowords]);
+  BlockSignature signature = m.signature;
+  if (bsf_octowords != 0) {
+    const uint64_t bsf_at = umr::kKlmOffset + uint64_t(octowords) * 16;
+    if (!m.bsf_capable || bsf_octowords * 16 < kBsfBytes || wqe.size() < bsf_at + bsf_octowords * 16 ||
+        parse_bsf(wqe.subspan(size_t(bsf_at), kBsfBytes), signature) != BsfError::kNone)
+      return BindError::kMalformed;
+  }
+  const bool bsf_enabled = (mask & umr::kMaskBsfEnable) ? get(wqe, seg::kBsfEnable) != 0 : m.bsf_enabled;
+  if (bsf_enabled && !m.bsf_capable) return BindError::kMalformed;
 
   auto take = [&](uint64_t bit, Field from, Field to, bool& flag) {
     if ((mask & bit) == 0) return;
@@ -267,6 +280,9 @@ BindError configure_indirect(Resources& r, Mkey& m, std::span<const uint8_t> wqe
   if (mask & umr::kMaskKey) m.variant = uint8_t(get(wqe, seg::kVariant));
   m.indirect = std::move(*entries);
   m.repeat_count = repeat_count;
+  m.signature = signature;
+  m.bsf_enabled = bsf_enabled;
+  if (mask & umr::kMaskSigErr) m.sigerr_expected = uint8_t(get(wqe, seg::kSigErrCount));
   m.length = length;
   m.parent_key = 0;
   m.bound_qpn = Mkey::kNoQpn;

@@ -25,8 +25,11 @@ inline constexpr uint64_t kMaskLen = 1ull << 0, kMaskPageSize = 1ull << 1, kMask
                           kMaskPd = 1ull << 7, kMaskEnRinval = 1ull << 8, kMaskKey = 1ull << 13,
                           kMaskLocalRead = 1ull << 17, kMaskLocalWrite = 1ull << 18, kMaskRemoteRead = 1ull << 19,
                           kMaskRemoteWrite = 1ull << 20, kMaskAtomic = 1ull << 21, kMaskFree = 1ull << 29;
-// What this model changes; other bits (signature, relaxed ordering, fences, QPN) are accepted and
-// have no effect here.
+// Signature keys (objects/block_signature.h): the sig err count parity and the BSF enable bit of
+// the MKEY segment's flags_pd.
+inline constexpr uint64_t kMaskSigErr = 1ull << 9, kMaskBsfEnable = 1ull << 12;
+// What this model changes; other bits (relaxed ordering, fences, QPN) are accepted and have no
+// effect here.
 inline constexpr uint64_t kMaskTranslation = kMaskLen | kMaskPageSize | kMaskStartAddr;
 // UMR control segment flags: the translation offset is valid; the key's state the WQE requires
 // (bits 6:5: 1 = free, as when a key is loaded and enabled; 2 = in use, as for a later update).

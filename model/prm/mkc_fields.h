@@ -20,10 +20,13 @@ inline constexpr Field kLocalRead{0x00, 10, 10};
 inline constexpr Field kAccessMode10{0x00, 9, 8};
 inline constexpr Field kVariant{0x04, 7, 0};   // mkey_7_0
 inline constexpr Field kLength64{0x0c, 31, 31};
+inline constexpr Field kBsfEn{0x0c, 30, 30};               // a signature key: room for a BSF
+inline constexpr Field kExpectedSigerrCount{0x0c, 26, 26};  // the UMR segment's sig err count too
 inline constexpr Field kEnRinval{0x0c, 24, 24};
 inline constexpr Field kPd{0x0c, 23, 0};
 inline constexpr uint32_t kStartAddr = 0x10;
 inline constexpr uint32_t kLen = 0x18;
+inline constexpr Field kBsfOctwordSize{0x20, 31, 0};
 inline constexpr Field kTranslationsOctwordSize{0x34, 31, 0};
 inline constexpr Field kLogPageSize{0x38, 4, 0};  // absolute
 

@@ -89,6 +89,7 @@ constexpr OpcodeInfo kOpcodes[] = {
     {wqe_op::kAtomicCs, kSvcReliable, true, true, Payload::kAtomicResult},
     {wqe_op::kAtomicFa, kSvcReliable, true, true, Payload::kAtomicResult},
     {wqe_op::kUmr, kSvcConnected, false, false, Payload::kNone},  // memory window bind/invalidate (objects/umr.h)
+    {wqe_op::kSetPsv, kSvcConnected, false, false, Payload::kNone},  // a signature key's PSV (objects/block_signature.h)
 };
 
 const OpcodeInfo* find_opcode(uint8_t opcode) {

@@ -25,7 +25,7 @@ namespace hcaemu::model {
 namespace wqe_op {
 inline constexpr uint8_t kNop = 0x00, kSendInval = 0x01, kRdmaWrite = 0x08, kRdmaWriteImm = 0x09, kSend = 0x0a,
                          kSendImm = 0x0b, kRdmaRead = 0x10, kAtomicCs = 0x11, kAtomicFa = 0x12, kMaskedAtomicCs = 0x14,
-                         kMaskedAtomicFa = 0x15, kLocalInval = 0x1b, kUmr = 0x25;
+                         kMaskedAtomicFa = 0x15, kLocalInval = 0x1b, kSetPsv = 0x20, kUmr = 0x25;
 }
 
 // Sizes and markers shared by send and receive WQEs.

@@ -173,7 +173,8 @@ void RdmaEngine::receive_datagram(uint32_t qpn, QueuePair& qp, const RocePacket&
   const ReceiveTarget target = receive_target(qp);
   std::vector<DmaChunk> chunks;
   uint64_t total = 0;
-  if (translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone) {
+  if (translate_sges(f_.resources, resp.sges, qp.pd, access::kLocalWrite, chunks, total) != ProtectionError::kNone ||
+      any_signature_key(f_.resources, resp.sges)) {  // signature keys are for connected QPs
     ++counters_.local_protection_errors;
     error_cqe(target.cqn, qpn, 0, index, syndrome::kLocalProtection, true, target.user_index);
     enter_error(qpn, qp);  // a bad receive WQE is the local side's fault: the QP stops (IBA 10.7.3.1)

@@ -17,6 +17,7 @@
 #include "model/congestion/dcqcn.h"
 #include "model/eth/queues.h"
 #include "model/objects/memory_protection.h"
+#include "model/objects/signature_path.h"
 #include "model/rdma/rc_state.h"
 #include "model/timing_preset.h"
 #include "model/objects/resources.h"
@@ -85,6 +86,7 @@ struct RdmaCounters {
   uint64_t tx_no_port = 0, dma_faults = 0, unsupported_service = 0;
   uint64_t umr_wqes = 0, umr_errors = 0;  // the driver's UMR QP (rdma/umr_queue.cpp)
   uint64_t mw_binds = 0, mw_bind_errors = 0;  // UMR WQEs on user QPs: memory windows bound, keys invalidated
+  uint64_t signature_errors = 0, signature_errors_reported = 0;  // block PI checks failed; SIGERR CQEs written
   uint64_t srq_limit_events = 0;  // SRQ_RQ_LIMIT events posted (ARM_RQ's limit reached)
   uint64_t remote_invalidations = 0;  // MKEYs freed by a SEND with Invalidate
   uint64_t uc_packets_dropped = 0;  // UC responder: a message lost to an error, a gap or no receive WQE
@@ -275,6 +277,11 @@ class RdmaEngine {
   void srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq);  // the armed SRQ limit event
   void send_ack(uint32_t qpn, QueuePair& qp, uint32_t psn, uint8_t syndrome);
   void send_read_responses(uint32_t qpn, QueuePair& qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t length);
+
+  // Signature keys (objects/signature_path.h): a SET_PSV WQE (false: no PSV of the QP's PD), and a
+  // failed PI check, reported by a SIGERR CQE into `cqn` while the key is armed.
+  bool set_psv(const QueuePair& qp, std::span<const uint8_t> wqe);
+  void signature_error(uint32_t qpn, QueuePair& qp, uint32_t cqn, const SignatureError& error);
 
   // Errors and completions.
   void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);

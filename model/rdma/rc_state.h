@@ -56,6 +56,7 @@ struct RcResponder : transport::rc::ResponderState {
   uint16_t wqe_index = 0;
   std::vector<Sge> sges;
   PageFaultWait page_fault;  // requests are answered RNR NAK until their pages are in (ODP)
+  std::array<uint8_t, 8> signature_pi{};  // a wire PI split by a packet boundary (objects/signature_path.h)
 };
 
 // DC (rdma/dc.cpp). A DCI talks to one DCT at a time, the one its WQEs' address names: its requests

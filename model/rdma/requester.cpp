@@ -33,6 +33,7 @@ transport::rc::RequestKind kind_of(uint8_t wqe_opcode) {
   using transport::rc::RequestKind;
   switch (wqe_opcode) {
     case wqe_op::kNop:
+    case wqe_op::kSetPsv:
     case wqe_op::kUmr: return RequestKind::kNop;  // local: nothing goes on the wire
     case wqe_op::kRdmaRead: return RequestKind::kRead;
     case wqe_op::kAtomicCs:
@@ -239,6 +240,8 @@ class RdmaEngine::RequesterPort final : public transport::rc::RequesterHost {
       ++e_.counters_.dma_faults;
       return HostResult::kDmaFault;
     }
+    // A signature error is reported ahead of the WQE's completion; the data goes on.
+    if (auto error = reader_.take_signature_error()) e_.signature_error(qpn_, qp_, qp_.cqn_snd, *error);
     ready_ps = reader_.ready_ps();
     if (offset == 0) e_.stamp(qpn_, message, RdmaStage::kPayloadDma, ready_ps);
     bytes = buffer;
@@ -462,6 +465,11 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
     }
     ++counters_.mw_binds;
   }
+  if (wqe.opcode == wqe_op::kSetPsv && !set_psv(qp, bytes)) {
+    qp.sq_consumer = (qp.sq_consumer + blocks) & kCounterMask16;
+    requester_error(qpn, qp, wqe, syndrome::kLocalProtection);
+    return SqStep::kStop;
+  }
   if (post_message(qpn, qp, std::move(wqe), rung_ps != 0 ? rung_ps : doorbell_ps, parsed_ps)) return SqStep::kPosted;
   // Failed and consumed, yet the SQ goes on: only a DCI stream's error does that (rdma/dc.cpp).
   return qp.sq_consumer != consumed_from && !send_queue_stopped(qp) ? SqStep::kFlushed : SqStep::kStop;
@@ -503,6 +511,16 @@ bool RdmaEngine::post_message(uint32_t qpn, QueuePair& qp, SendWqe&& wqe, uint64
   message.wqe = std::move(wqe);
   message.request = work_request(message.wqe);
   message.length = message.wqe.length();
+  if (!message.wqe.has_inline && any_signature_key(f_.resources, message.wqe.sges)) {
+    SignatureList list;  // its keys were checked above: only its layout can be refused here
+    if (list.open(f_.resources, message.wqe.sges, qp.pd, access::kLocalRead) != ProtectionError::kNone ||
+        is_read(message.wqe.opcode) || is_atomic(message.wqe.opcode)) {
+      ++counters_.local_protection_errors;
+      requester_error(qpn, qp, message.wqe, syndrome::kLocalProtection);
+      return false;
+    }
+    message.length = list.wire_length();
+  }
   message.doorbell_ps = doorbell_ps;
   requester_.assign_psns(req, requester_qp(qp), message);
   // Trace id: QPN and last PSN, which the responder can name too (remote delivery).

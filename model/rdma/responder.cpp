@@ -183,8 +183,22 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
       if (e_.raise_page_fault(fault, qp_.rc.resp.page_fault)) return HostResult::kPageFault;
     }
     if (error != ProtectionError::kNone || !pages_were_present()) return HostResult::kProtection;
+    if (any_signature_key(e_.f_.resources, qp_.rc.resp.sges)) return write_signature_receive(offset, data);
     if (offset + data.size() > total) return HostResult::kLength;
     return write(chunks, offset, data);
+  }
+  // Through signature keys: the buffers hold the wire domain's bytes (objects/signature_path.h).
+  HostResult write_signature_receive(uint64_t offset, std::span<const uint8_t> data) {
+    SignatureList list;
+    if (list.open(e_.f_.resources, qp_.rc.resp.sges, e_.responder_pd(qp_), access::kLocalWrite) != ProtectionError::kNone)
+      return HostResult::kProtection;
+    if (offset + data.size() > list.wire_length()) return HostResult::kLength;
+    if (e_.f_.memory == nullptr || !list.write(*e_.f_.memory, offset, data, qp_.rc.resp.signature_pi)) {
+      ++e_.counters_.dma_faults;
+      return HostResult::kDmaFault;
+    }
+    if (auto error = list.take_error()) e_.signature_error(qpn_, qp_, e_.receive_target(qp_).cqn, *error);
+    return HostResult::kOk;
   }
 
   HostResult atomic(const transport::AtomicEth& atomic, bool fetch_add, uint64_t& original) override {
@@ -250,6 +264,9 @@ class RdmaEngine::ResponderPort final : public transport::rc::ResponderHost {
                   protection_error_name(error));
       return HostResult::kProtection;
     }
+    // Remote access through a signature key (a READ or WRITE transformed block by block) is not
+    // modelled: refused as a key the access may not use.
+    if (signature_key(e_.f_.resources, rkey) != nullptr) return HostResult::kProtection;
     return pages_were_present() ? HostResult::kOk : HostResult::kProtection;
   }
   // The request's memory translated (PageFaultWait::progressed); a fault resumed with the error
