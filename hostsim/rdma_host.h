@@ -255,6 +255,7 @@ struct RdmaNode : HostFunction {
     port.to = peer;
     engine.set_port(&port);
     f.qp_moved_to_error = [this](uint32_t qpn) { engine.qp_moved_to_error(qpn); };
+    f.send_queue_resumed = [this](uint32_t qpn) { engine.send_queue_resumed(qpn); };
     f.page_fault_resumed = [this](const PageFault& fault, uint32_t token, bool error) {
       engine.page_fault_resumed(fault, token, error);
     };

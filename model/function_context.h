@@ -90,6 +90,7 @@ struct FunctionContext {
   // is flushed (the command runs on the same thread as the data path).
   std::function<void(uint32_t qpn)> qp_moved_to_error{};
   std::function<void(uint32_t qpn)> qp_ready{};  // INIT to RTR, RTR to RTS
+  std::function<void(uint32_t qpn)> send_queue_resumed{};  // SQD to RTS: the held WQEs run
   // PAGE_FAULT_RESUME took an ODP fault (objects/page_faults.h) from resources.page_faults: the
   // data path lets the work it held go on, or fail (error).
   std::function<void(const PageFault& fault, uint32_t token, bool error)> page_fault_resumed{};

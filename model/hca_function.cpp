@@ -45,6 +45,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
                   .consume_ps = [](uint64_t ps) { pcie::consume_model_time(pcie::from_ps(ps)); }});
   context_.qp_moved_to_error = [this](uint32_t qpn) { rdma_.qp_moved_to_error(qpn); };
   context_.qp_ready = [this](uint32_t qpn) { rdma_.qp_ready(qpn); };
+  context_.send_queue_resumed = [this](uint32_t qpn) { rdma_.send_queue_resumed(qpn); };
   context_.page_fault_resumed = [this](const PageFault& fault, uint32_t token, bool error) {
     rdma_.page_fault_resumed(fault, token, error);
   };

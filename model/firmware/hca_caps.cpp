@@ -189,6 +189,7 @@ constexpr CapValue kGeneralCaps[] = {
     // Signature MKEYs (objects/block_signature.h): T10-DIF and CRC32/CRC32C blocks in one domain,
     // SIGERR CQEs that name the domain. No CRC64, no 4048-byte blocks.
     {gen::kSho, 1},
+    {gen::kDrainSigerr, 1},  // signature pipelining: SQD at the next fenced WQE, SQD_RTS_QP
     {gen::kSigerrCqe, 1},
     {gen::kSigerrDomainAndSigType, 1},
     {gen::kSigCrc32c, 1},

@@ -34,7 +34,7 @@ using namespace fw;
 
 constexpr uint16_t kCreateQp = 0x500, kDestroyQp = 0x501, kQueryQp = 0x50b;
 constexpr uint16_t kRst2Init = 0x502, kInit2Rtr = 0x503, kRtr2Rts = 0x504, kRts2Rts = 0x505, kSqErr2Rts = 0x506;
-constexpr uint16_t k2Err = 0x507, k2Rst = 0x50a, kInit2Init = 0x50e;
+constexpr uint16_t k2Err = 0x507, k2Rst = 0x50a, kSqd2Rts = 0x50c, kInit2Init = 0x50e;
 constexpr uint16_t kAttachToMcg = 0x806, kDetachFromMcg = 0x807;
 
 constexpr Field kQpn{0x08, 23, 0};
@@ -61,7 +61,7 @@ constexpr uint32_t kMaxMtu = 5;  // IB enum: 1 = 256 ... 5 = 4096
 constexpr uint32_t kPkeyTableSize = 128;
 
 // Transitions and the states they leave from.
-enum TransitionBit : uint8_t { kR2I = 1, kI2I = 2, kI2R = 4, kR2S = 8, kS2S = 16, kE2S = 32 };
+enum TransitionBit : uint8_t { kR2I = 1, kI2I = 2, kI2R = 4, kR2S = 8, kS2S = 16, kE2S = 32, kD2S = 64 };
 
 struct Transition {
   uint16_t opcode;
@@ -74,13 +74,15 @@ struct Transition {
 constexpr uint32_t from(QpState s) { return 1u << uint32_t(s); }
 constexpr uint32_t kAnyState = 0x7f;
 
-constexpr std::array<Transition, 8> kTransitions{{
+constexpr std::array<Transition, 9> kTransitions{{
     {kRst2Init, "RST2INIT_QP", kR2I, from(QpState::kReset), QpState::kInit},
     {kInit2Init, "INIT2INIT_QP", kI2I, from(QpState::kInit), QpState::kInit},
     {kInit2Rtr, "INIT2RTR_QP", kI2R, from(QpState::kInit), QpState::kRtr},
     {kRtr2Rts, "RTR2RTS_QP", kR2S, from(QpState::kRtr), QpState::kRts},
     {kRts2Rts, "RTS2RTS_QP", kS2S, from(QpState::kRts), QpState::kRts},
     {kSqErr2Rts, "SQERR2RTS_QP", kE2S, from(QpState::kSqError), QpState::kRts},
+    // The SQ drained at a fenced WQE after a signature error (rdma/signature.cpp) resumes there.
+    {kSqd2Rts, "SQD_RTS_QP", kD2S, from(QpState::kSqDrained), QpState::kRts},
     {k2Err, "2ERR_QP", 0, kAnyState, QpState::kError},
     {k2Rst, "2RST_QP", 0, kAnyState, QpState::kReset},
 }};
@@ -92,6 +94,7 @@ inline constexpr uint32_t kAltAddrPath = 1u << 0, kRre = 1u << 1, kRae = 1u << 2
                           kSraMax = 1u << 8, kRraMax = 1u << 9, kPmState = 1u << 10, kRetryCount = 1u << 12,
                           kRnrRetry = 1u << 13, kAckTimeout = 1u << 14, kLagTxAff = 1u << 15, kPriPort = 1u << 16,
                           kSrqn = 1u << 18, kCqnRcv = 1u << 19, kCounterSetId = 1u << 25;
+inline constexpr uint32_t kDrainSigerr = 1u << 11;  // INIT2INIT: qpc.drain_sigerr (libmlx5, DevX)
 }
 
 // A DCI takes a connected QP's transitions (its path's attributes, retry budget and PSNs); where it
@@ -107,12 +110,15 @@ uint32_t allowed_optional(uint8_t transition, uint8_t st) {
   const uint32_t access = rc ? (kRre | kRwe | kRae) : uc ? kRwe : 0;
   const uint32_t datagram_qkey = connected(st) ? 0 : kQkey;
   switch (transition) {
-    case kI2I: return access | kPkeyIndex | kPriPort | datagram_qkey | (connected(st) ? kLagTxAff : 0) | kCounterSetId;
+    case kI2I:
+      return access | kPkeyIndex | kPriPort | datagram_qkey | (connected(st) ? kLagTxAff | kDrainSigerr : 0) |
+             kCounterSetId;
     case kI2R: return access | kPkeyIndex | datagram_qkey | (connected(st) ? kAltAddrPath | kLagTxAff : 0) | kCounterSetId;
     case kR2S:
       return access | datagram_qkey | (connected(st) ? kAltAddrPath | kPmState : 0) | (rc ? kRnrTimeout : 0) |
              kCounterSetId;
     case kS2S:
+    case kD2S:
       return access | (connected(st) ? kAltAddrPath | kPmState : kQkey) | (rc ? kRnrTimeout : 0) | kCounterSetId;
     case kE2S: return access | datagram_qkey | (rc ? kRnrTimeout : 0) | kCounterSetId;
     default: return 0;  // RST2INIT takes its parameters as required ones
@@ -132,7 +138,7 @@ struct FieldRule {
   uint8_t required_connected;
   uint32_t optional_bit;  // 0: never optional
 };
-constexpr std::array<FieldRule, 33> kAttributeFields{{
+constexpr std::array<FieldRule, 34> kAttributeFields{{
     {qpc::kLagTxPortAffinity, kR2I, 0, opt::kLagTxAff},
     {qpc::kPmState, kR2I, 0, opt::kPmState},
     {qpc::kMtu, kI2R, 0, 0},
@@ -166,6 +172,7 @@ constexpr std::array<FieldRule, 33> kAttributeFields{{
     {qpc::kMinRnrNak, 0, kI2R, opt::kRnrTimeout},
     {qpc::kNextRcvPsn, 0, kI2R, 0},
     {qpc::kQkey, kR2I, 0, opt::kQkey},
+    {qpc::kDrainSigerr, 0, 0, opt::kDrainSigerr},
 }};
 
 bool service_type_supported(uint32_t st) {
@@ -316,6 +323,7 @@ void query_qp(CommandCall& call) {
   set(call.out(), kOptParamMask, qp->opt_param_mask);
   auto out = sub(call.out(), kQpc, kQpcSize);
   std::copy(qp->context.begin(), qp->context.end(), out.begin());
+  set(out, qpc::kHwSqWqebbCounter, qp->sq_consumer & 0xffff);
 }
 
 // What each transition needs of the context it leaves behind (fields it did not take were checked
@@ -433,6 +441,7 @@ void modify_qp(CommandCall& call, const Transition& t) {
   set(qp->context, qpc::kState, uint32_t(t.to));
   if (entered_error && call.function().qp_moved_to_error) call.function().qp_moved_to_error(get(call.in(), kQpn));
   if ((t.bit == kI2R || t.bit == kR2S) && call.function().qp_ready) call.function().qp_ready(get(call.in(), kQpn));
+  if (t.bit == kD2S && call.function().send_queue_resumed) call.function().send_queue_resumed(get(call.in(), kQpn));
 }
 
 }  // namespace

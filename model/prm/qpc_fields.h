@@ -9,6 +9,8 @@
 namespace hcaemu::model::qpc {
 
 inline constexpr Field kState{0x00, 31, 28};
+inline constexpr Field kDrainSigerr{0x04, 26, 26};         // signature pipelining (rdma/signature.cpp)
+inline constexpr Field kHwSqWqebbCounter{0xb4, 31, 16};    // QUERY_QP: the first WQEBB not executed
 inline constexpr Field kLagTxPortAffinity{0x00, 27, 24};
 inline constexpr Field kPmState{0x00, 12, 11};
 inline constexpr Field kSt{0x00, 23, 16};

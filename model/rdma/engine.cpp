@@ -396,8 +396,9 @@ bool RdmaEngine::receive(std::span<const uint8_t> frame, uint64_t arrival_ps) {
     return true;
   }
   if (dcqcn_ != nullptr && (packet.traffic_class & 3) == 3) notify_congestion(qpn, *qp);  // Congestion Experienced
-  // In SQE only the send queue has stopped (UC and UD/QP1 QPs).
-  const bool receiving = qp->state == QpState::kRtr || qp->state == QpState::kRts || qp->state == QpState::kSqError;
+  // In SQE only the send queue has stopped (UC and UD/QP1 QPs); in SQD it holds its WQEs.
+  const bool receiving = qp->state == QpState::kRtr || qp->state == QpState::kRts ||
+                         qp->state == QpState::kSqError || qp->state == QpState::kSqDrained;
   if (is_datagram(*qp)) {
     if (!receiving) {
       ++counters_.rx_qp_not_ready;
@@ -418,7 +419,7 @@ void RdmaEngine::receive_connected(uint32_t qpn, QueuePair& qp, const RocePacket
     return;
   }
   const bool response = transport::carries(packet.opcode, transport::hdr::kResponse);
-  if (response ? qp.state != QpState::kRts : !receiving) {
+  if (response ? qp.state != QpState::kRts && qp.state != QpState::kSqDrained : !receiving) {
     ++counters_.rx_qp_not_ready;
     return;
   }

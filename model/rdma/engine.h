@@ -138,6 +138,8 @@ class RdmaEngine {
   // afresh in DCQCN: at line rate).
   void set_qp_hook(QpHook hook) { qp_hook_ = std::move(hook); }
   void qp_ready(uint32_t qpn);
+  // SQD2RTS: a QP drained by a signature error (rdma/signature.cpp) runs its held WQEs.
+  void send_queue_resumed(uint32_t qpn);
   // Maps a peer's MAC to its function (vhca id), -1 when unknown: lets the responder stamp the
   // remote delivery of a message on the requester's trace record.
   void set_peer_lookup(std::function<int32_t(const transport::Mac&)> lookup) { peer_lookup_ = std::move(lookup); }
@@ -282,6 +284,9 @@ class RdmaEngine {
   // failed PI check, reported by a SIGERR CQE into `cqn` while the key is armed.
   bool set_psv(const QueuePair& qp, std::span<const uint8_t> wqe);
   void signature_error(uint32_t qpn, QueuePair& qp, uint32_t cqn, const SignatureError& error);
+  // A fenced WQE after a reported signature error on a QP with drain_sigerr: waits for the WQEs
+  // before it, then the QP goes to SQD there and raises SQ_DRAINED. True: the WQE does not run now.
+  bool drains_for_signature_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe);
 
   // Errors and completions.
   void requester_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe, uint8_t syndrome);

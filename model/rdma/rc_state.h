@@ -37,6 +37,9 @@ struct RcRequester : transport::rc::RequesterState {
   bool timer_armed = false;
   TimerDeadline deadline{};  // ACK timeout or RNR wait (timer_armed)
   PageFaultWait page_fault;  // the WQE at the head of the SQ waits for its pages (ODP)
+  // Signature pipelining (qpc.drain_sigerr): a signature error was reported, so the next fenced
+  // WQE drains the SQ (SQD) instead of running; SQD2RTS clears it.
+  bool signature_error_pending = false;
   // A message already on its way met a page not present (its payload when sent again, or the
   // READ response or atomic result it receives): sending goes on from this PSN once the fault is
   // resumed, and resends asked for meanwhile fold into it.

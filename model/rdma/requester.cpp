@@ -451,6 +451,7 @@ RdmaEngine::SqStep RdmaEngine::next_wqe(uint32_t qpn, QueuePair& qp, uint32_t pr
   if (qp.st == qp_st::kDci && kind != transport::rc::RequestKind::kNop && !dci_ready_for(qpn, qp, wqe))
     return qp.sq_consumer != consumed_from ? SqStep::kFlushed  // its stream is in error
                                            : SqStep::kStop;    // another DCT: waits for the connection before it
+  if (drains_for_signature_error(qpn, qp, wqe)) return SqStep::kStop;
   if (!requester_.admit(qp.rc.req, wqe.fence != 0, port, needs_response, depth))
     return SqStep::kStop;  // fenced, or at its initiator depth: waits for responses
   if (wqe.opcode == wqe_op::kUmr) {  // a memory window bound or a key invalidated, in SQ order

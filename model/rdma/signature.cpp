@@ -16,6 +16,7 @@ constexpr uint8_t kCqeSigErr = 0xc;
 constexpr uint32_t kExpectedSignature = 0x10, kActualSignature = 0x14, kExpectedRefTag = 0x18, kActualRefTag = 0x1c,
                    kSyndrome = 0x20, kSigType = 0x22, kDomain = 0x23, kKey = 0x24, kErrorOffset = 0x28;
 constexpr uint8_t kSigTypeBlock = 0, kDomainWire = 0, kDomainMemory = 1;
+constexpr uint8_t kFenceDrains = 2;  // fm of the WQEs a drain stops at (libmlx5's IBV_SEND_FENCE is 4)
 
 }  // namespace
 
@@ -50,7 +51,31 @@ void RdmaEngine::signature_error(uint32_t qpn, QueuePair& qp, uint32_t cqn, cons
     store_be32(&cqe[cqe::kSopDropQpn], qpn & 0xffffff);
     cqe[cqe::kOpOwn] = uint8_t(kCqeSigErr << 4);
   });
-  (void)qp;
+  if (get(qp.context, qpc::kDrainSigerr)) qp.rc.req.signature_error_pending = true;
+}
+
+bool RdmaEngine::drains_for_signature_error(uint32_t qpn, QueuePair& qp, const SendWqe& wqe) {
+  if (!qp.rc.req.signature_error_pending || wqe.fence < kFenceDrains) return false;
+  if (!qp.rc.req.outstanding.empty()) {  // the completions before it first: the completer resumes
+    qp.rc.req.fence_blocked = true;       // a fence-blocked SQ as each of them completes
+    return true;
+  }
+  qp.state = QpState::kSqDrained;
+  set(qp.context, qpc::kState, uint32_t(QpState::kSqDrained));
+  std::array<uint8_t, eqe::kDataSize> data{};
+  data[20] = 0;  // mlx5_eqe_qp_srq: resource type QP
+  store_be32(&data[24], qpn);
+  eq_post(f_, eqe::kSqDrained, 0, data);
+  log().debug("function {}: QP {:#x}: SQ drained at WQE {:#x} (opcode {:#x}, fm {}) after a signature error",
+              f_.identity.vhca_id, qpn, wqe.wqe_index, wqe.opcode, wqe.fence);
+  return true;
+}
+
+void RdmaEngine::send_queue_resumed(uint32_t qpn) {
+  QueuePair* qp = f_.resources.qps.find(qpn);
+  if (qp == nullptr) return;
+  qp->rc.req.signature_error_pending = false;
+  process_sq(qpn, *qp);  // the WQEs from where it drained, read again (the driver may have cancelled some)
 }
 
 }  // namespace hcaemu::model

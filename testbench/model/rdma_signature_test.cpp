@@ -7,6 +7,7 @@
 
 #include "model/objects/block_signature.h"
 #include "model/objects/umr.h"
+#include "model/prm/qpc_fields.h"
 #include "testbench/model/rdma_fixture.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -246,6 +247,46 @@ TEST_F(SignatureKeyTest, RemoteAccessAndMisalignedOrTooLongSgesAreRefused) {
   auto done = a.drain(*c.a->scq);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].opcode, kCqeReqErr) << "a WRITE through a signature key is not modelled";
+}
+
+// Signature pipelining (qpc.drain_sigerr): after a reported error the next fenced WQE does not run;
+// the SQ drains there (SQD, QUERY_QP names the WQE) until SQD_RTS_QP, after which it runs as read
+// again from the SQ.
+TEST_F(SignatureKeyTest, AFencedWqeAfterASignatureErrorDrainsTheSqUntilSqdToRts) {
+  a.put(src, 0, std::vector<uint8_t>(516, 'c'));
+  const uint32_t ka = create_signature_key(a);
+  const auto bsf = crc32_bsf(true, 0xf0);
+  ASSERT_EQ(configure(a, *c.a, ka, src, 516, &bsf), kCqeReq);
+  set(a.f.resources.qps.find(c.a->qpn)->context, qpc::kDrainSigerr, 1);  // as INIT2INIT with opt bit 11 sets it
+  Mr reply = a.reg_mr(64);
+  a.put(reply, 0, pattern(16, 4));
+  b.post_recv(*c.b, {{dst.va(1024), 64, dst.key}});
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{0, 512, ka}}, .remote_va = dst.va(0), .rkey = dst.key,
+                     .signalled = false, .fence = 1});
+  const uint16_t fenced = c.a->sq_pi & 0xffff;
+  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{reply.va(0), 16, reply.key}}, .fence = 4});
+  p.pump();
+  auto sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeSigErr);
+  EXPECT_TRUE(b.drain(*c.b->rcq).empty()) << "the fenced SEND did not run";
+  EXPECT_EQ(b.get(dst, 0, 512), std::vector<uint8_t>(512, 'c')) << "the WRITE before it did";
+  std::vector<uint8_t> query(0x10);
+  store_be32(&query[8], c.a->qpn);
+  ASSERT_EQ(a.run(0x50b, query, 0x100), 0);
+  EXPECT_EQ(a.out[0x18] >> 4, 5) << "SQ drained";
+  EXPECT_EQ(load_be16(&a.out[0x18 + 0xb4]), fenced) << "where it stopped";
+  std::vector<uint8_t> resume(0x100);
+  store_be32(&resume[8], c.a->qpn);
+  ASSERT_EQ(a.run(0x50c, resume), 0);
+  p.pump();
+  sent = a.drain(*c.a->scq);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].opcode, kCqeReq);
+  const auto got = b.drain(*c.b->rcq);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(b.get(dst, 1024, 16), pattern(16, 4));
+  EXPECT_EQ(a.run(0x50c, resume), 0x10) << "SQD_RTS_QP from RTS: bad QP state";
 }
 
 TEST_F(SignatureKeyTest, ASetPsvCompletesForAPsvOfTheQpsPdOnly) {

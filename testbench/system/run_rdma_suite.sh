@@ -21,7 +21,7 @@ MODULE_TIMEOUT=${SUITE_MODULE_TIMEOUT:-300}
 # the VF's source-MAC spoof check drops, as a ConnectX's does: the host admin turns it off for the
 # VF under test, as `ip link set PF vf 0 spoofchk off` would.
 echo '{"vfs": {"0": {"spoofchk": false}}}' > "$WORK/suite-config.json"
-start_hcaemu 1 --config "$WORK/suite-config.json"
+start_hcaemu 1 --config "$WORK/suite-config.json" ${HCAEMU_TEST_LOG_LEVEL:+--log-level $HCAEMU_TEST_LOG_LEVEL}
 verdict=0
 for fn in $FUNCTIONS; do
   case $fn in
