@@ -1,6 +1,6 @@
 #!/bin/bash
 # Coverage-guided fuzzing of the parsers that take untrusted input: vfio-user messages, command
-# queue entries and mailboxes, send/receive WQEs, RoCEv2 frames (alone and into live RC/UC/UD/XRC
+# queue entries and mailboxes, send/receive WQEs and signature BSFs, RoCEv2 frames (alone and into live RC/UC/UD/XRC
 # QPs), config space writes, the vfio-user server with fds and a late backend, packet captures and workload
 # files. Builds the libFuzzer targets with clang (every library instrumented, ASan and UBSan on)
 # into ${HCAEMU_FUZZ_BUILD_DIR:-build-fuzz} and runs each for a bounded time from its seed corpus

@@ -1,11 +1,14 @@
 // libFuzzer target: arbitrary bytes as a send WQE (every service type, with and without an SGE
-// limit) and as RQ and SRQ receive WQEs. The parsers must answer every shape without reading
-// outside the buffer, and what they accept must be consistent with ds.
+// limit), as RQ and SRQ receive WQEs and as the BSF a signature key's UMR carries. The parsers must
+// answer every shape without reading outside the buffer, what they accept must be consistent with
+// ds, and a signature domain they accept must accept the PI it computes itself.
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <vector>
 
+#include "model/objects/block_signature.h"
 #include "model/queues/recv_wqe.h"
 #include "model/objects/resources.h"
 #include "model/queues/send_wqe.h"
@@ -33,5 +36,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (parse_recv_wqe(all, sges) == WqeError::kNone && sges.size() * 16 > size) abort();
   uint16_t next = 0;
   if (parse_srq_wqe(all, next, sges) == WqeError::kNone && sges.size() * 16 + 16 > size) abort();
+  BlockSignature signature;
+  if (size >= kBsfBytes && parse_bsf(all.first(kBsfBytes), signature) == BsfError::kNone) {
+    if (signature.memory.has_pi() && signature.wire.has_pi()) abort();  // one domain at most
+    for (const SigDomain* d : {&signature.memory, &signature.wire}) {
+      if (!d->has_pi()) continue;
+      if (d->block_size == 0 || d->block_size > 4160 || d->pi_size() > 8) abort();
+      std::vector<uint8_t> block(d->block_size);
+      for (size_t i = 0; i < block.size(); ++i) block[i] = bytes[i % size];
+      std::array<uint8_t, 8> pi{};
+      compute_pi(*d, block, size, pi);
+      if (check_pi(*d, 0xff, block, size, std::span<const uint8_t>(pi.data(), d->pi_size()))) abort();
+    }
+  }
   return 0;
 }
