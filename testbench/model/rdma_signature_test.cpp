@@ -138,6 +138,13 @@ struct SignatureKeyTest : ConnectedPairTest<8192> {
     EXPECT_EQ(done.size(), 1u);
     return done.empty() ? 0xff : done[0].opcode;
   }
+  // B's signature key over a fresh MR (`landing`) of `bytes`, configured with `bsf`.
+  uint32_t receiving_key(Mr& landing, uint32_t bytes, const std::array<uint8_t, 64>& bsf) {
+    landing = b.reg_mr(bytes, access_bits::kAll);
+    const uint32_t key = create_signature_key(b);
+    EXPECT_EQ(configure(b, *c.b, key, landing, bytes, &bsf), kCqeReq);
+    return key;
+  }
   // A SEND of `bytes` through `key` at A into a receive of `recv_bytes` through `recv_key` at B; a
   // signature key is zero-based, a plain MR (src, dst) starts at its iova.
   std::pair<std::vector<Cqe>, std::vector<Cqe>> send(uint32_t key, uint32_t bytes, uint32_t recv_key,
@@ -209,10 +216,8 @@ TEST_F(SignatureKeyTest, AMemoryCrcThatDoesNotHoldIsReportedOnceBeforeTheSendCom
 
 TEST_F(SignatureKeyTest, AReceiveThroughAMemoryCrcKeyWritesTheCrcAfterEachBlock) {
   a.put(src, 0, pattern(1024, 9));
-  const uint32_t kb = create_signature_key(b);
-  Mr landing = b.reg_mr(1032, access_bits::kAll);
-  const auto bsf = crc32_bsf(true, 0xf0);
-  ASSERT_EQ(configure(b, *c.b, kb, landing, 1032, &bsf), kCqeReq);
+  Mr landing;
+  const uint32_t kb = receiving_key(landing, 1032, crc32_bsf(true, 0xf0));
   auto [sent, got] = send(src.key, 1024, kb, 1024);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].opcode, kCqeRespSend);
@@ -226,10 +231,8 @@ TEST_F(SignatureKeyTest, AReceiveThroughAMemoryCrcKeyWritesTheCrcAfterEachBlock)
 TEST_F(SignatureKeyTest, AWireCrcThatDoesNotHoldIsReportedOnTheReceiveCq) {
   auto wire = pattern(516, 5);  // a block and a CRC that is not its
   a.put(src, 0, wire);
-  const uint32_t kb = create_signature_key(b);
-  Mr landing = b.reg_mr(512, access_bits::kAll);
-  const auto bsf = crc32_bsf(false, 0xf0);
-  ASSERT_EQ(configure(b, *c.b, kb, landing, 512, &bsf), kCqeReq);
+  Mr landing;
+  const uint32_t kb = receiving_key(landing, 512, crc32_bsf(false, 0xf0));
   auto [sent, got] = send(src.key, 516, kb, 512);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].opcode, kCqeSigErr);
@@ -237,7 +240,19 @@ TEST_F(SignatureKeyTest, AWireCrcThatDoesNotHoldIsReportedOnTheReceiveCq) {
   EXPECT_EQ(b.get(landing, 0, 512), std::vector<uint8_t>(wire.begin(), wire.begin() + 512)) << "stripped";
 }
 
-TEST_F(SignatureKeyTest, RemoteAccessAndMisalignedOrTooLongSgesAreRefused) {
+TEST_F(SignatureKeyTest, AnSgeThatDoesNotStartOnABlockIsRefused) {
+  const uint32_t ka = create_signature_key(a);
+  const auto bsf = crc32_bsf(false, 0xf0);
+  ASSERT_EQ(configure(a, *c.a, ka, src, 1024, &bsf), kCqeReq);
+  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{8, 64, ka}}});
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReqErr);
+  EXPECT_TRUE(b.drain(*c.b->rcq).empty()) << "nothing sent";
+}
+
+TEST_F(SignatureKeyTest, RemoteAccessThroughASignatureKeyIsRefused) {
   const uint32_t ka = create_signature_key(a), kb = create_signature_key(b);
   const auto bsf = crc32_bsf(false, 0xf0);
   ASSERT_EQ(configure(a, *c.a, ka, src, 1024, &bsf), kCqeReq);
