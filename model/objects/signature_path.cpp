@@ -34,7 +34,12 @@ ProtectionError SignatureList::open(const Resources& r, std::span<const Sge> sge
     if (p.sig != nullptr) {
       const BlockSignature& s = p.sig->signature;
       const uint32_t block = s.block_size();
-      if (p.stream_start % block != 0) return ProtectionError::kBounds;
+      // The key's length is its memory's; a stream range past its data (or wrapping) is out too.
+      const uint64_t memory_pi = s.memory.pi_size();
+      const uint64_t stream_bytes = p.sig->length / (block + memory_pi) * block +
+                                    std::min<uint64_t>(p.sig->length % (block + memory_pi), block);
+      if (p.stream_start % block != 0 || p.stream_start > stream_bytes || p.length > stream_bytes - p.stream_start)
+        return ProtectionError::kBounds;
       // The memory range the stream covers, PI of its completed blocks included, is inside the key.
       const uint64_t memory_end = domain_offset(p.stream_start + p.length, block, s.memory.pi_size());
       std::vector<DmaChunk> probe;
@@ -125,6 +130,7 @@ bool SignatureList::piece_io(pcie::HostMemory& m, const Piece& p, uint64_t offse
     const uint32_t r = uint32_t(pos % unit);
     const uint64_t abs_block = p.stream_start / block + k;
     if (r < block) {  // data
+      if (k * block + r >= p.length) return false;  // past the stream (wire_length bounds the offsets)
       const size_t run = size_t(std::min<uint64_t>({size - done, block - r, p.length - (k * block + r)}));
       const uint64_t memory_at = abs_block * (block + memory_pi) + r;
       if (!memory_io(m, p, memory_at, gather ? out.subspan(done, run) : std::span<uint8_t>{},

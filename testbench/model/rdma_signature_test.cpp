@@ -252,6 +252,17 @@ TEST_F(SignatureKeyTest, AnSgeThatDoesNotStartOnABlockIsRefused) {
   EXPECT_TRUE(b.drain(*c.b->rcq).empty()) << "nothing sent";
 }
 
+TEST_F(SignatureKeyTest, AnSgePastTheKeysDataIsRefused) {
+  const uint32_t ka = create_signature_key(a);
+  const auto bsf = crc32_bsf(true, 0xf0);
+  ASSERT_EQ(configure(a, *c.a, ka, src, 516, &bsf), kCqeReq);  // 512 data bytes and their CRC
+  a.post_send(*c.a, {.opcode = wqe_op::kSend, .sges = {{0, 516, ka}}});
+  p.pump();
+  const auto done = a.drain(*c.a->scq);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].opcode, kCqeReqErr) << "516 stream bytes where the key holds 512";
+}
+
 TEST_F(SignatureKeyTest, RemoteAccessThroughASignatureKeyIsRefused) {
   const uint32_t ka = create_signature_key(a), kb = create_signature_key(b);
   const auto bsf = crc32_bsf(false, 0xf0);
