@@ -60,6 +60,13 @@ uint32_t eq_post(FunctionContext& f, uint8_t type, uint8_t sub_type, std::span<c
   return delivered;
 }
 
+uint32_t eq_post_qp_srq(FunctionContext& f, uint8_t type, uint8_t resource_type, uint32_t number) {
+  std::array<uint8_t, eqe::kDataSize> data{};
+  data[20] = resource_type;
+  store_be32(&data[24], number);
+  return eq_post(f, type, 0, data);
+}
+
 bool eq_has_subscriber(const FunctionContext& f, uint8_t type) {
   return std::any_of(f.resources.eqs.begin(), f.resources.eqs.end(),
                      [type](const auto& entry) { return entry.second.subscribes(type); });

@@ -70,6 +70,13 @@ bool eq_write(FunctionContext& f, uint32_t eqn, uint8_t type, uint8_t sub_type, 
 // Routes an event to every EQ of the function subscribed to `type`; returns how many took it.
 uint32_t eq_post(FunctionContext& f, uint8_t type, uint8_t sub_type, std::span<const uint8_t> data);
 
+// An event about one QP or SRQ (mlx5_eqe_qp_srq: the resource type after five reserved dwords,
+// then its number), routed as eq_post routes it.
+namespace eqe {
+inline constexpr uint8_t kResourceQp = 0, kResourceSrq = 1;
+}
+uint32_t eq_post_qp_srq(FunctionContext& f, uint8_t type, uint8_t resource_type, uint32_t number);
+
 bool eq_has_subscriber(const FunctionContext& f, uint8_t type);
 
 // The +0x40 (arm = true) / +0x48 doorbell. False when `eqn` names no EQ of the function or the CI

@@ -62,10 +62,7 @@ bool RdmaEngine::take_srq_wqe(QueuePair& qp, uint32_t srqn) {
 
 void RdmaEngine::srq_limit_reached(uint32_t srqn, SharedReceiveQueue& srq) {
   srq.set_limit(0);  // one event per arming (IBA 11.5.2.5)
-  std::array<uint8_t, eqe::kDataSize> data{};
-  data[20] = 1;  // mlx5_eqe_qp_srq: the resource type (SRQ) after five reserved dwords, then the number
-  store_be32(&data[24], srqn);
-  if (eq_post(f_, eqe::kSrqRqLimit, 0, data) != 0) ++counters_.srq_limit_events;
+  if (eq_post_qp_srq(f_, eqe::kSrqRqLimit, eqe::kResourceSrq, srqn) != 0) ++counters_.srq_limit_events;
 }
 
 bool RdmaEngine::take_receive_wqe(QueuePair& qp) {

@@ -62,10 +62,7 @@ bool RdmaEngine::drains_for_signature_error(uint32_t qpn, QueuePair& qp, const S
   }
   qp.state = QpState::kSqDrained;
   set(qp.context, qpc::kState, uint32_t(QpState::kSqDrained));
-  std::array<uint8_t, eqe::kDataSize> data{};
-  data[20] = 0;  // mlx5_eqe_qp_srq: resource type QP
-  store_be32(&data[24], qpn);
-  eq_post(f_, eqe::kSqDrained, 0, data);
+  eq_post_qp_srq(f_, eqe::kSqDrained, eqe::kResourceQp, qpn);
   log().debug("function {}: QP {:#x}: SQ drained at WQE {:#x} (opcode {:#x}, fm {}) after a signature error",
               f_.identity.vhca_id, qpn, wqe.wqe_index, wqe.opcode, wqe.fence);
   return true;
