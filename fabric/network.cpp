@@ -46,6 +46,14 @@ void Network::build(const Topology& t) {
     stats_.push_back({.name = name(b) + "->" + name(a)});
   }
   last_bin_.assign(stats_.size(), {0, nullptr});
+  // A host's frame first shows where its first link ends: at a switch, one more link on.
+  handed_in_grace_ = UINT64_MAX;
+  for (const Transmitter& tx : tx_) {
+    if (!nodes_[tx.node].is_host) continue;
+    handed_in_grace_ = nodes_[tx.peer].is_host ? 0 : std::min(handed_in_grace_, tx.propagation_ps);
+    if (handed_in_grace_ == 0) break;
+  }
+  if (handed_in_grace_ == UINT64_MAX) handed_in_grace_ = 0;
   for (Node& n : nodes_) {
     n.ingress_bytes.assign(n.ports.size(), {});
     n.pausing.assign(n.ports.size(), {});
@@ -85,11 +93,12 @@ void Network::schedule(uint64_t at, EventKind kind, uint32_t a, uint32_t b, uint
   // own) take their turns in a seeded random order, behind the node's other events of that time. In
   // order of the sending hosts' numbers, synchronised senders would always find the same queue
   // ahead of them: host 0's packets the shortest, the last host's the longest, so the last is
-  // ECN-marked more often, every time.
+  // ECN-marked more often, every time. A frame's turn is drawn from the seed, its time and the
+  // link it comes in by, so it does not depend on the order the hosts handed their frames in.
   uint64_t order = next_order_++ & 0xffffffffu;
   if (kind == EventKind::kArrive) {
-    tiebreak_ = mix(tiebreak_);
-    order |= (uint64_t(1) << 63) | ((tiebreak_ >> 33) << 32);
+    const uint64_t turn = mix(tiebreak_ ^ mix(at ^ (uint64_t(a) << 40) ^ (uint64_t(b) << 20)));
+    order |= (uint64_t(1) << 63) | ((turn >> 33) << 32);
     // Nothing can change a frame's way to a host once it is on the last link: it goes to the host
     // now, stamped with its arrival, and costs the network no event of its own.
     if (nodes_[a].is_host) return arrive(a, b, frame, at);
@@ -110,8 +119,19 @@ uint32_t Network::store(std::vector<uint8_t>&& frame) {
 }
 
 std::optional<uint64_t> Network::next_event_ps() const {
+  const std::optional<uint64_t> own = next_own_event_ps(), handed = next_handed_in_ps();
+  if (!own || !handed) return own ? own : handed;
+  return std::min(*own, *handed);
+}
+
+std::optional<uint64_t> Network::next_own_event_ps() const {
   if (events_.empty()) return std::nullopt;
   return events_.front().at;
+}
+
+std::optional<uint64_t> Network::next_handed_in_ps() const {
+  if (handed_in_.empty()) return std::nullopt;
+  return handed_in_.front().at;
 }
 
 uint64_t Network::host_blocked_until(uint32_t host, uint64_t now_ps) const {
@@ -153,32 +173,60 @@ void Network::note_queue(uint32_t t) {
 }
 
 void Network::run_until(uint64_t now_ps) {
-  while (!events_.empty() && events_.front().at <= now_ps) {
+  for (;;) {
+    const bool own = !events_.empty() && events_.front().at <= now_ps;
+    const bool handed = !handed_in_.empty() && handed_in_.front().at <= now_ps;
+    if (!own && !handed) break;
+    // A frame handed in goes after the network's own events of its time, as send() then would.
+    if (handed && (!own || handed_in_.front().at < events_.front().at)) {
+      std::pop_heap(handed_in_.begin(), handed_in_.end(), std::greater<>());
+      const HandedIn h = handed_in_.back();
+      handed_in_.pop_back();
+      now_ = h.at;
+      if (hooks_.taken) hooks_.taken(h.host, frames_[h.slot], h.at);
+      take_from_host(h.host, h.slot);
+      continue;
+    }
     std::pop_heap(events_.begin(), events_.end(), std::greater<>());
     const Event e = events_.back();
     events_.pop_back();
     now_ = e.at;
-    switch (e.kind) {
-      case EventKind::kArrive: arrive(e.a, e.b, e.frame, e.at); break;
-      case EventKind::kTxDone: tx_done(e.a); break;
-      case EventKind::kPause: pause_arrived(e.a, uint8_t(e.b), uint16_t(e.frame)); break;
-      case EventKind::kWake: start(e.a); break;
-      case EventKind::kRefresh: {
-        const uint32_t in_port = e.b / 8;
-        const uint8_t priority = uint8_t(e.b % 8);
-        Node& n = nodes_[e.a];
-        if (n.pausing[in_port][priority] && n.refresh_due[in_port][priority] == e.at) send_pause(e.a, in_port, priority, true);
-        break;
-      }
-    }
+    run_event(e);
   }
   now_ = std::max(now_, now_ps);
 }
 
+void Network::run_event(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kArrive: arrive(e.a, e.b, e.frame, e.at); break;
+    case EventKind::kTxDone: tx_done(e.a); break;
+    case EventKind::kPause: pause_arrived(e.a, uint8_t(e.b), uint16_t(e.frame)); break;
+    case EventKind::kWake: start(e.a); break;
+    case EventKind::kRefresh: {
+      const uint32_t in_port = e.b / 8;
+      const uint8_t priority = uint8_t(e.b % 8);
+      Node& n = nodes_[e.a];
+      if (n.pausing[in_port][priority] && n.refresh_due[in_port][priority] == e.at) send_pause(e.a, in_port, priority, true);
+      break;
+    }
+  }
+}
+
 void Network::send(uint32_t host, std::vector<uint8_t>&& frame, uint64_t at_ps) {
   run_until(at_ps);
-  ++totals_.frames_in;
+  take_from_host(host, store(std::move(frame)));
+}
+
+void Network::send_at(uint32_t host, std::vector<uint8_t>&& frame, uint64_t at_ps) {
   const uint32_t slot = store(std::move(frame));
+  // Frames of one time go in host by host (the hosts' threads run in no order the model defines),
+  // one host's in the order it sent them.
+  handed_in_.push_back({std::max(at_ps, now_), (uint64_t(host) << 40) | (next_handed_in_++ & 0xffffffffffu), host, slot});
+  std::push_heap(handed_in_.begin(), handed_in_.end(), std::greater<>());
+}
+
+void Network::take_from_host(uint32_t host, uint32_t slot) {
+  ++totals_.frames_in;
   const std::optional<uint32_t> t = route(host, slot);
   if (!t) {
     ++totals_.unroutable;

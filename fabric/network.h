@@ -52,14 +52,30 @@ class Network {
     std::function<void(uint32_t host, std::vector<uint8_t>& frame, uint64_t at_ps)> deliver;
     // A frame the network itself sent (PFC), for the capture.
     std::function<void(uint64_t at_ps, std::span<const uint8_t> frame)> capture;
+    // A frame handed in by send_at is taken now, at `at_ps` (for the caller's capture and counts).
+    std::function<void(uint32_t host, std::span<const uint8_t> frame, uint64_t at_ps)> taken;
   };
   Network(const Topology& topology, std::vector<Mac> host_macs, uint64_t seed, uint64_t bin_ps, Hooks hooks);
 
   // Host `host`'s NIC finished sending `frame` at `at_ps` (not before the last run_until).
   void send(uint32_t host, std::vector<uint8_t>&& frame, uint64_t at_ps);
+  // The same for a host that runs ahead of the network: `at_ps` may lie ahead of its time (not
+  // before the last run_until). The network takes the frame then, behind its own events of that
+  // time (frames of one time host by host, a host's in the order it handed them in): an event of
+  // its own, so the caller needs no wake per frame to hand it in on time.
+  void send_at(uint32_t host, std::vector<uint8_t>&& frame, uint64_t at_ps);
   // Runs every event due at or before `now_ps`.
   void run_until(uint64_t now_ps);
   std::optional<uint64_t> next_event_ps() const;
+  // The same for the network's own events (a frame on a link, a transmitter done, a pause) and for
+  // the frames of send_at not taken yet: a frame handed in shows nowhere before it has crossed a
+  // link, so a caller that runs the network lazily may wait one link longer for those.
+  std::optional<uint64_t> next_own_event_ps() const;
+  std::optional<uint64_t> next_handed_in_ps() const;
+  // How much longer than the network's own events a frame of send_at may wait to be taken: the
+  // shortest propagation of a host's link when every host's links end at switches (a frame taken
+  // shows first at the far end of its first link, as a switch's event), 0 with hosts linked directly.
+  uint64_t handed_in_grace_ps() const { return handed_in_grace_; }
   // The time of the event running now (or of the last one run, or of the last send).
   uint64_t now_ps() const { return now_; }
   // Until when host `host`'s link takes nothing new (PFC paused it, or frames a pause held back
@@ -116,10 +132,17 @@ class Network {
     uint32_t frame = 0;     // kArrive: slot; kPause: quanta
     bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
   };
+  struct HandedIn {  // a frame of send_at
+    uint64_t at, order;
+    uint32_t host, slot;
+    bool operator>(const HandedIn& o) const { return at != o.at ? at > o.at : order > o.order; }
+  };
 
   void build(const Topology& topology);
   void schedule(uint64_t at, EventKind kind, uint32_t a, uint32_t b, uint32_t frame);
   uint32_t store(std::vector<uint8_t>&& frame);
+  void take_from_host(uint32_t host, uint32_t slot);
+  void run_event(const Event& e);
   void arrive(uint32_t node, uint32_t in_port, uint32_t slot, uint64_t at);
   void enqueue(uint32_t transmitter, uint32_t slot, int32_t in_port);
   void start(uint32_t transmitter);
@@ -138,7 +161,7 @@ class Network {
   uint64_t bin_ps_;
   Hooks hooks_;
   uint64_t rng_;
-  uint64_t tiebreak_;  // the order of frames that arrive at one node at the same time
+  uint64_t tiebreak_;  // seeds the order of frames that arrive at one node at the same time
   uint64_t now_ = 0, next_order_ = 0, origin_ = 0;
   std::vector<Node> nodes_;
   std::vector<Transmitter> tx_;
@@ -146,6 +169,9 @@ class Network {
   // Per link: the bin written last (time only moves on, so most writes hit it again).
   std::vector<std::pair<uint64_t, LinkStats::Bin*>> last_bin_;
   std::vector<Event> events_;  // a min-heap on (at, order)
+  std::vector<HandedIn> handed_in_;  // a min-heap on (at, order)
+  uint64_t next_handed_in_ = 0;
+  uint64_t handed_in_grace_ = 0;
   std::vector<std::vector<uint8_t>> frames_;
   std::vector<uint32_t> free_slots_;
   NetworkTotals totals_;

@@ -17,11 +17,17 @@
 namespace hcaemu::model {
 
 // Never returns (an SC_THREAD's body). `run(item)` handles one item; `settled()` is called after
-// the item's model time has been waited out.
-template <typename Item, typename Run, typename Settled>
-[[noreturn]] void run_work_items(std::deque<Item>& work, const sc_core::sc_event& more, Run&& run, Settled&& settled) {
+// the item's model time has been waited out; `refresh()` before each choice of the next item (so a
+// source that queues items lazily can queue those of times gone by first).
+template <typename Item, typename Run, typename Settled, typename Refresh>
+[[noreturn]] void run_work_items(std::deque<Item>& work, const sc_core::sc_event& more, Run&& run, Settled&& settled,
+                                 Refresh&& refresh) {
   for (;;) {
-    while (work.empty()) sc_core::wait(more);
+    refresh();
+    if (work.empty()) {
+      sc_core::wait(more);
+      continue;
+    }
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     auto due = work.begin();
     sc_core::sc_time earliest = due->not_before;
@@ -39,6 +45,11 @@ template <typename Item, typename Run, typename Settled>
     scope.settle();  // the item's one wait: the model time it spent
     settled();
   }
+}
+
+template <typename Item, typename Run, typename Settled>
+[[noreturn]] void run_work_items(std::deque<Item>& work, const sc_core::sc_event& more, Run&& run, Settled&& settled) {
+  run_work_items(work, more, std::forward<Run>(run), std::forward<Settled>(settled), [] {});
 }
 
 }  // namespace hcaemu::model

@@ -95,6 +95,9 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
   void frame(std::vector<uint8_t> bytes, sc_time arrival, sc_time handed_over) {
     push({Kind::kFrame, std::move(bytes), arrival}, arrival > handed_over + frame_lead_ ? arrival - frame_lead_ : handed_over);
   }
+  // Called before the host chooses its next item: the network, which runs lazily, hands over the
+  // frames of times gone by first, so that which item goes first does not depend on when it ran.
+  void set_before_choice(std::function<void()> f) { before_choice_ = std::move(f); }
 
  private:
   enum class Kind : uint8_t { kDoorbell, kFrame, kTimer, kResume };
@@ -150,23 +153,30 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
             case Kind::kResume: node_.engine.resume_sq(item.sq); break;
           }
         },
-        after_item_);  // the host polls its CQs at once: completions are seen when they land
+        after_item_,  // the host polls its CQs at once: completions are seen when they land
+        [this] {
+          if (before_choice_) before_choice_();
+        });
   }
 
   RdmaNode& node_;
   FramePool& frames_;
   sc_time frame_lead_;
   std::function<void()> after_item_;
+  std::function<void()> before_choice_;
   std::deque<Item> work_;
   model::PacedResumptions paced_;
   sc_core::sc_event work_event_, timer_, pace_;
 };
 
-// The network between the hosts (fabric::Network) on the kernel's time: frames in model-time order
-// (sriov::SwitchIngress) go in when their last bit leaves the NIC, the network's own events run
-// when they are due, and frames come out at their hosts as work items. A frame to its own sender
-// turns around inside the NIC. The capture holds each frame as it left its sender (and the PFC
-// frames the switches send), from the workload's start on.
+// The network between the hosts (fabric::Network) on the kernel's time: a host's frame is handed
+// to it ahead, stamped with the model time its last bit leaves the NIC, and taken then as one of
+// its events; its events run lazily, by their deadlines, and whoever looks (a host choosing its
+// next item, a transmit gate, the capture, the statistics) runs them up to the kernel's time
+// first, so no result depends on when they ran. Frames come out at their hosts as work items. A
+// frame to its own sender turns around inside the NIC (sriov::SwitchIngress holds it for its model
+// time). The capture holds each frame as it left its sender (and the PFC frames the switches
+// send), from the workload's start on.
 class Wire : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Wire);
@@ -181,9 +191,11 @@ class Wire : public sc_core::sc_module {
                   },
                   .capture = [this](uint64_t at, std::span<const uint8_t> frame) {
                     if (pcap_) pcap_->write(at - origin_ps_, frame);
-                  }}) {
+                  },
+                  .taken = [this](uint32_t, std::span<const uint8_t> frame, uint64_t at) { count(frame, at); }}) {
     for (size_t i = 0; i < cluster.size(); ++i) ports_.push_back(std::make_unique<Port>(*this, uint16_t(i)));
     for (size_t i = 0; i < cluster.size(); ++i) {
+      hosts_[i]->set_before_choice([this] { catch_up(); });
       cluster.node(int(i)).engine.set_port(ports_[i].get());
       cluster.node(int(i)).engine.set_transmit_gate([this, i](uint64_t now) {
         catch_up();  // a pause may have reached the host since the network last ran
@@ -230,31 +242,46 @@ class Wire : public sc_core::sc_module {
     for (size_t i = 0; i < cluster.size(); ++i) out.push_back(cluster.node(int(i)).mac);
     return out;
   }
+  // A host's frames go to the network as its events, at the model time the host sends them (ahead
+  // of the kernel's), and wake nothing of their own; a frame to the host itself waits in the
+  // ingress for the kernel's time instead.
   struct Port : transport::EthernetPort {
     Port(Wire& w, uint16_t from) : wire(w), from(from) {}
-    void transmit(std::span<const uint8_t> frame) override { wire.ingress_.submit(from, frame, pcie::model_time()); }
+    void transmit(std::span<const uint8_t> frame) override {
+      if (wire.to_itself(from, frame)) return wire.ingress_.submit(from, frame, pcie::model_time());
+      wire.network_.send_at(from, std::vector<uint8_t>(frame.begin(), frame.end()), pcie::model_time_ps());
+      wire.reschedule();
+    }
     void transmit_buffer(std::vector<uint8_t>& frame) override {
-      wire.ingress_.submit_buffer(from, frame, pcie::model_time());
+      if (wire.to_itself(from, frame)) {
+        wire.ingress_.submit_buffer(from, frame, pcie::model_time());
+      } else {
+        wire.network_.send_at(from, std::exchange(frame, {}), pcie::model_time_ps());
+        wire.reschedule();
+      }
       wire.frames_.renew(frame);
     }
     Wire& wire;
     uint16_t from;
   };
-  void forward(uint16_t from, std::vector<uint8_t>& frame) {
-    network_.run_until(kernel_ps());  // its PFC frames of earlier times go into the capture first
+  bool to_itself(uint16_t from, std::span<const uint8_t> frame) const {
+    const auto& own = cluster_.node(int(from)).mac;
+    return frame.size() >= 6 && std::equal(own.begin(), own.end(), frame.begin());
+  }
+  void count(std::span<const uint8_t> frame, uint64_t at_ps) {
     ++packets;
     bytes += frame.size();
-    if (pcap_) pcap_->write(kernel_ps() - origin_ps_, frame);
+    if (pcap_) pcap_->write(at_ps - origin_ps_, frame);
+  }
+  // Loopback inside the NIC, at the kernel's time: after the wire's propagation, as hcaemu's
+  // embedded switch delivers every frame (its sender's own too: HcaFunction::receive), so a
+  // capture of it replays alike.
+  void forward(uint16_t from, std::vector<uint8_t>& frame) {
+    network_.run_until(kernel_ps());  // the frames of earlier times go into the capture first
+    count(frame, kernel_ps());
     std::vector<uint8_t> taken;
     taken.swap(frame);
-    const auto& own = cluster_.node(int(from)).mac;
-    if (taken.size() >= 6 && std::equal(own.begin(), own.end(), taken.begin())) {  // loopback inside the NIC
-      // After the wire's propagation, as hcaemu's embedded switch delivers every frame (its
-      // sender's own too: HcaFunction::receive), so a capture of it replays alike.
-      hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp() + loopback_delay_, sc_core::sc_time_stamp());
-      return;
-    }
-    network_.send(from, std::move(taken), kernel_ps());
+    hosts_[from]->frame(std::move(taken), sc_core::sc_time_stamp() + loopback_delay_, sc_core::sc_time_stamp());
     reschedule();
   }
   void step() {
@@ -263,12 +290,17 @@ class Wire : public sc_core::sc_module {
     reschedule();
   }
   // One timed notification, for the latest time the network's next event may run (slack_ps_ after
-  // it); none again for the same or a later time (the kernel's timed queue is a large part of a
-  // replay's cost).
+  // it; a host's frame not taken yet one link longer: Network::handed_in_grace_ps); none again for
+  // the same or a later time (the kernel's timed queue is a large part of a replay's cost).
   void reschedule() {
-    const auto next = network_.next_event_ps();
-    if (!next) return;
-    const uint64_t due = *next + slack_ps_;
+    std::optional<uint64_t> next_due;
+    if (const auto own = network_.next_own_event_ps()) next_due = *own + slack_ps_;
+    if (const auto handed = network_.next_handed_in_ps()) {
+      const uint64_t d = *handed + slack_ps_ + network_.handed_in_grace_ps();
+      next_due = next_due ? std::min(*next_due, d) : d;
+    }
+    if (!next_due) return;
+    const uint64_t due = *next_due;
     if (scheduled_ps_ && *scheduled_ps_ <= due) return;
     const uint64_t now = kernel_ps();
     wake_.notify(pcie::from_ps(due - std::min(due, now)));

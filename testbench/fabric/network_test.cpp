@@ -55,7 +55,8 @@ struct Harness {
     net = std::make_unique<Network>(
         t, macs, 7, bin_ps,
         Network::Hooks{.deliver = [this](uint32_t h, std::vector<uint8_t>& f, uint64_t at) { arrivals.push_back({h, at, f}); },
-                       .capture = [this](uint64_t, std::span<const uint8_t> f) { captured.emplace_back(f.begin(), f.end()); }});
+                       .capture = [this](uint64_t, std::span<const uint8_t> f) { captured.emplace_back(f.begin(), f.end()); },
+                       .taken = {}});
   }
   void drain() {
     while (auto next = net->next_event_ps()) net->run_until(*next);
@@ -237,6 +238,65 @@ TEST(FabricNetwork, TheSameInputGivesTheSameMarks) {
     return marks;
   };
   EXPECT_EQ(run(), run());
+}
+
+// A host running ahead of the network hands its frame in early (send_at): the network takes it at
+// its time, after its own events of that time, as send() then would, and tells the caller.
+TEST(FabricNetwork, AFrameHandedInAheadIsTakenAtItsTime) {
+  Harness h(single_switch(2, 100.0, 100.0));
+  std::vector<std::pair<uint32_t, uint64_t>> taken;
+  h.net = std::make_unique<Network>(
+      single_switch(2, 100.0, 100.0), std::vector<Mac>{host_mac(0), host_mac(1)}, 7, 10'000'000,
+      Network::Hooks{.deliver = [&](uint32_t host, std::vector<uint8_t>& f, uint64_t at) { h.arrivals.push_back({host, at, f}); },
+                     .capture = {},
+                     .taken = [&](uint32_t host, std::span<const uint8_t>, uint64_t at) { taken.push_back({host, at}); }});
+  h.net->send_at(0, frame(1, 0), 1'000'000);
+  EXPECT_EQ(h.net->next_event_ps(), 1'000'000u);
+  EXPECT_EQ(h.net->next_handed_in_ps(), 1'000'000u);
+  EXPECT_EQ(h.net->next_own_event_ps(), std::nullopt);
+  h.net->run_until(999'999);
+  EXPECT_TRUE(taken.empty()) << "not before its time";
+  h.drain();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0], std::make_pair(0u, uint64_t(1'000'000)));
+  ASSERT_EQ(h.arrivals.size(), 1u);
+  EXPECT_EQ(h.arrivals[0].at, 1'000'000u + 100'000 + 81'920 + 100'000) << "timed as send() at that time";
+  EXPECT_EQ(h.net->totals().frames_in, 1u);
+}
+
+// Frames handed in for one picosecond go host by host whatever the order they came in, and the
+// switch's turns for frames arriving together are drawn from the time and the link, not from the
+// order the network happened to be handed them: the result does not depend on which host's thread
+// ran first.
+TEST(FabricNetwork, FramesOfOneTimeDoNotDependOnTheOrderTheyWereHandedIn) {
+  Topology t = single_switch(9, 100.0, 50.0);
+  t.switch_config.pfc.enabled = false;
+  const auto run = [&](bool reversed, bool handed_in) {
+    Harness h(t);
+    for (uint64_t round = 0; round < 20; ++round)
+      for (uint32_t i = 0; i < 8; ++i) {
+        const uint32_t host = reversed ? 7 - i : i;
+        if (handed_in)
+          h.net->send_at(host, frame(8, 0, uint16_t(49152 + host)), round * 1'000'000);
+        else
+          h.net->send(host, frame(8, 0, uint16_t(49152 + host)), round * 1'000'000);
+      }
+    h.drain();
+    std::vector<uint16_t> order;
+    for (const Arrival& a : h.arrivals) order.push_back(load_be16(&a.frame[34]));
+    return order;
+  };
+  const std::vector<uint16_t> in_host_order = run(false, false);
+  ASSERT_EQ(in_host_order.size(), 160u);
+  EXPECT_EQ(in_host_order, run(true, false)) << "taken in the other order";
+  EXPECT_EQ(in_host_order, run(true, true)) << "handed in, in the other order";
+}
+
+// How long a lazy caller may leave a handed-in frame: one host link more when the hosts' links end
+// at switches, nothing more when hosts are linked to each other.
+TEST(FabricNetwork, AHandedInFrameMayWaitOneHostLinkWhenHostsHangOffSwitches) {
+  EXPECT_EQ(Harness(single_switch(3, 100.0, 250.0)).net->handed_in_grace_ps(), 250'000u);
+  EXPECT_EQ(Harness(direct(2, 100.0, 250.0)).net->handed_in_grace_ps(), 0u);
 }
 
 }  // namespace
