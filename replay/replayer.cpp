@@ -173,7 +173,8 @@ class ReplayHost : public sc_core::sc_module, private model::RdmaEngine::SqSched
 // to it ahead, stamped with the model time its last bit leaves the NIC, and taken then as one of
 // its events; its events run lazily, by their deadlines, and whoever looks (a host choosing its
 // next item, a transmit gate, the capture, the statistics) runs them up to the kernel's time
-// first, so no result depends on when they ran. Frames come out at their hosts as work items. A
+// first, so no figure depends on when they ran (the latency trace, written as its stages happen,
+// may list simultaneous hosts' rows in another order). Frames come out at their hosts as work items. A
 // frame to its own sender turns around inside the NIC (sriov::SwitchIngress holds it for its model
 // time). The capture holds each frame as it left its sender (and the PFC frames the switches
 // send), from the workload's start on.
