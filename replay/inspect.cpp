@@ -70,7 +70,7 @@ std::vector<uint64_t> think_times(const Workload& w) {
   for (const WorkloadQp& q : w.qps) {
     if (q.connection_setup) continue;  // a connection manager's MADs: not the workload's think times
     for (const WorkloadOp& op : q.ops)
-      if (op.think_ns) think.push_back(*op.think_ns);
+      if (op.think_ps) think.push_back((*op.think_ps + 500) / 1000);
   }
   return think;
 }
@@ -143,7 +143,7 @@ void print_workload(std::ostream& out, const Workload& w) {
     for (const WorkloadOp& op : q.ops) {
       add_size(sizes, op.kind, op.bytes);
       ++ops;
-      if (op.post_ns) ++timed;
+      if (op.post_ps) ++timed;
       if (!op.after.empty()) ++dependent;
     }
   }

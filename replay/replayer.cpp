@@ -376,11 +376,11 @@ class Driver : public sc_core::sc_module {
          std::vector<QpRun>& runs, std::vector<OpResult>& results, size_t probe_ops, std::function<void()> on_start)
       : sc_module(name), o_(o), cluster_(cluster), hosts_(hosts), src_(src), dst_(dst), runs_(runs), results_(results),
         probe_ops_(probe_ops), on_start_(std::move(on_start)) {
-    base_ns_ = UINT64_MAX;
+    base_ps_ = UINT64_MAX;
     for (const WorkloadQp& qp : w.qps)
       for (const WorkloadOp& op : qp.ops)
-        if (op.post_ns) base_ns_ = std::min(base_ns_, *op.post_ns);
-    if (base_ns_ == UINT64_MAX) base_ns_ = 0;
+        if (op.post_ps) base_ps_ = std::min(base_ps_, *op.post_ps);
+    if (base_ps_ == UINT64_MAX) base_ps_ = 0;
     for (QpRun& r : runs_) {
       by_qpn_[{r.spec->host, r.qp->qpn}] = &r;
       probe_qps_ += r.probe;
@@ -491,8 +491,9 @@ class Driver : public sc_core::sc_module {
       if (!done(r, dep)) return std::nullopt;
     if (r.probe) return 0;
     const auto captured = [&](double factor) -> std::optional<uint64_t> {
-      if (!op.post_ns) return std::nullopt;
-      return origin_ps_ + uint64_t(double(*op.post_ns - base_ns_) * 1000.0 * factor);
+      if (!op.post_ps) return std::nullopt;
+      const uint64_t since = *op.post_ps - base_ps_;
+      return origin_ps_ + (factor == 1.0 ? since : uint64_t(double(since) * factor));
     };
     switch (o_.timing) {
       case TimingMode::kAsap: return 0;
@@ -500,11 +501,11 @@ class Driver : public sc_core::sc_module {
       case TimingMode::kScale: if (auto t = captured(o_.scale)) return t; break;
       case TimingMode::kThink: break;
     }
-    if (op.think_ns && r.next > 0) {  // after the previous operation of this QP has completed
+    if (op.think_ps && r.next > 0) {  // after the previous operation of this QP has completed
       if (result(r, r.next - 1).done_ps == 0) return std::nullopt;
-      return r.last_done_ps + *op.think_ns * 1000;
+      return r.last_done_ps + *op.think_ps;
     }
-    if (r.next == 0 && op.post_ns && o_.timing == TimingMode::kThink) return captured(1.0);
+    if (r.next == 0 && op.post_ps && o_.timing == TimingMode::kThink) return captured(1.0);
     return 0;
   }
 
@@ -547,8 +548,8 @@ class Driver : public sc_core::sc_module {
   bool shares_doorbell_with_next(const QpRun& r) const {
     if (o_.timing != TimingMode::kAsis && o_.timing != TimingMode::kScale) return false;
     if (r.next == 0 || r.next >= r.spec->ops.size()) return false;
-    const auto& now = r.spec->ops[r.next - 1].post_ns;
-    return now && r.spec->ops[r.next].post_ns == now;
+    const auto& now = r.spec->ops[r.next - 1].post_ps;
+    return now && r.spec->ops[r.next].post_ps == now;
   }
 
   void run() {
@@ -637,7 +638,7 @@ class Driver : public sc_core::sc_module {
   std::map<std::pair<size_t, uint32_t>, QpRun*> by_qpn_;
   std::vector<std::vector<Cq*>> cqs_on_host_;  // per host, the CQs of the QP ends on it, in run order
   std::vector<uint32_t> res_index_;  // the WQE index each operation was posted at
-  uint64_t base_ns_ = 0;
+  uint64_t base_ps_ = 0;
   size_t completed_ = 0, probes_done_ = 0;
   bool started_ = false, stalled_ = false;
   uint64_t origin_ps_ = 0, end_ps_ = 0;
@@ -688,9 +689,9 @@ uint64_t captured_span_ps(const Workload& w, const ReplayOptions& o) {
   uint64_t first = UINT64_MAX, last = 0;
   for (const WorkloadQp& qp : w.qps)
     for (const WorkloadOp& op : qp.ops)
-      if (op.post_ns) first = std::min(first, *op.post_ns), last = std::max(last, *op.post_ns);
+      if (op.post_ps) first = std::min(first, *op.post_ps), last = std::max(last, *op.post_ps);
   if (first == UINT64_MAX) return 0;
-  return uint64_t(double(last - first) * 1000.0 * (o.timing == TimingMode::kScale ? o.scale : 1.0));
+  return uint64_t(double(last - first) * (o.timing == TimingMode::kScale ? o.scale : 1.0));
 }
 
 // Host memory enough for every host's share: its two message buffers and, per QP end on it, the

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <cstdio>
 #include <map>
@@ -43,6 +44,29 @@ uint64_t unsigned_of(const json& value, const std::string& place, uint64_t max =
   const uint64_t v = value.get<uint64_t>();
   if (v > max) fail(place, "must be at most " + std::to_string(max));
   return v;
+}
+
+// A time in nanoseconds, to the picosecond: an unsigned integer, or a number with up to three
+// decimals (rounded to the picosecond beyond), in picoseconds.
+uint64_t picoseconds_of(const json& value, const std::string& place) {
+  constexpr uint64_t kMaxNs = UINT64_MAX / 1000;
+  if (value.is_number_unsigned()) {
+    const uint64_t ns = value.get<uint64_t>();
+    if (ns > kMaxNs) fail(place, "must be at most " + std::to_string(kMaxNs));
+    return ns * 1000;
+  }
+  // Beyond 2^53 ps a double no longer holds every picosecond: such times must be integers.
+  constexpr double kMaxFractionalNs = 9007199254740992.0 / 1000.0;
+  if (!value.is_number_float() || !(value.get<double>() >= 0.0) || value.get<double>() > kMaxFractionalNs)
+    fail(place, "must be a number of nanoseconds from 0 (with decimals: below " +
+                    std::to_string(uint64_t(kMaxFractionalNs)) + ")");
+  return uint64_t(std::llround(value.get<double>() * 1000.0));
+}
+
+// The JSON for a time in picoseconds: whole nanoseconds as an integer, else with three decimals.
+json nanoseconds_json(uint64_t ps) {
+  if (ps % 1000 == 0) return ps / 1000;
+  return double(ps) / 1000.0;
 }
 
 std::string string_of(const json& value, const std::string& place) {
@@ -103,8 +127,8 @@ WorkloadOp parse_op(const json& j, const std::string& place, Service service) {
     fail(place + ".op", "a UD QP only sends (send, send_imm)");
   op.bytes = unsigned_of(required(j, place, "bytes"), place + ".bytes", kMaxMessage);
   if (atomic && op.bytes != 8) fail(place + ".bytes", "an atomic is 8 bytes");
-  if (j.contains("post_ns")) op.post_ns = unsigned_of(j.at("post_ns"), place + ".post_ns");
-  if (j.contains("think_ns")) op.think_ns = unsigned_of(j.at("think_ns"), place + ".think_ns");
+  if (j.contains("post_ns")) op.post_ps = picoseconds_of(j.at("post_ns"), place + ".post_ns");
+  if (j.contains("think_ns")) op.think_ps = picoseconds_of(j.at("think_ns"), place + ".think_ns");
   if (j.contains("captured_fct_ns")) op.captured_fct_ns = unsigned_of(j.at("captured_fct_ns"), place + ".captured_fct_ns");
   if (j.contains("captured_anomalies")) {
     const json& a = j.at("captured_anomalies");
@@ -346,8 +370,8 @@ std::string workload_json(const Workload& w) {
     json ops = json::array();
     for (const WorkloadOp& op : qp.ops) {
       json o = json::object({{"op", message_kind_name(op.kind)}, {"bytes", op.bytes}});
-      if (op.post_ns) o["post_ns"] = *op.post_ns;
-      if (op.think_ns) o["think_ns"] = *op.think_ns;
+      if (op.post_ps) o["post_ns"] = nanoseconds_json(*op.post_ps);
+      if (op.think_ps) o["think_ns"] = nanoseconds_json(*op.think_ps);
       if (op.captured_fct_ns) o["captured_fct_ns"] = *op.captured_fct_ns;
       if (const CapturedAnomalies& a = op.captured_anomalies; a.any()) {
         json anomalies = json::object();
@@ -445,12 +469,12 @@ Workload lower(const Reconstruction& capture) {
     WorkloadOp op;
     op.kind = m.kind;
     op.bytes = m.bytes;
-    op.post_ns = m.first_ns;
+    op.post_ps = m.first_ns * 1000;
     op.immediate = m.immediate;
     op.captured_anomalies = {m.retransmitted, m.rnr_naks, m.naks};
     // The run's own latency trace knows better: the doorbell, and the FCT the run saw.
     if (m.doorbell_ps != 0) {
-      op.post_ns = (m.doorbell_ps + 500) / 1000;
+      op.post_ps = m.doorbell_ps;
       if (m.cqe_ps != 0)
         op.captured_fct_ns = (m.cqe_ps - m.doorbell_ps + 500) / 1000;
       else
@@ -462,9 +486,9 @@ Workload lower(const Reconstruction& capture) {
     const bool carries_imm = m.kind == MessageKind::kSendImm || m.kind == MessageKind::kWriteImm ||
                              m.kind == MessageKind::kSendInvalidate;
     if (carries_imm && !op.immediate) op.immediate = 0;
-    const uint64_t done_ns = m.cqe_ps != 0 ? (m.cqe_ps + 500) / 1000 : m.done_ns;
-    if (last_done[m.qp] != 0 && *op.post_ns >= last_done[m.qp]) op.think_ns = *op.post_ns - last_done[m.qp];
-    if (done_ns != 0) last_done[m.qp] = std::max(last_done[m.qp], done_ns);
+    const uint64_t done_ps = m.cqe_ps != 0 ? m.cqe_ps : m.done_ns * 1000;
+    if (last_done[m.qp] != 0 && *op.post_ps >= last_done[m.qp]) op.think_ps = *op.post_ps - last_done[m.qp];
+    if (done_ps != 0) last_done[m.qp] = std::max(last_done[m.qp], done_ps);
     w.qps[m.qp].ops.push_back(op);
   }
   return w;

@@ -51,11 +51,13 @@ inline constexpr std::array<CapturedAnomalyCount, 3> kCapturedAnomalyCounts{{
 struct WorkloadOp {
   MessageKind kind = MessageKind::kSend;
   uint64_t bytes = 0;
-  // When it is posted: at post_ns (timing "asis", a captured time), or think_ns after the QP's
+  // When it is posted: at post_ps (timing "asis", a captured time), or think_ps after the QP's
   // previous operation completed (timing "think"); an operation may give both, the run's timing
-  // mode picks (docs/replay.md).
-  std::optional<uint64_t> post_ns;
-  std::optional<uint64_t> think_ns;
+  // mode picks (docs/replay.md). In picoseconds, as the model's time: the JSON's post_ns and
+  // think_ns carry them in nanoseconds with up to three decimals (a doorbell and a frame a few
+  // picoseconds apart keep their order).
+  std::optional<uint64_t> post_ps;
+  std::optional<uint64_t> think_ps;
   bool signalled = true;
   bool inline_data = false;
   std::optional<uint32_t> immediate;

@@ -63,10 +63,10 @@ TEST(TraceTiming, DoorbellBecomesThePostAndTheFctIsKept) {
   EXPECT_EQ(capture.messages[1].doorbell_ps, 0u) << "not in the trace";
   const Workload w = lower(capture);
   ASSERT_EQ(w.qps.size(), 1u);
-  EXPECT_EQ(w.qps[0].ops[0].post_ns, 1000u);
+  EXPECT_EQ(w.qps[0].ops[0].post_ps, 1000000u);
   EXPECT_EQ(w.qps[0].ops[0].captured_fct_ns, 4000u);
-  EXPECT_EQ(w.qps[0].ops[1].post_ns, 6000u) << "untimed: its first packet";
-  EXPECT_EQ(w.qps[0].ops[1].think_ns, 1000u) << "after the CQE the trace saw";
+  EXPECT_EQ(w.qps[0].ops[1].post_ps, 6000000u) << "untimed: its first packet";
+  EXPECT_EQ(w.qps[0].ops[1].think_ps, 1000000u) << "after the CQE the trace saw";
   EXPECT_FALSE(w.qps[0].ops[1].captured_fct_ns);
   EXPECT_TRUE(w.qps[0].ops[0].signalled);
   EXPECT_FALSE(w.qps[0].ops[0].inline_data) << "its payload was read";

@@ -56,11 +56,11 @@ TEST(Workload, ParsesEveryField) {
   EXPECT_EQ(w->hosts[0].cqs, (std::vector<WorkloadCq>{{.id = 3, .entries = 2}}));
   const auto& ops = w->qps[0].ops;
   ASSERT_EQ(ops.size(), 3u);
-  EXPECT_EQ(ops[0].post_ns, 1000u);
+  EXPECT_EQ(ops[0].post_ps, 1000000u);
   EXPECT_EQ(ops[0].captured_anomalies, (CapturedAnomalies{.resent_packets = 16, .rnr_naks = 1}));
   EXPECT_FALSE(ops[1].captured_anomalies.any());
-  EXPECT_EQ(ops[1].think_ns, 500u);
-  EXPECT_FALSE(ops[0].think_ns);
+  EXPECT_EQ(ops[1].think_ps, 500000u);
+  EXPECT_FALSE(ops[0].think_ps);
   EXPECT_EQ(ops[1].immediate, 7u);
   EXPECT_TRUE(ops[1].inline_data);
   EXPECT_FALSE(ops[2].signalled);
@@ -75,6 +75,27 @@ TEST(Workload, WritingAndReadingAgainGivesTheSameBytes) {
   const auto again = parse_workload(once, &error);
   ASSERT_TRUE(again) << error << "\n" << once;
   EXPECT_EQ(workload_json(*again), once);
+}
+
+// Post and think times are nanoseconds to the picosecond: a captured doorbell 2 ps before a frame
+// arrives must stay before it (rounded to whole nanoseconds, a replay could swap the two, and a
+// 64-byte WRITE waited 1.1 us behind the other side's WQE fetch).
+TEST(Workload, TimesKeepTheirPicoseconds) {
+  std::string error;
+  const auto w = parse_workload(with("\"post_ns\": 1000", "\"post_ns\": 1477024911.052"), &error);
+  ASSERT_TRUE(w) << error;
+  EXPECT_EQ(w->qps[0].ops[0].post_ps, 1477024911052u);
+  const std::string text = workload_json(*w);
+  EXPECT_NE(text.find("1477024911.052"), std::string::npos) << text;
+  const auto again = parse_workload(text, &error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(again->qps[0].ops[0].post_ps, 1477024911052u);
+  EXPECT_NE(text.find("\"think_ns\": 500"), std::string::npos);
+  EXPECT_EQ(text.find("500.0"), std::string::npos) << "whole nanoseconds stay integers";
+  EXPECT_EQ(error_of(with("\"post_ns\": 1000", "\"post_ns\": -0.5")),
+            "qps[0].ops[0].post_ns: must be a number of nanoseconds from 0 (with decimals: below 9007199254740)");
+  EXPECT_EQ(error_of(with("\"think_ns\": 500", "\"think_ns\": \"500\"")),
+            "qps[0].ops[1].think_ns: must be a number of nanoseconds from 0 (with decimals: below 9007199254740)");
 }
 
 TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
@@ -145,12 +166,20 @@ TEST(Workload, ACaptureLowersToOperationsAtTheirTimes) {
   ASSERT_EQ(w.qps.size(), 1u);
   EXPECT_EQ(w.qps[0].mtu, 1024u) << "rounded up to an IB MTU";
   ASSERT_EQ(w.qps[0].ops.size(), 2u);
-  EXPECT_EQ(w.qps[0].ops[0].post_ns, 100u);
-  EXPECT_EQ(w.qps[0].ops[1].think_ns, 100u) << "after the first completed at 900";
+  EXPECT_EQ(w.qps[0].ops[0].post_ps, 100000u);
+  EXPECT_EQ(w.qps[0].ops[1].think_ps, 100000u) << "after the first completed at 900";
   EXPECT_EQ(w.qps[0].ops[0].captured_anomalies, (CapturedAnomalies{.resent_packets = 2, .rnr_naks = 1}));
   EXPECT_FALSE(w.qps[0].ops[1].captured_anomalies.any());
   std::string error;
   EXPECT_TRUE(parse_workload(workload_json(w), &error)) << error;
+  // With the run's latency trace: its doorbell and CQE times to the picosecond.
+  c.messages[0].doorbell_ps = 99'052;
+  c.messages[0].cqe_ps = 700'010;
+  c.messages[1].doorbell_ps = 700'062;
+  const Workload traced = lower(c);
+  EXPECT_EQ(traced.qps[0].ops[0].post_ps, 99'052u);
+  EXPECT_EQ(traced.qps[0].ops[1].post_ps, 700'062u);
+  EXPECT_EQ(traced.qps[0].ops[1].think_ps, 52u) << "after the CQE the trace saw";
 }
 
 }  // namespace
