@@ -3,8 +3,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <cmath>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -63,9 +63,12 @@ uint64_t picoseconds_of(const json& value, const std::string& place) {
   return uint64_t(std::llround(value.get<double>() * 1000.0));
 }
 
-// The JSON for a time in picoseconds: whole nanoseconds as an integer, else with three decimals.
+// The JSON for a time in picoseconds: whole nanoseconds as an integer, else with three decimals
+// (where a double holds every picosecond; beyond, to the nearest nanosecond, as picoseconds_of
+// reads it back).
 json nanoseconds_json(uint64_t ps) {
   if (ps % 1000 == 0) return ps / 1000;
+  if (ps >= (uint64_t(1) << 53)) return ps / 1000 + (ps % 1000 >= 500);
   return double(ps) / 1000.0;
 }
 
