@@ -46,6 +46,8 @@ uint64_t unsigned_of(const json& value, const std::string& place, uint64_t max =
   return v;
 }
 
+constexpr uint64_t kMaxFractionalPs = uint64_t(1) << 50;
+
 // A time in nanoseconds, to the picosecond: an unsigned integer, or a number with up to three
 // decimals (rounded to the picosecond beyond), in picoseconds.
 uint64_t picoseconds_of(const json& value, const std::string& place) {
@@ -55,8 +57,9 @@ uint64_t picoseconds_of(const json& value, const std::string& place) {
     if (ns > kMaxNs) fail(place, "must be at most " + std::to_string(kMaxNs));
     return ns * 1000;
   }
-  // Beyond 2^53 ps a double no longer holds every picosecond: such times must be integers.
-  constexpr double kMaxFractionalNs = 9007199254740992.0 / 1000.0;
+  // Up to 2^50 ps (about 18 minutes) a double and the product by 1000 keep every picosecond with
+  // room to spare; later times must be integers.
+  constexpr double kMaxFractionalNs = double(kMaxFractionalPs) / 1000.0;
   if (!value.is_number_float() || !(value.get<double>() >= 0.0) || value.get<double>() > kMaxFractionalNs)
     fail(place, "must be a number of nanoseconds from 0 (with decimals: below " +
                     std::to_string(uint64_t(kMaxFractionalNs)) + ")");
@@ -64,11 +67,10 @@ uint64_t picoseconds_of(const json& value, const std::string& place) {
 }
 
 // The JSON for a time in picoseconds: whole nanoseconds as an integer, else with three decimals
-// (where a double holds every picosecond; beyond, to the nearest nanosecond, as picoseconds_of
-// reads it back).
+// (up to the time picoseconds_of takes decimals for; beyond, to the nearest nanosecond).
 json nanoseconds_json(uint64_t ps) {
   if (ps % 1000 == 0) return ps / 1000;
-  if (ps >= (uint64_t(1) << 53)) return ps / 1000 + (ps % 1000 >= 500);
+  if (ps >= kMaxFractionalPs) return ps / 1000 + (ps % 1000 >= 500);
   return double(ps) / 1000.0;
 }
 

@@ -92,10 +92,22 @@ TEST(Workload, TimesKeepTheirPicoseconds) {
   EXPECT_EQ(again->qps[0].ops[0].post_ps, 1477024911052u);
   EXPECT_NE(text.find("\"think_ns\": 500"), std::string::npos);
   EXPECT_EQ(text.find("500.0"), std::string::npos) << "whole nanoseconds stay integers";
+  // Every picosecond survives writing and reading up to where decimals are taken.
+  for (uint64_t ps : {uint64_t(1), uint64_t(999), (uint64_t(1) << 50) - 1, (uint64_t(1) << 50) - 999, uint64_t(123456789012345)}) {
+    auto timed = *w;
+    timed.qps[0].ops[0].post_ps = ps;
+    const auto back = parse_workload(workload_json(timed), &error);
+    ASSERT_TRUE(back) << error;
+    EXPECT_EQ(back->qps[0].ops[0].post_ps, ps);
+  }
+  auto late = *w;
+  late.qps[0].ops[0].post_ps = (uint64_t(1) << 50) + 1500;
+  EXPECT_EQ(parse_workload(workload_json(late), &error)->qps[0].ops[0].post_ps, ((uint64_t(1) << 50) + 2000) / 1000 * 1000)
+      << "past 2^50 ps, whole nanoseconds";
   EXPECT_EQ(error_of(with("\"post_ns\": 1000", "\"post_ns\": -0.5")),
-            "qps[0].ops[0].post_ns: must be a number of nanoseconds from 0 (with decimals: below 9007199254740)");
+            "qps[0].ops[0].post_ns: must be a number of nanoseconds from 0 (with decimals: below 1125899906842)");
   EXPECT_EQ(error_of(with("\"think_ns\": 500", "\"think_ns\": \"500\"")),
-            "qps[0].ops[1].think_ns: must be a number of nanoseconds from 0 (with decimals: below 9007199254740)");
+            "qps[0].ops[1].think_ns: must be a number of nanoseconds from 0 (with decimals: below 1125899906842)");
 }
 
 TEST(Workload, MistakesAreErrorsNamingTheirPlace) {
