@@ -250,21 +250,22 @@ class Wire : public sc_core::sc_module {
     Port(Wire& w, uint16_t from) : wire(w), from(from) {}
     void transmit(std::span<const uint8_t> frame) override {
       if (wire.to_itself(from, frame)) return wire.ingress_.submit(from, frame, pcie::model_time());
-      wire.network_.send_at(from, std::vector<uint8_t>(frame.begin(), frame.end()), pcie::model_time_ps());
-      wire.reschedule();
+      wire.to_network(from, std::vector<uint8_t>(frame.begin(), frame.end()));
     }
     void transmit_buffer(std::vector<uint8_t>& frame) override {
-      if (wire.to_itself(from, frame)) {
+      if (wire.to_itself(from, frame))
         wire.ingress_.submit_buffer(from, frame, pcie::model_time());
-      } else {
-        wire.network_.send_at(from, std::exchange(frame, {}), pcie::model_time_ps());
-        wire.reschedule();
-      }
+      else
+        wire.to_network(from, std::exchange(frame, {}));
       wire.frames_.renew(frame);
     }
     Wire& wire;
     uint16_t from;
   };
+  void to_network(uint16_t from, std::vector<uint8_t>&& frame) {
+    network_.send_at(from, std::move(frame), pcie::model_time_ps());
+    reschedule();
+  }
   bool to_itself(uint16_t from, std::span<const uint8_t> frame) const {
     const auto& own = cluster_.node(int(from)).mac;
     return frame.size() >= 6 && std::equal(own.begin(), own.end(), frame.begin());

@@ -51,19 +51,15 @@ constexpr uint64_t kMaxFractionalPs = uint64_t(1) << 50;
 // A time in nanoseconds, to the picosecond: an unsigned integer, or a number with up to three
 // decimals (rounded to the picosecond beyond), in picoseconds.
 uint64_t picoseconds_of(const json& value, const std::string& place) {
-  constexpr uint64_t kMaxNs = UINT64_MAX / 1000;
-  if (value.is_number_unsigned()) {
-    const uint64_t ns = value.get<uint64_t>();
-    if (ns > kMaxNs) fail(place, "must be at most " + std::to_string(kMaxNs));
-    return ns * 1000;
-  }
+  if (value.is_number_unsigned()) return unsigned_of(value, place, UINT64_MAX / 1000) * 1000;
   // Up to 2^50 ps (about 18 minutes) a double and the product by 1000 keep every picosecond with
   // room to spare; later times must be integers.
   constexpr double kMaxFractionalNs = double(kMaxFractionalPs) / 1000.0;
-  if (!value.is_number_float() || !(value.get<double>() >= 0.0) || value.get<double>() > kMaxFractionalNs)
+  const double ns = value.is_number_float() ? value.get<double>() : -1.0;
+  if (!(ns >= 0.0) || ns > kMaxFractionalNs)
     fail(place, "must be a number of nanoseconds from 0 (with decimals: below " +
                     std::to_string(uint64_t(kMaxFractionalNs)) + ")");
-  return uint64_t(std::llround(value.get<double>() * 1000.0));
+  return uint64_t(std::llround(ns * 1000.0));
 }
 
 // The JSON for a time in picoseconds: whole nanoseconds as an integer, else with three decimals

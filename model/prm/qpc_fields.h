@@ -9,12 +9,11 @@
 namespace hcaemu::model::qpc {
 
 inline constexpr Field kState{0x00, 31, 28};
-inline constexpr Field kDrainSigerr{0x04, 26, 26};         // signature pipelining (rdma/signature.cpp)
-inline constexpr Field kHwSqWqebbCounter{0xb4, 31, 16};    // QUERY_QP: the first WQEBB not executed
 inline constexpr Field kLagTxPortAffinity{0x00, 27, 24};
 inline constexpr Field kPmState{0x00, 12, 11};
 inline constexpr Field kSt{0x00, 23, 16};
 inline constexpr Field kBlockLbMc{0x04, 30, 30};    // the QP takes no multicast its own function sent
+inline constexpr Field kDrainSigerr{0x04, 26, 26};  // signature pipelining (rdma/signature.cpp)
 inline constexpr Field kPd{0x04, 23, 0};
 inline constexpr Field kMtu{0x08, 31, 29};
 inline constexpr Field kLogMsgMax{0x08, 28, 24};
@@ -61,5 +60,6 @@ inline constexpr uint32_t kDbrAddr = 0xa0;
 inline constexpr Field kQkey{0xa8, 31, 0};
 inline constexpr Field kRqType{0xac, 26, 24};
 inline constexpr Field kSrqn{0xac, 23, 0};
+inline constexpr Field kHwSqWqebbCounter{0xb4, 31, 16};  // QUERY_QP: the first WQEBB not executed
 
 }  // namespace hcaemu::model::qpc

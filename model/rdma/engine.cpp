@@ -290,16 +290,19 @@ void RdmaEngine::responder_error(uint32_t qpn, QueuePair& qp, uint8_t syn, bool 
 
 void RdmaEngine::enter_error(uint32_t qpn, QueuePair& qp) {
   if (qp.state == QpState::kError) return;
-  qp.state = QpState::kError;
-  set(qp.context, qpc::kState, uint32_t(QpState::kError));
+  move_to(qp, QpState::kError);
   flush(qpn, qp);
 }
 
 void RdmaEngine::enter_send_queue_error(uint32_t qpn, QueuePair& qp) {
   if (send_queue_stopped(qp)) return;
-  qp.state = QpState::kSqError;
-  set(qp.context, qpc::kState, uint32_t(QpState::kSqError));
+  move_to(qp, QpState::kSqError);
   flush_send_queue(qpn, qp);
+}
+
+void RdmaEngine::move_to(QueuePair& qp, QpState state) {
+  qp.state = state;
+  set(qp.context, qpc::kState, uint32_t(state));
 }
 
 bool RdmaEngine::send_queue_stopped(const QueuePair& qp) {

@@ -296,6 +296,8 @@ class RdmaEngine {
   // SQERR2RTS restarts it.
   void enter_send_queue_error(uint32_t qpn, QueuePair& qp);
   static bool send_queue_stopped(const QueuePair& qp);  // ERR or SQE: posted sends are flushed
+  // The data path moves a QP to `state`: the engine's view and the qpc QUERY_QP returns together.
+  static void move_to(QueuePair& qp, QpState state);
   void flush(uint32_t qpn, QueuePair& qp);             // of a QP in ERR: outstanding and posted WQEs
   void flush_send_queue(uint32_t qpn, QueuePair& qp);
   void requester_cqe(uint32_t qpn, QueuePair& qp, const SendMessage& message);

@@ -60,8 +60,7 @@ bool RdmaEngine::drains_for_signature_error(uint32_t qpn, QueuePair& qp, const S
     qp.rc.req.fence_blocked = true;       // a fence-blocked SQ as each of them completes
     return true;
   }
-  qp.state = QpState::kSqDrained;
-  set(qp.context, qpc::kState, uint32_t(QpState::kSqDrained));
+  move_to(qp, QpState::kSqDrained);
   eq_post_qp_srq(f_, eqe::kSqDrained, eqe::kResourceQp, qpn);
   log().debug("function {}: QP {:#x}: SQ drained at WQE {:#x} (opcode {:#x}, fm {}) after a signature error",
               f_.identity.vhca_id, qpn, wqe.wqe_index, wqe.opcode, wqe.fence);
