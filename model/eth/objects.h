@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <map>
 #include <optional>
 #include <set>
@@ -47,6 +48,7 @@ struct WorkQueueRing {
   uint32_t pd = 0;
   uint32_t uar_page = 0;
   uint64_t dbr_addr = 0;        // RQ: dword0 = receive counter; SQ: dword1 = send counter (WQEBBs)
+  std::shared_ptr<const void> dbr_umem;  // the UMEM the record is in (DevX), held while the queue lives
   uint32_t log_stride = 6;      // absolute: bytes per entry = 1 << log_stride
   uint32_t log_size = 0;        // entries
   PageList buffer;
@@ -222,7 +224,8 @@ struct EthObjects {
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR, RQT).
   size_t owned_by(uint16_t uid) const {
-    return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid);
+    return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
+           flow_counters.owned_by(uid);
   }
 };
 

@@ -408,7 +408,7 @@ uint32_t EthQueues::transport_domain(const EthSendQueue& sq) const {
 bool EthQueues::self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> frame,
                                       std::optional<uint32_t> looped_from) const {
   const TransportInterfaceReceive* tir = f_.eth.tirs.find(tirn);
-  if (!looped_from || tir == nullptr || tir->td != *looped_from) return true;
+  if (!looped_from || tir == nullptr || tir->td == 0 || tir->td != *looped_from) return true;
   // tirc.self_lb_block: bit 0 unicast, bit 1 multicast. mlx5e clears both on its TIRs (it must not
   // see its own frames) and sets them for its loopback self-test; mlx5_ib sets them for raw packet
   // QPs created with ALLOW_SELF_LB: a set bit lets the domain's own frames in.

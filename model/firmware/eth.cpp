@@ -6,6 +6,7 @@
 #include "model/eth/objects.h"
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/firmware/umem.h"
 
 namespace hcaemu::model {
 
@@ -68,6 +69,12 @@ constexpr uint32_t kWqDbr = 0x10;
 constexpr Field kWqLogStride{0x20, 19, 16};
 constexpr Field kWqLogPageSize{0x20, 12, 8};
 constexpr Field kWqLogSize{0x20, 4, 0};
+// A DevX queue's ring and doorbell record in UMEMs instead of the PAS and dbr_addr.
+constexpr Field kWqDbrUmemValid{0x24, 31, 31};
+constexpr Field kWqUmemValid{0x24, 30, 30};
+constexpr Field kWqDbrUmemId{0x28, 31, 0};
+constexpr Field kWqUmemId{0x2c, 31, 0};
+constexpr uint32_t kWqUmemOffset = 0x30;
 constexpr uint32_t kSqLogStride = 6;      // 64-byte WQEBBs
 constexpr uint32_t kRqMinLogStride = 4, kRqMaxLogStride = 11;
 
@@ -114,6 +121,13 @@ bool check_td(CommandCall& call, uint32_t td) {
 
 // ---- the wq context of an RQ or SQ ----
 
+// The ring in the command's PAS (the kernel's queues).
+std::optional<PageList> pas_buffer(CommandCall& call, std::span<const uint8_t> wq, uint64_t bytes) {
+  const uint32_t log_page_size = PageList::kMinLogPageSize + get(wq, kWqLogPageSize);
+  if (!check(call, log_page_size <= PageList::kMaxLogPageSize, fw::kCheckPas)) return std::nullopt;
+  return fw::page_list(call, kPas, log_page_size, fw::quantized_offset(get(wq, kWqPageOffset), log_page_size), bytes);
+}
+
 // Validates and builds the ring of a create_rq_in / create_sq_in (context at 0x20, PAS at 0x110).
 std::optional<WorkQueueRing> parse_wq(CommandCall& call, bool is_sq) {
   const auto wq = sub(call.in(), kCtx + kWq, kWqSize);
@@ -134,10 +148,15 @@ std::optional<WorkQueueRing> parse_wq(CommandCall& call, bool is_sq) {
       !fw::check_dbr(call, ring.dbr_addr) ||
       (is_sq && !fw::check_uar(call, ring.uar_page)))
     return std::nullopt;
-  const uint32_t log_page_size = PageList::kMinLogPageSize + get(wq, kWqLogPageSize);
-  if (!check(call, log_page_size <= PageList::kMaxLogPageSize, fw::kCheckPas)) return std::nullopt;
-  auto buffer = fw::page_list(call, kPas, log_page_size, fw::quantized_offset(get(wq, kWqPageOffset), log_page_size),
-                              ring.bytes());
+  if (get(wq, kWqDbrUmemValid) != 0) {
+    auto record = fw::umem_doorbell_record(call, get(wq, kWqDbrUmemId), ring.dbr_addr);
+    if (!record) return std::nullopt;
+    ring.dbr_addr = record->address;
+    ring.dbr_umem = std::move(record->umem);
+  }
+  auto buffer = get(wq, kWqUmemValid) != 0
+                    ? fw::umem_buffer(call, get(wq, kWqUmemId), get64(wq, kWqUmemOffset), ring.bytes(), false)
+                    : pas_buffer(call, wq, ring.bytes());
   if (!buffer) return std::nullopt;
   ring.buffer = std::move(*buffer);
   return ring;
@@ -467,7 +486,9 @@ void create_tir(CommandCall& call) {
   const auto tirc = context_in(call, kTircSize);
   TransportInterfaceReceive tir;
   tir.td = get(tirc, kTirTd);
-  if (!check_td(call, tir.td) || !check_tir_target(call, tirc, tir)) return;
+  // Transport domain 0 is none: DevX users create TIRs without one (rdma-core's DR tests steer
+  // into such a TIR), and no domain's self-loopback rule then applies to it.
+  if ((tir.td != 0 && !check_td(call, tir.td)) || !check_tir_target(call, tirc, tir)) return;
   copy_context(tirc, tir.context);
   const TransportInterfaceReceive target = tir;
   const uint32_t tirn = fw::insert(call, f.eth.tirs, 16, std::move(tir));

@@ -377,8 +377,15 @@ void dealloc_unused(CommandCall& call, ObjectTable<T>& table, Field id_field, ui
   table.erase(id);
 }
 
+// A process allocates its own counters through DevX (rdma-core's DR tests count a rule's hits
+// with one); it may free and read only its own, the kernel any.
 void dealloc_flow_counter(CommandCall& call) {
-  dealloc_unused(call, call.function().eth.flow_counters, kCounterId, kCheckCounter);
+  if (!fw::start(call, 0x10)) return;
+  auto& counters = call.function().eth.flow_counters;
+  const uint32_t id = get(call.in(), kCounterId);
+  FlowCounter* counter = fw::lookup_owned(call, counters, id, kCheckCounter);
+  if (counter == nullptr || !fw::not_in_use(call, counter->refs)) return;
+  counters.erase(id);
 }
 
 void query_flow_counter(CommandCall& call) {
@@ -387,8 +394,10 @@ void query_flow_counter(CommandCall& call) {
   const uint32_t count = std::max<uint32_t>(1, get(call.in(), kQueryCounterCount));
   if (!call.need_output(kCounterStatistics + count * kCounterStatisticsSize)) return;
   auto& counters = call.function().eth.flow_counters;
-  for (uint32_t i = 0; i < count; ++i)
-    if (!check(call, counters.contains(first + i), kCheckCounter, CommandStatus::kBadResource)) return;
+  for (uint32_t i = 0; i < count; ++i) {
+    const bool readable = counters.contains(first + i) && fw::acts_for(call, counters.owner(first + i));
+    if (!check(call, readable, kCheckCounter, CommandStatus::kBadResource)) return;
+  }
   const bool clear = get(call.in(), kQueryCounterClear) != 0;
   for (uint32_t i = 0; i < count; ++i) {
     FlowCounter* counter = counters.find(first + i);
@@ -433,9 +442,9 @@ void register_flow_commands(CommandTable& table) {
   table.add(kSetFte, "SET_FLOW_TABLE_ENTRY", set_fte);
   table.add(kQueryFte, "QUERY_FLOW_TABLE_ENTRY", query_fte);
   table.add(kDeleteFte, "DELETE_FLOW_TABLE_ENTRY", delete_fte);
-  table.add(kAllocFlowCounter, "ALLOC_FLOW_COUNTER", alloc_flow_counter);
-  table.add(kDeallocFlowCounter, "DEALLOC_FLOW_COUNTER", dealloc_flow_counter);
-  table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter);
+  table.add(kAllocFlowCounter, "ALLOC_FLOW_COUNTER", alloc_flow_counter, Senders::kUser);
+  table.add(kDeallocFlowCounter, "DEALLOC_FLOW_COUNTER", dealloc_flow_counter, Senders::kUser);
+  table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter, Senders::kUser);
   table.add(kAllocPacketReformat, "ALLOC_PACKET_REFORMAT_CONTEXT", alloc_packet_reformat);
   table.add(kDeallocPacketReformat, "DEALLOC_PACKET_REFORMAT_CONTEXT", dealloc_packet_reformat);
 }

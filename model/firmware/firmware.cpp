@@ -95,23 +95,20 @@ bool sender_allowed(const CommandCall& call, const CommandRequest& request, Send
   return false;
 }
 
-// DevX passes a user's create commands through with their umem_valid bits set (mlx5_ib forces
-// them): the object's buffers are then in a UMEM the kernel pinned, never the command's PAS, which
-// the user wrote. The device has no UMEMs, so such a command is refused; honouring its PAS would
-// let any guest process point a queue at any memory of the guest. The kernel's own commands (and
-// those it builds for a process's verbs objects) leave the bits clear.
+// DevX passes a process's commands through with their umem_valid bits set (mlx5_ib forces them):
+// the object's buffers are then in a UMEM the kernel pinned (objects/umem.h), never the command's
+// PAS, which the process wrote. The queue create commands resolve their UMEMs themselves (CQ, QP,
+// SQ, RQ: firmware/umem.h); a key whose translation is a UMEM, a CQ resized into one and a DevX
+// RMP are not offered, so those are refused; honouring their PAS would let any guest process point the
+// device at any memory of the guest. The kernel's own commands leave the bits clear.
 struct UmemField {
   uint16_t opcode;
   Field valid;
 };
 constexpr UmemField kUmemValid[] = {
     {0x200, {0x0c, 30, 30}},  // CREATE_MKEY: mkey_umem_valid
-    {0x400, {0x5c, 31, 31}},  // CREATE_CQ: cq_umem_valid
     {0x403, {0x5c, 31, 31}},  // MODIFY_CQ: cq_umem_valid
-    {0x500, {0x10c, 31, 31}},  // CREATE_QP: wq_umem_valid
-    {0x908, {0x74, 30, 30}},  // CREATE_RQ: wq.wq_umem_valid
-    {0x904, {0x74, 30, 30}},  // CREATE_SQ: wq.wq_umem_valid
-    {0x90c, {0x74, 30, 30}},  // CREATE_RMP: wq.wq_umem_valid
+    {0x90c, {0x74, 30, 30}},  // CREATE_RMP: wq.wq_umem_valid (a DevX SRQ; libmlx5's SRQs are the kernel's)
 };
 
 bool asks_for_umem(const CommandRequest& request) {
@@ -142,6 +139,7 @@ void register_all_commands(CommandTable& table) {
   register_general_object_commands(table);
   register_scheduling_element_commands(table);
   register_packet_pacing_commands(table);
+  register_umem_commands(table);
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/firmware/umem.h"
 #include "model/prm/qpc_fields.h"
 
 namespace hcaemu::model {
@@ -55,6 +56,10 @@ constexpr Field kQpcExt{0x08, 31, 31};
 constexpr Field kQueueGroupRequester{0x114, 31, 0};  // qpc_data_ext.qos_queue_group_id_requester
 constexpr Field kQueueGroupResponder{0x118, 31, 0};  // qpc_data_ext.qos_queue_group_id_responder
 constexpr uint32_t kQpc = 0x18, kQpcSize = 0xe8, kPas = 0x110;
+// create_qp_in: the work queues in a UMEM (DevX) instead of the PAS.
+constexpr uint32_t kWqUmemOffset = 0x100;
+constexpr Field kWqUmemId{0x108, 31, 0};
+constexpr Field kWqUmemValid{0x10c, 31, 31};
 constexpr uint32_t kModifyInSize = kQpc + kQpcSize;
 
 constexpr uint32_t kMaxMtu = 5;  // IB enum: 1 = 256 ... 5 = 4096
@@ -199,6 +204,16 @@ QueuePair* named_qp(CommandCall& call) {
   return qp;
 }
 
+// A DevX QP's doorbell record in a UMEM (qpc.dbr_umem_valid): dbr_addr is its offset there.
+bool place_in_umems(CommandCall& call, std::span<const uint8_t> ctx, QueuePair& qp) {
+  if (get(ctx, qpc::kDbrUmemValid) == 0) return true;
+  auto record = umem_doorbell_record(call, get(ctx, qpc::kDbrUmemId), qp.dbr_addr);
+  if (!record) return false;
+  qp.dbr_addr = record->address;
+  qp.dbr_umem = std::move(record->umem);
+  return true;
+}
+
 void create_qp(CommandCall& call) {
   if (!start(call, kPas)) return;
   Resources& r = call.function().resources;
@@ -250,8 +265,11 @@ void create_qp(CommandCall& call) {
 
   qp.sq_offset = qp.rq_bytes();
   const uint64_t size = qp.rq_bytes() + qp.sq_bytes();
+  if (!place_in_umems(call, ctx, qp)) return;
   if (size != 0) {
-    auto buffer = queue_buffer(call, kPas, get(ctx, qpc::kLogPageSize), get(ctx, qpc::kPageOffset), size);
+    auto buffer = get(call.in(), kWqUmemValid) != 0
+                      ? umem_buffer(call, get(call.in(), kWqUmemId), get64(call.in(), kWqUmemOffset), size, false)
+                      : queue_buffer(call, kPas, get(ctx, qpc::kLogPageSize), get(ctx, qpc::kPageOffset), size);
     if (!buffer) return;
     qp.buffer = std::move(*buffer);
   }

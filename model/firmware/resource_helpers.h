@@ -31,7 +31,7 @@ enum Check : uint16_t {
   kCheckState = 0x0f,
   kCheckPas = 0x10,          // + PageListError
   kCheckBudget = 0x20,       // hcaemu's memory budget for the function (ResourceLimits)
-  kCheckUmem = 0x21,         // buffers in a DevX UMEM, which the device does not offer
+  kCheckUmem = 0x21,         // a DevX UMEM the command names: not the sender's, too short, read-only, or a use not offered
 };
 
 // Fails the command with `status` and check number `check_number` of its syndrome range unless `ok`.

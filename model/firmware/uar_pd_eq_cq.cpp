@@ -4,6 +4,7 @@
 // from another function (or a stale one) finds nothing and gets BAD_RESOURCE.
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/firmware/umem.h"
 
 namespace hcaemu::model {
 namespace {
@@ -52,7 +53,13 @@ constexpr Field kLogPageSize{0x18, 28, 24};
 constexpr Field kConsumerCounter{0x28, 23, 0};
 constexpr Field kProducerCounter{0x2c, 23, 0};
 constexpr uint32_t kDbrAddr = 0x38;
+constexpr Field kDbrUmemValid{0x00, 25, 25};  // the doorbell record is at dbr_addr in UMEM dbr_umem_id
+constexpr Field kDbrUmemId{0x04, 31, 0};
 }  // namespace cqc
+// create_cq_in: the ring in a UMEM (DevX) instead of the PAS.
+constexpr uint32_t kCqUmemOffset = 0x50;
+constexpr Field kCqUmemId{0x58, 31, 0};
+constexpr Field kCqUmemValid{0x5c, 31, 31};
 constexpr Field kModifyCqSelect{0x0c, 31, 0};
 constexpr uint32_t kModifyPeriod = 1u << 0, kModifyCount = 1u << 1;
 constexpr uint32_t kResizeLogSize = 1u << 0, kResizePageOffset = 1u << 1, kResizePageSize = 1u << 2;
@@ -221,7 +228,15 @@ void create_cq(CommandCall& call) {
     return;
   EventQueue* eq = lookup(call, r.eqs, cq.eqn, kCheckEq);
   if (eq == nullptr) return;
-  auto ring = queue_buffer(call, kQueuePas, get(ctx, cqc::kLogPageSize), get(ctx, cqc::kPageOffset), cq.ring_bytes());
+  if (get(ctx, cqc::kDbrUmemValid) != 0) {
+    auto record = umem_doorbell_record(call, get(ctx, cqc::kDbrUmemId), cq.dbr_addr);
+    if (!record) return;
+    cq.dbr_addr = record->address;
+    cq.dbr_umem = std::move(record->umem);
+  }
+  auto ring = get(call.in(), kCqUmemValid) != 0
+                  ? umem_buffer(call, get(call.in(), kCqUmemId), get64(call.in(), kCqUmemOffset), cq.ring_bytes(), true)
+                  : queue_buffer(call, kQueuePas, get(ctx, cqc::kLogPageSize), get(ctx, cqc::kPageOffset), cq.ring_bytes());
   if (!ring) return;
   cq.ring = std::move(*ring);
   std::copy(ctx.begin(), ctx.end(), cq.context.begin());

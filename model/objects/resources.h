@@ -6,6 +6,7 @@
 // counted, so an object in use cannot be destroyed and no reference ever dangles.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/queues/completion_queue.h"
@@ -17,6 +18,7 @@
 #include "model/objects/page_faults.h"
 #include "model/objects/rate_limits.h"
 #include "model/objects/scheduling_elements.h"
+#include "model/objects/umem.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
 
@@ -220,6 +222,7 @@ struct QueuePair {
   bool no_sq = false;
   uint32_t uar_page = 0;
   uint64_t dbr_addr = 0;        // dword0 RQ producer, dword1 SQ producer
+  std::shared_ptr<const void> dbr_umem;  // the UMEM the record is in (DevX), held while the QP lives
   PageList buffer;              // RQ at offset 0, SQ at sq_offset
   uint64_t sq_offset = 0;
   uint32_t opt_param_mask = 0;  // of the last transition
@@ -262,6 +265,7 @@ struct Resources {
   RateLimitTable rate_limits;        // packet pacing (SET_PP_RATE_LIMIT)
   SchedulingElements scheduling;     // NIC scheduling elements (general objects)
   AvQpMappings av_qp_mappings{1, kMaxObjectId, 1u << kLogMaxAvQpMappings};  // address-to-QP hints (general objects)
+  Umems umems{1, kMaxObjectId, 1u << kLogMaxUmems};  // DevX UMEMs (objects/umem.h)
   ResourceCounters counters;
 
   void clear() {
@@ -281,6 +285,7 @@ struct Resources {
     rate_limits.clear();
     scheduling.clear();
     av_qp_mappings.clear();
+    umems.clear();
   }
   // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
   // through other keys (a window or an indirect key): what a window's bind, an indirect key's
@@ -293,7 +298,7 @@ struct Resources {
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
            mkeys.owned_by(uid) + psvs.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid) +
-           av_qp_mappings.owned_by(uid);
+           av_qp_mappings.owned_by(uid) + umems.owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {

@@ -61,5 +61,7 @@ inline constexpr Field kQkey{0xa8, 31, 0};
 inline constexpr Field kRqType{0xac, 26, 24};
 inline constexpr Field kSrqn{0xac, 23, 0};
 inline constexpr Field kHwSqWqebbCounter{0xb4, 31, 16};  // QUERY_QP: the first WQEBB not executed
+inline constexpr Field kDbrUmemValid{0xd0, 28, 28};  // DevX: dbr_addr is an offset in UMEM dbr_umem_id
+inline constexpr Field kDbrUmemId{0xe4, 31, 0};
 
 }  // namespace hcaemu::model::qpc

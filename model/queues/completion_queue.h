@@ -7,6 +7,7 @@
 // goes to error and a CQ error event (type 0x04) is posted instead.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <functional>
 #include <span>
 
@@ -62,6 +63,7 @@ struct CompletionQueue {
   uint32_t uar_page = 0;
   uint32_t eqn = 0;           // cqc.c_eqn
   uint64_t dbr_addr = 0;      // doorbell record: dword0 = CI (driver), dword1 = arm word
+  std::shared_ptr<const void> dbr_umem;  // the UMEM the record is in (DevX), held while the CQ lives
   PageList ring;
   std::array<uint8_t, 0x40> context{};  // cqc as created/modified (QUERY_CQ)
   uint32_t producer = 0;      // CQEs written (24-bit counter)

@@ -44,6 +44,48 @@ std::optional<PageList> PageList::build(std::span<const uint8_t> pas, uint32_t l
   return list;
 }
 
+std::optional<PageList> PageList::from_pages(std::vector<uint64_t> pages, uint32_t log_page_size, uint64_t offset,
+                                             uint64_t size, PageListError& error) {
+  error = PageListError::kNone;
+  if (log_page_size < kMinLogPageSize || log_page_size > kMaxLogPageSize) {
+    error = PageListError::kPageSize;
+    return std::nullopt;
+  }
+  const uint64_t page = uint64_t(1) << log_page_size;
+  if (offset >= page) {
+    error = PageListError::kOffset;
+    return std::nullopt;
+  }
+  if (pages_needed(log_page_size, offset, size) > pages.size()) {
+    error = PageListError::kTooShort;
+    return std::nullopt;
+  }
+  if (std::any_of(pages.begin(), pages.end(), [page](uint64_t a) { return (a & (page - 1)) != 0; })) {
+    error = PageListError::kMisaligned;
+    return std::nullopt;
+  }
+  PageList list;
+  list.pages_ = std::move(pages);
+  list.log_page_size_ = log_page_size;
+  list.offset_ = offset;
+  list.size_ = size;
+  return list;
+}
+
+std::optional<PageList> PageList::slice(uint64_t at, uint64_t size) const {
+  if (size == 0 || at > size_ || size > size_ - at) return std::nullopt;
+  const uint64_t linear = at + offset_;
+  const uint64_t first = linear >> log_page_size_;
+  PageList part;
+  part.log_page_size_ = log_page_size_;
+  part.offset_ = linear & ((uint64_t(1) << log_page_size_) - 1);
+  part.size_ = size;
+  const uint64_t count = pages_needed(log_page_size_, part.offset_, size);
+  part.pages_.assign(pages_.begin() + std::ptrdiff_t(first), pages_.begin() + std::ptrdiff_t(first + count));
+  part.source = source;
+  return part;
+}
+
 std::optional<uint64_t> PageList::translate(uint64_t at) const {
   if (at >= size_) return std::nullopt;
   const uint64_t linear = at + offset_;

@@ -6,6 +6,7 @@
 // Built only from validated input (every page aligned, offset + size inside the list); all access
 // goes through the function's HostMemory, so a bad address is a refused DMA, never a wild write.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -35,6 +36,14 @@ class PageList {
   static std::optional<PageList> build(std::span<const uint8_t> pas, uint32_t log_page_size, uint64_t offset,
                                        uint64_t size, PageListError& error);
 
+  // The same from page addresses already decoded (a DevX UMEM's MTT, flags stripped).
+  static std::optional<PageList> from_pages(std::vector<uint64_t> pages, uint32_t log_page_size, uint64_t offset,
+                                            uint64_t size, PageListError& error);
+
+  // Bytes [at, at + size) of this buffer as a list of their own (a queue inside a UMEM); nullopt
+  // when the range leaves the buffer. The slice shares `source` with this list.
+  std::optional<PageList> slice(uint64_t at, uint64_t size) const;
+
   // Entries the list needs for `size` bytes starting `offset` bytes into the first page.
   static uint64_t pages_needed(uint32_t log_page_size, uint64_t offset, uint64_t size);
 
@@ -59,6 +68,9 @@ class PageList {
   // The list's entries against the function's translation budget (firmware/resource_helpers.h),
   // given back when the list goes.
   BudgetCharge charge;
+  // What the pages belong to when they are not the list's own (a UMEM: objects/umem.h): held so
+  // the owner sees it is still in use while any slice lives.
+  std::shared_ptr<const void> source;
 
  private:
   std::vector<uint64_t> pages_;

@@ -20,7 +20,7 @@
 #                          built into $CACHE/guest13[-pyverbs]/
 #   HCAEMU_GUEST_KERNEL    pin the kernel ABI, e.g. 6.1.0-57-amd64 (default: newest in apt)
 #   HCAEMU_GUEST_REBUILD=1 rebuild even if the stamp matches (e.g. to pick up a new kernel)
-#   HCAEMU_GUEST_VARIANT   "pyverbs": the same image plus Python 3.11, python3-pyverbs and
+#   HCAEMU_GUEST_VARIANT   "pyverbs": the same image plus Python 3.11, python3-pyverbs, scapy and
 #                          rdma-core's own test suite (run_tests.py and its modules, unzipped)
 #                          in /usr/share/rdma-core-tests; built into $CACHE/guest-pyverbs/
 #
@@ -145,6 +145,7 @@ if [ "$VARIANT" = pyverbs ]; then
         python3-pyverbs "$PYTHON-minimal" "lib$PYTHON-minimal" "lib$PYTHON-stdlib" "lib$PYTHON"
         libexpat1 libffi8 libbz2-1.0 libsqlite3-0 libncursesw6 libtinfo6 "libreadline8$T64" libuuid1
         libcrypt1 "libgdbm6$T64" "libgdbm-compat4$T64" libnsl2 media-types
+        python3-scapy netbase  # the suite's mlx5 DevX and DR tests build PRM structs with scapy
     )
 fi
 # Host-side tools only (depmod), run through the guest's loader.

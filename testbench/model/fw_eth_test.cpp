@@ -110,6 +110,18 @@ TEST(EthObjects, RqtAndTirReferenceRqs) {
   EXPECT_EQ(t.run(0x90a, with_number(rq2)), kOk);
 }
 
+// rdma-core's DR tests create a TIR through DevX with no transport domain (0); an unknown one is refused.
+TEST(EthObjects, ATirNeedNotNameATransportDomain) {
+  EthFunction t;
+  const uint32_t rq = t.create_rq(t.page(), t.page());
+  auto in = t.tir_input(false, rq);
+  store_be32(&in[0x44], 0);
+  ASSERT_EQ(t.run(0x900, in), kOk);
+  EXPECT_EQ(t.f.eth.tirs.find(t.object())->td, 0u);
+  store_be32(&in[0x44], t.td + 9);
+  EXPECT_EQ(t.run(0x900, in), kBadResource);
+}
+
 TEST(EthFlow, TablesGroupsEntriesAndReferences) {
   EthFunction t;
   const uint32_t rq = t.create_rq(t.page(), t.page());

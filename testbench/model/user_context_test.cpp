@@ -145,16 +145,17 @@ TEST(UserContext, OnlyARawTxContextCreatesAnEthernetSq) {
 }
 
 // DevX's own create commands come with their umem_valid bits set (mlx5_ib forces them): buffers in
-// a UMEM, which the device does not offer. Refused, so a process's PAS never reaches a queue.
-TEST(UserContext, CommandsWithBuffersInAUmemAreRefused) {
+// a UMEM (umem_test.cpp), so a process's PAS never reaches a queue; a use of a UMEM the device does
+// not offer is refused.
+TEST(UserContext, CommandsWithBuffersInAUmemNeverTakeTheirPas) {
   DevxFunction t;
   const uint16_t a = t.create_uctx();
   const uint32_t uar = t.alloc(kAllocUar);
   const uint32_t eqn = t.create_eq(6, uar, 0, 0, {t.page()});
   auto cq = t.cq_input(2, uar, eqn, t.page(), {t.page()});
   store_be16(&cq[2], a);
-  cq[0x5c] |= 0x80;  // cq_umem_valid
-  EXPECT_EQ(t.run(kCreateCq, cq), kBadParameter);
+  cq[0x5c] |= 0x80;  // cq_umem_valid, cq_umem_id 0: no UMEM, whatever the PAS says
+  EXPECT_EQ(t.run(kCreateCq, cq), uint8_t(CommandStatus::kBadIndex));
   EXPECT_EQ(t.out32(0x04), (uint32_t(kCreateCq) << 16) | 0x21) << "the UMEM check";
   cq[0x5c] &= 0x7f;
   EXPECT_EQ(t.run(kCreateCq, cq), kOk) << "the same CQ as mlx5_ib builds it for a process";
@@ -169,6 +170,25 @@ TEST(UserContext, CommandsWithBuffersInAUmemAreRefused) {
   store_be32(&mkey[0x10], (1u << 8));                        // MTT, in use: its pages would be the UMEM's
   EXPECT_EQ(t.run(0x200, mkey), kBadParameter);
   EXPECT_EQ(t.out32(0x04), (0x200u << 16) | 0x21) << "the UMEM check";
+}
+
+// rdma-core's DR tests count a rule's packets with a counter they allocate through DevX.
+TEST(UserContext, FlowCountersAreTheirProcesss) {
+  constexpr uint16_t kAlloc = 0x939, kDealloc = 0x93a, kQuery = 0x93b;
+  DevxFunction t;
+  const uint16_t a = t.create_uctx(), b = t.create_uctx();
+  const uint32_t counter = t.alloc_as(a, kAlloc);
+  t.f.eth.flow_counters.find(counter)->packets = 3;
+  auto query = from(a, 0, 0x20);
+  store_be32(&query[0x1c], counter);  // flow_counter_id
+  ASSERT_EQ(t.run(kQuery, query, 0x30), kOk);
+  EXPECT_EQ(t.out32(0x14), 3u) << "packets (low dword)";
+  store_be16(&query[2], b);
+  EXPECT_EQ(t.run(kQuery, query, 0x30), kBadResource) << "another process's counter";
+  EXPECT_EQ(t.run(kDealloc, from(b, counter)), kBadResource);
+  EXPECT_EQ(t.destroy_uctx(a), kBadResourceState) << "its counter is alive";
+  EXPECT_EQ(t.run(kDealloc, from(a, counter)), kOk);
+  EXPECT_EQ(t.destroy_uctx(a), kOk);
 }
 
 TEST(UserContext, BasicAndXrcSrqsAreTheKernelsOnly) {
