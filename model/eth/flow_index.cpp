@@ -46,11 +46,11 @@ void unindex_flow_entry(FlowTable& table, const FlowGroup& group, uint32_t flow_
 }
 
 std::optional<uint32_t> match_flow(const FlowTable& table, const ObjectTable<FlowGroup>& groups,
-                                   const std::array<uint8_t, 0x40>& outer) {
+                                   const frame::MatchKey& frame_key) {
   for (const auto& [start, g] : table.index) {
     const FlowGroup* group = groups.find(g.group);
     if (group == nullptr || group->criteria.size() < kMatchParamSize) continue;
-    const std::string key = masked(*group, [&](uint32_t i) { return i < kBlock ? outer[i] : uint8_t(0); });
+    const std::string key = masked(*group, [&](uint32_t i) { return i < frame_key.size() ? frame_key[i] : uint8_t(0); });
     if (auto hit = g.by_value.find(key); hit != g.by_value.end()) return *hit->second.begin();
   }
   return std::nullopt;

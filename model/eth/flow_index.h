@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "model/eth/frame.h"
 #include "model/eth/objects.h"
 
 namespace hcaemu::model {
@@ -16,9 +17,9 @@ namespace hcaemu::model {
 void index_flow_entry(FlowTable& table, const FlowGroup& group, uint32_t flow_index, const FlowEntry& entry);
 void unindex_flow_entry(FlowTable& table, const FlowGroup& group, uint32_t flow_index, const FlowEntry& entry);
 
-// The lowest flow index of `table` whose entry matches a frame with these outer headers (the
-// fte_match_param's other blocks are all zero for it).
+// The lowest flow index of `table` whose entry matches a frame with this key (frame::match_key;
+// the fte_match_param's blocks after it are all zero for the frame).
 std::optional<uint32_t> match_flow(const FlowTable& table, const ObjectTable<FlowGroup>& groups,
-                                   const std::array<uint8_t, 0x40>& outer);
+                                   const frame::MatchKey& key);
 
 }  // namespace hcaemu::model

@@ -208,7 +208,7 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
   reformatted.clear();
   uint32_t table_id = root_table(flow_table_type::kNicTx);
   if (table_id == 0) return true;  // no NIC TX tables (mlx5e sets none): frames leave as they are
-  const auto key = frame::outer_match_key(frame, frame::parse(frame));
+  const auto key = frame::match_key(frame, frame::parse(frame));
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
@@ -451,7 +451,7 @@ uint32_t EthQueues::root_table(uint8_t type) const {
 
 std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
   const frame::Parsed parsed = frame::parse(frame);
-  const auto key = frame::outer_match_key(frame, parsed);
+  const auto key = frame::match_key(frame, parsed);
   uint32_t table_id = root_table(flow_table_type::kNicRx);
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);

@@ -457,7 +457,18 @@ constexpr Field kLogMaxDestination{0x10, 7, 0};               // log_max_destina
 constexpr Field kLogMaxFlow{0x14, 7, 0};                      // log_max_flow
 constexpr uint32_t kFtFieldSupport = 0x20;                    // ft_field_support (128 bits)
 constexpr uint32_t kFtFieldBitmaskSupport = 0x30;             // ft_field_bitmask_support (128 bits)
-constexpr uint32_t kFieldSupportBytes = 16;
+// flow_table_fields_supported bits (from its first, most significant bit) of the fields the data
+// path matches frames by (model/eth/frame.h): outer and inner L2-L4 (no second VLAN), the GRE,
+// VXLAN and Geneve headers and a RoCEv2 BTH's destination QP. Not the eswitch's source port, MPLS,
+// ESP, Geneve options or metadata registers: a rule on those would never see a frame's value.
+constexpr uint32_t kMatchedFields[] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,              // outer dmac .. ipv4_ttl
+    0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,  // outer sip .. tcp_flags
+    0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d,                    // gre protocol/key, vxlan, geneve
+    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26,                    // inner dmac .. first_vid
+    0x2c, 0x2d, 0x2e, 0x2f, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36,  // inner sip .. tcp_flags
+    0x5a,                                                        // bth_dst_qp
+};
 // The page's own fields.
 constexpr Field kEncapGeneralHeader{0x04, 31, 31};            // encap_general_header
 constexpr Field kLogMaxPacketReformatContext{0x04, 20, 16};   // log_max_packet_reformat_context
@@ -587,9 +598,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       fill(page, kFlowTableCaps);
       for (uint32_t properties : {ft::kNicReceive, ft::kNicTransmit}) {
         fill(page.subspan(properties), kFlowTableProperties);
-        for (uint32_t i = 0; i < ft::kFieldSupportBytes; ++i) {  // every match field is accepted
-          page[properties + ft::kFtFieldSupport + i] = 0xff;
-          page[properties + ft::kFtFieldBitmaskSupport + i] = 0xff;
+        for (uint32_t bit : ft::kMatchedFields) {  // what frame::match_key gives a frame
+          page[properties + ft::kFtFieldSupport + bit / 8] |= uint8_t(0x80u >> (bit % 8));
+          page[properties + ft::kFtFieldBitmaskSupport + bit / 8] |= uint8_t(0x80u >> (bit % 8));
         }
       }
       return;

@@ -40,9 +40,9 @@ struct Steering {
     table.entries.erase(index);
   }
   std::optional<uint32_t> steer(std::vector<uint8_t> dmac) {
-    std::array<uint8_t, 0x40> outer{};
-    std::copy(dmac.begin(), dmac.end(), outer.begin() + kDmacOffset);
-    return match_flow(table, groups, outer);
+    frame::MatchKey key{};
+    std::copy(dmac.begin(), dmac.end(), key.begin() + kDmacOffset);
+    return match_flow(table, groups, key);
   }
 };
 

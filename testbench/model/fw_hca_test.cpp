@@ -278,7 +278,15 @@ TEST(FwHcaProbe, Mlx5eAndRoceCaps) {
     EXPECT_EQ(f.cap(0x40, 28, 25), 0xfu) << "the four chaining caps";
     EXPECT_EQ(f.cap(0x44, 29, 24), 20u) << "log_max_ft_size";
     EXPECT_GE(f.cap(0x44, 7, 0), 3u) << "max_ft_level";
-    EXPECT_EQ(f.at(0x10 + 0x60, 31, 0), 0xffffffffu) << "ft_field_support";
+    // ft_field_support: the fields frame::match_key fills, nothing it cannot see in a frame.
+    EXPECT_EQ(f.cap(0x60, 31, 31), 1u) << "outer_dmac";
+    EXPECT_EQ(f.cap(0x60, 23, 21), 0u) << "outer second VLAN";
+    EXPECT_EQ(f.cap(0x60, 6, 2), 0x1fu) << "VXLAN VNI, Geneve VNI, OAM, protocol type, option length";
+    EXPECT_EQ(f.cap(0x60, 1, 0), 0u) << "the eswitch's source port";
+    EXPECT_EQ(f.cap(0x64, 28, 28), 1u) << "inner_ip_version (mlx5e's inner TTC tables)";
+    EXPECT_EQ(f.cap(0x68, 5, 5), 1u) << "bth_dst_qp";
+    EXPECT_EQ(f.cap(0x6c, 7, 0), 0u) << "metadata registers";
+    EXPECT_EQ(f.cap(0x70, 31, 0), f.cap(0x60, 31, 0)) << "the bitmask support says the same";
     EXPECT_EQ(f.cap(0x80, 31, 31), 0u) << "nic_transmit.ft_support";
   }
 }
