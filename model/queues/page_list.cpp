@@ -13,35 +13,15 @@ uint64_t PageList::pages_needed(uint32_t log_page_size, uint64_t offset, uint64_
 
 std::optional<PageList> PageList::build(std::span<const uint8_t> pas, uint32_t log_page_size, uint64_t offset,
                                         uint64_t size, PageListError& error) {
-  error = PageListError::kNone;
-  if (log_page_size < kMinLogPageSize || log_page_size > kMaxLogPageSize) {
-    error = PageListError::kPageSize;
-    return std::nullopt;
+  // Only the entries the buffer needs are decoded; from_pages judges the rest.
+  const bool size_ok = log_page_size >= kMinLogPageSize && log_page_size <= kMaxLogPageSize;
+  const uint64_t needed = size_ok ? pages_needed(log_page_size, offset, size) : 0;
+  std::vector<uint64_t> pages;
+  if (needed <= pas.size() / 8) {
+    pages.reserve(needed);
+    for (uint64_t i = 0; i < needed; ++i) pages.push_back(load_be64(&pas[i * 8]));
   }
-  const uint64_t page = uint64_t(1) << log_page_size;
-  if (offset >= page) {
-    error = PageListError::kOffset;
-    return std::nullopt;
-  }
-  const uint64_t needed = pages_needed(log_page_size, offset, size);
-  if (needed > pas.size() / 8) {
-    error = PageListError::kTooShort;
-    return std::nullopt;
-  }
-  PageList list;
-  list.pages_.reserve(needed);
-  for (uint64_t i = 0; i < needed; ++i) {
-    const uint64_t address = load_be64(&pas[i * 8]);
-    if ((address & (page - 1)) != 0) {
-      error = PageListError::kMisaligned;
-      return std::nullopt;
-    }
-    list.pages_.push_back(address);
-  }
-  list.log_page_size_ = log_page_size;
-  list.offset_ = offset;
-  list.size_ = size;
-  return list;
+  return from_pages(std::move(pages), log_page_size, offset, size, error);
 }
 
 std::optional<PageList> PageList::from_pages(std::vector<uint64_t> pages, uint32_t log_page_size, uint64_t offset,

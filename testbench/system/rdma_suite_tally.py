@@ -2,8 +2,10 @@
 """Tallies rdma-core's test suite as run_rdma_suite.sh ran it in a guest (the console log): one row
 per module (tests, pass, fail, error, skip, seconds) and the skip reasons, each checked against
 the expected skips (a file of 'reason substring | why a ConnectX-6 Dx skips it too' lines; a line
-'test_name: reason substring | why' expects that skip of that one test only). Exit status 1 when a
-module failed, errored, timed out or never ran, or a skip is not expected."""
+'test_name: reason substring | why' expects that skip of that one test only, and a line
+'[vf] reason substring | why' expects it only in a guest on that function, given as the fourth
+argument). Exit status 1 when a module failed, errored, timed out or never ran, or a skip is not
+expected."""
 import re
 import sys
 from collections import Counter, OrderedDict
@@ -67,28 +69,33 @@ def parse(log_lines):
 
 
 def expected_skips(path):
-    """(test name or "" for any test, reason substring) pairs."""
+    """(function or "" for any, test name or "" for any test, reason substring) triples."""
     out = []
     for line in open(path, encoding="utf-8"):
         line = line.strip()
         if line and not line.startswith("#"):
             pattern = line.split("|")[0].strip()
+            function = re.match(r"^\[(\w+)\] (.*)$", pattern)
+            pattern = function.group(2) if function else pattern
             scoped = re.match(r"^(test_\w+): (.*)$", pattern)
-            out.append((scoped.group(1), scoped.group(2)) if scoped else ("", pattern))
+            test, text = (scoped.group(1), scoped.group(2)) if scoped else ("", pattern)
+            out.append((function.group(1) if function else "", test, text))
     return out
 
 
-def is_expected(expected, test, reason):
-    return any((not name or name == test) and text in reason for name, text in expected)
+def is_expected(expected, function, test, reason):
+    return any((not fn or fn == function) and (not name or name == test) and text in reason
+               for fn, name, text in expected)
 
 
 def main():
     if len(sys.argv) < 2:
-        print("usage: rdma_suite_tally.py CONSOLE_LOG [EXPECTED_SKIPS] [LABEL]", file=sys.stderr)
+        print("usage: rdma_suite_tally.py CONSOLE_LOG [EXPECTED_SKIPS] [LABEL] [FUNCTION]", file=sys.stderr)
         return 2
     rows = parse(open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines())
     expected = expected_skips(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else []
     label = sys.argv[3] if len(sys.argv) > 3 else ""
+    function = sys.argv[4] if len(sys.argv) > 4 else ""
     print(f"rdma-core suite {label}".rstrip())
     print(f"{'module':28} {'tests':>5} {'pass':>5} {'fail':>5} {'error':>5} {'skip':>5} {'seconds':>8}  status")
     total = Counter()
@@ -103,7 +110,7 @@ def main():
         if r["status"] != "ok":
             bad.append(f"{r['module']}: {r['status']}")
         for test, reason in r["skipped"]:
-            if not is_expected(expected, test, reason):
+            if not is_expected(expected, function, test, reason):
                 unexpected[reason] += 1
     print(f"{'total':28} {total['tests']:5} {total['pass']:5} {total['fail']:5} {total['error']:5} "
           f"{total['skip']:5} {total['seconds']:8.1f}")

@@ -24,13 +24,13 @@ SUITE-END test_a rc=0 seconds=1.0
 """
 
 
-def tally(log, expected):
+def tally(log, expected, function="pf"):
     with tempfile.TemporaryDirectory() as d:
         log_path, expected_path = os.path.join(d, "log"), os.path.join(d, "expected")
         open(log_path, "w").write(log)
         open(expected_path, "w").write(expected)
-        run = subprocess.run([sys.executable, os.path.join(HERE, "rdma_suite_tally.py"), log_path, expected_path],
-                             capture_output=True, text=True)
+        run = subprocess.run([sys.executable, os.path.join(HERE, "rdma_suite_tally.py"), log_path, expected_path,
+                              f"on the {function}", function], capture_output=True, text=True)
         return run.returncode, run.stdout
 
 
@@ -46,6 +46,16 @@ class Tally(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         rc, out = tally(LOG, "test_three: doesn't support X | why\nFeature Y | why\n")
         self.assertEqual(rc, 1, out)  # scoped to another test
+
+    def test_expected_on_one_function_only(self):
+        expected = "[vf] doesn't support X | why\nFeature Y | why\n"
+        rc, out = tally(LOG, expected, "vf")
+        self.assertEqual(rc, 0, out)
+        rc, out = tally(LOG, expected, "pf")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("unexpected skip x1: Device caps doesn't support X", out)
+        rc, out = tally(LOG, "[vf] test_two: doesn't support X | why\nFeature Y | why\n", "vf")
+        self.assertEqual(rc, 0, out)
 
     def test_a_skip_without_a_reason_read_fails_its_module(self):
         rc, out = tally(LOG.replace("OK (skipped=3)", "OK (skipped=4)"), "X | why\nFeature Y | why\n")

@@ -41,7 +41,7 @@ for fn in $FUNCTIONS; do
   echo "guest on the $fn: exit $rc after $((SECONDS - start)) s"
   grep -E "CHECK|SUITE-SETUP|SUITE-ERROR|SUITE-DMESG|blocked for more than" "$WORK/suite-$fn.log"
   [ -n "${SUITE_LOG_DIR:-}" ] && cp "$WORK/suite-$fn.log" "$SUITE_LOG_DIR/suite-$fn.log"
-  python3 "$HERE/rdma_suite_tally.py" "$WORK/suite-$fn.log" "$HERE/rdma_suite_expected_skips.txt" "on the $fn" || verdict=1
+  python3 "$HERE/rdma_suite_tally.py" "$WORK/suite-$fn.log" "$HERE/rdma_suite_expected_skips.txt" "on the $fn" "$fn" || verdict=1
   [ $rc -eq 0 ] || verdict=1
 done
 kill -TERM "$HCAEMU_PID"; wait "$HCAEMU_PID"; HCAEMU_PID=
