@@ -36,6 +36,9 @@ struct FunctionIdentity {
   ObjectQuotas quotas{};            // objects it may hold (caps log_max_*; the admin's configuration)
   DeviceMemoryWindow memic{};       // its device memory in BAR0 (device_mem_cap); none when 0 bytes
   VarWindow var{};                  // its virtio access regions in BAR0 (virtio_emulation_cap)
+  // Steering ICM for mlx5 DR (objects/sw_icm.h): SW_ICM objects and keys are served, and the caps
+  // announce them, only when set. Off until the data path steers by what DR writes there.
+  bool sw_icm = false;
 
   // The BAR0 layout of a function: UAR pages from page 3 on, then the VARs, then the device
   // memory's operation mirrors and its window at the BAR's end. Windows already set are kept.
@@ -70,7 +73,8 @@ struct FunctionContext {
   Resources resources{};     // UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ/RMP, QP tables
 
   DeviceMemory device_memory{};  // MEMIC (objects/device_memory.h): ALLOC_MEMIC, BAR0 loads and stores
-  FunctionMemory routed_memory{device_memory};
+  SwIcm sw_icm{};                // steering ICM (objects/sw_icm.h): SW_ICM objects, SW_ICM keys
+  FunctionMemory routed_memory{device_memory, sw_icm};
 
   // --- Ethernet objects (firmware/eth.cpp, firmware/eth_flow.cpp) ---
   EthObjects eth{};          // TIS, TIR, RQT, RQ, SQ, flow tables/groups/entries, flow counters

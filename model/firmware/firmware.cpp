@@ -66,6 +66,7 @@ void FunctionContext::reset_objects() {
   eth.clear();        // Ethernet objects first: they reference CQs, PDs, TDs
   resources.clear();  // every UAR, PD, TD, XRCD, EQ, CQ, MKEY, SRQ, QP
   device_memory.release_all();
+  sw_icm.clear();
   caps = HcaCapSettings{};  // caps `cur` back to `max`
   apply_quotas();
   port.reset();             // registers and port state back to power-on

@@ -17,4 +17,10 @@ void modify_av_qp_mapping(CommandCall& call);
 void query_av_qp_mapping(CommandCall& call);
 void destroy_av_qp_mapping(CommandCall& call);
 
+// obj_type SW_ICM (firmware/sw_icm.cpp).
+void create_sw_icm(CommandCall& call);
+void modify_sw_icm(CommandCall& call);
+void query_sw_icm(CommandCall& call);
+void destroy_sw_icm(CommandCall& call);
+
 }  // namespace hcaemu::model

@@ -1,11 +1,12 @@
 // General objects (CREATE / MODIFY / QUERY / DESTROY_GENERAL_OBJECT): one set of commands for many
-// object types, told apart by the obj_type of the header. The device offers three types:
+// object types, told apart by the obj_type of the header. The device offers these types:
 // - reserved QP numbers (here): libmlx5's mlx5dv_reserved_qpn_alloc takes a block of QP numbers
 //   through DevX and hands them out one by one, so a process can name a QP number to its peers
 //   (rdma_cm's DC connections) before any QP has it. No QP is created at a reserved number while
 //   the block is held (objects/object_table.h hold_block);
 // - NIC scheduling elements (firmware/scheduling_elements.cpp);
-// - address-to-QP mappings (firmware/av_qp_mappings.cpp).
+// - address-to-QP mappings (firmware/av_qp_mappings.cpp);
+// - steering ICM ranges, with FunctionIdentity::sw_icm only (firmware/sw_icm.cpp).
 // Any other obj_type is refused as a ConnectX refuses a type it lacks (BAD_PARAMETER), and its caps
 // bit (general_obj_types) stays clear.
 #include <optional>
@@ -89,6 +90,7 @@ constexpr TypeHandlers kTypes[] = {
     {kObjTypeSchedulingElement, create_scheduling_element, modify_scheduling_element, query_scheduling_element,
      destroy_scheduling_element},
     {kObjTypeAvQpMapping, create_av_qp_mapping, modify_av_qp_mapping, query_av_qp_mapping, destroy_av_qp_mapping},
+    {kObjTypeSwIcm, create_sw_icm, modify_sw_icm, query_sw_icm, destroy_sw_icm},
 };
 
 // Runs the handler `pick` chooses for the command's obj_type; an obj_type not offered is refused.

@@ -509,7 +509,14 @@ constexpr Field kMaxMemicSize{0x14, 31, 0};                   // max_memic_size
 constexpr Field kMemicIncrementSizes{0x04, 31, 24};           // sizes of an increment (bit 0: one byte)
 constexpr Field kMemicTestAndSetSizes{0x04, 15, 8};           // sizes of a test-and-set
 constexpr Field kMemicOperationsOffered{0x40, 31, 0};                // memic_operations: bit per operation
-// No SW ICM (general_obj_types has no SW_ICM bit), so mlx5 DR does not take its ICM from here.
+// Steering ICM (objects/sw_icm.h), announced only with FunctionIdentity::sw_icm.
+constexpr Field kSteeringSwIcmStartHigh{0x18, 31, 0};          // steering_sw_icm_start_address (64 bits)
+constexpr Field kSteeringSwIcmStartLow{0x1c, 31, 0};
+constexpr Field kLogHeaderModifySwIcmSize{0x20, 23, 16};       // log_header_modify_sw_icm_size
+constexpr Field kLogSwIcmAllocGranularity{0x20, 13, 8};        // log_sw_icm_alloc_granularity
+constexpr Field kLogSteeringSwIcmSize{0x20, 7, 0};             // log_steering_sw_icm_size
+constexpr Field kHeaderModifySwIcmStartHigh{0x28, 31, 0};      // header_modify_sw_icm_start_address
+constexpr Field kHeaderModifySwIcmStartLow{0x2c, 31, 0};
 }  // namespace dm
 
 // --- virtio_emulation_cap (type 0x13): the function's VARs (objects/var_window.h), and no virtio
@@ -579,8 +586,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       set(page, gen::kLogMaxSrq, identity.quotas.log_max_srq);
       set(page, gen::kLogMaxEq, log_max_eq(identity));
       set(page, gen::kMaxNumEqs, max_num_eqs(identity));
-      set(page, gen::kDeviceMemory, identity.memic.bytes != 0);
-      if (identity.var.bytes != 0) set(page, gen::kGeneralObjTypesLow, 1u << kObjTypeVirtioNetQueue);
+      set(page, gen::kDeviceMemory, identity.memic.bytes != 0 || identity.sw_icm);
+      set(page, gen::kGeneralObjTypesLow, (identity.var.bytes != 0 ? 1u << kObjTypeVirtioNetQueue : 0) |
+                                              (identity.sw_icm ? 1u << kObjTypeSwIcm : 0));
       return;
     case CapType::kEthernetOffloads:
       fill(page, kEthernetCaps);
@@ -605,6 +613,15 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       }
       return;
     case CapType::kDeviceMemory:
+      if (identity.sw_icm) {
+        set(page, dm::kSteeringSwIcmStartHigh, uint32_t(kSteeringIcm.start >> 32));
+        set(page, dm::kSteeringSwIcmStartLow, uint32_t(kSteeringIcm.start));
+        set(page, dm::kLogSteeringSwIcmSize, kSteeringIcm.log_size);
+        set(page, dm::kHeaderModifySwIcmStartHigh, uint32_t(kHeaderModifyIcm.start >> 32));
+        set(page, dm::kHeaderModifySwIcmStartLow, uint32_t(kHeaderModifyIcm.start));
+        set(page, dm::kLogHeaderModifySwIcmSize, kHeaderModifyIcm.log_size);
+        set(page, dm::kLogSwIcmAllocGranularity, kLogSwIcmBlock);
+      }
       if (identity.memic.bytes == 0) return;
       set(page, dm::kMemic, 1);
       set(page, dm::kLogMinMemicAllocSize, std::countr_zero(DeviceMemory::kAllocationGranule));

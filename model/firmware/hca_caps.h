@@ -67,6 +67,10 @@ inline constexpr uint16_t kObjTypeSchedulingElement = 0x26;
 // Address-to-QP mappings, a general object type (firmware/av_qp_mappings.cpp).
 inline constexpr uint16_t kObjTypeAvQpMapping = 0x3a;
 
+// Steering ICM ranges for mlx5 DR, a general object type (firmware/sw_icm.cpp), offered only with
+// FunctionIdentity::sw_icm.
+inline constexpr uint16_t kObjTypeSwIcm = 0x08;
+
 // Virtio net queues: the general object type whose general_obj_types bit tells mlx5 that the
 // function has virtio access regions (objects/var_window.h). No queue of the type can be created.
 inline constexpr uint16_t kObjTypeVirtioNetQueue = 0x0d;

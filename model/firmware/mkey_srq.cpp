@@ -26,6 +26,7 @@ constexpr uint32_t kPas = 0x110;             // klm_pas_mtt[] / pas[] of every c
 constexpr uint32_t kMkc = 0x10, kMkcSize = 0x40;
 constexpr Field kTranslationsActualSize{0x60, 31, 0};
 constexpr uint16_t kCheckMemicRange = 0x30;  // a MEMIC key outside the device memory window
+constexpr uint16_t kCheckSwIcmRange = 0x31;  // a SW ICM key outside a placed steering ICM range
 
 // srqc (create_srq_in at 0x10) and xrc_srqc (create_xrc_srq_in at 0x10).
 constexpr uint32_t kSrqc = 0x10, kSrqcSize = 0x40;
@@ -67,6 +68,16 @@ bool place_memic_key(CommandCall& call, Mkey& mkey) {
   mkey.device_offset = mkey.start - dm.window().bar_offset;
   mkey.start = 0;
   return true;
+}
+
+// A steering ICM MR (ibv_reg_dm_mr over a DM of steering or header-modify type): start_addr is an
+// ICM address inside a placed SW_ICM range and the key addresses the ICM by it (DR's RDMA WRITEs
+// name ICM addresses). Only with FunctionIdentity::sw_icm.
+bool place_sw_icm_key(CommandCall& call, const Mkey& mkey) {
+  const FunctionContext& f = call.function();
+  const bool ok = f.identity.sw_icm && !mkey.free && !mkey.length64 && f.sw_icm.placed(mkey.start, mkey.length);
+  if (!ok) call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSwIcmRange));
+  return ok;
 }
 
 // An MTT-mode key's list (the command's PAS, charged to the translation budget) and the room a UMR
@@ -144,16 +155,17 @@ void create_mkey(CommandCall& call) {
     mkey.length = 0;
     mkey.length64 = false;
   }
-  const bool memic = mkey.access_mode == Mkey::kAccessMemic;
+  const bool memic = mkey.access_mode == Mkey::kAccessMemic, icm = mkey.access_mode == Mkey::kAccessSwIcm;
   if (mkey.bsf_capable && (!window || get(ctx, mkc::kBsfOctwordSize) < kBsfBytes / 16)) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
   }
-  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window && !ksm && !memic) {
+  if (mkey.access_mode != Mkey::kAccessPa && mkey.access_mode != Mkey::kAccessMtt && !window && !ksm && !memic &&
+      !icm) {
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckParameter));
     return;
   }
-  if (memic && !place_memic_key(call, mkey)) return;
+  if ((memic && !place_memic_key(call, mkey)) || (icm && !place_sw_icm_key(call, mkey))) return;
   if (!mkey.length64 && mkey.length > ~mkey.start) {  // the region wraps the address space
     call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSize));
     return;

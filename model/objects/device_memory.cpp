@@ -129,12 +129,14 @@ uint64_t host_part(uint64_t addr, uint64_t size) {
 }  // namespace
 
 bool FunctionMemory::read(uint64_t addr, std::span<uint8_t> dst) {
+  if (addr >= kSwIcmAddress) return icm_.read(addr - kSwIcmAddress, dst);
   const uint64_t n = host_part(addr, dst.size());
   if (n > 0 && (host_ == nullptr || !host_->read(addr, dst.first(n)))) return false;
   return n == dst.size() || device_.read(addr + n - kDeviceMemoryAddress, dst.subspan(n));
 }
 
 bool FunctionMemory::write(uint64_t addr, std::span<const uint8_t> src) {
+  if (addr >= kSwIcmAddress) return icm_.write(addr - kSwIcmAddress, src);
   const uint64_t n = host_part(addr, src.size());
   // A range over both (chunks merged across the boundary) writes its device part first.
   if (n < src.size() && !device_.write(addr + n - kDeviceMemoryAddress, src.subspan(n))) return false;
@@ -143,6 +145,7 @@ bool FunctionMemory::write(uint64_t addr, std::span<const uint8_t> src) {
 
 bool FunctionMemory::read_pipelined(uint64_t addr, std::span<uint8_t> dst, uint64_t issue_ps, uint64_t& ready_ps) {
   ready_ps = issue_ps;  // device memory is on the chip: no PCIe round trip
+  if (addr >= kSwIcmAddress) return icm_.read(addr - kSwIcmAddress, dst);
   const uint64_t n = host_part(addr, dst.size());
   if (n > 0 && (host_ == nullptr || !host_->read_pipelined(addr, dst.first(n), issue_ps, ready_ps))) return false;
   return n == dst.size() || device_.read(addr + n - kDeviceMemoryAddress, dst.subspan(n));

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "model/objects/sw_icm.h"
 #include "pcie/host_port.h"
 
 namespace hcaemu::model {
@@ -91,10 +92,11 @@ class DeviceMemory {
 };
 
 // The function's DMA as the data path sees it: host memory through the client, device memory at
-// kDeviceMemoryAddress. A range that crosses from one into the other is split at the boundary.
+// kDeviceMemoryAddress, steering ICM at kSwIcmAddress (objects/sw_icm.h). A range that crosses from
+// host into device memory is split at the boundary.
 class FunctionMemory final : public pcie::HostMemory {
  public:
-  explicit FunctionMemory(DeviceMemory& device) : device_(device) {}
+  FunctionMemory(DeviceMemory& device, SwIcm& icm) : device_(device), icm_(icm) {}
   FunctionMemory(const FunctionMemory&) = delete;
   FunctionMemory& operator=(const FunctionMemory&) = delete;
 
@@ -108,6 +110,7 @@ class FunctionMemory final : public pcie::HostMemory {
 
  private:
   DeviceMemory& device_;
+  SwIcm& icm_;
   pcie::HostMemory* host_ = nullptr;
 };
 

@@ -195,6 +195,11 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
     case Mkey::kAccessMemic:
       append(out, kDeviceMemoryAddress + m.device_offset + va, length);  // covers() bounded va by the length
       return ProtectionError::kNone;
+    case Mkey::kAccessSwIcm:
+      // ICM addresses are below 2^40 (objects/sw_icm.h); the ICM itself refuses a range no longer placed.
+      if (va >= kSwIcmAddress - kDeviceMemoryAddress) return ProtectionError::kTranslation;
+      append(out, kSwIcmAddress + va, length);
+      return ProtectionError::kNone;
     case Mkey::kAccessMtt:
       return translate_mtt(m, va, length, writes, out);
     case Mkey::kAccessKlm: {

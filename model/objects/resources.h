@@ -18,6 +18,7 @@
 #include "model/objects/page_faults.h"
 #include "model/objects/rate_limits.h"
 #include "model/objects/scheduling_elements.h"
+#include "model/objects/sw_icm.h"
 #include "model/objects/umem.h"
 #include "model/queues/page_list.h"
 #include "model/rdma/rc_state.h"
@@ -95,7 +96,7 @@ struct Mkey {
   std::array<uint8_t, 0x40> context{};  // mkc as created (QUERY_MKEY)
   uint8_t variant = 0;                  // mkey_7_0: key = (index << 8) | variant
   uint32_t pd = 0;
-  uint8_t access_mode = 0;              // 0 PA, 1 MTT, 2 KLM (a window), 3 KSM (implicit ODP), 5 MEMIC
+  uint8_t access_mode = 0;              // 0 PA, 1 MTT, 2 KLM (a window), 3 KSM (implicit ODP), 4 SW ICM, 5 MEMIC
   bool local_read = false, local_write = false, remote_read = false, remote_write = false, atomic = false;
   bool free = false;                    // created in the free state (to be enabled by UMR)
   bool umr_en = false;
@@ -144,7 +145,8 @@ struct Mkey {
   BlockSignature signature;
   uint8_t sigerr_expected = 0, sigerr_count = 0;
 
-  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessKsm = 3, kAccessMemic = 5;
+  static constexpr uint8_t kAccessPa = 0, kAccessMtt = 1, kAccessKlm = 2, kAccessKsm = 3, kAccessSwIcm = 4,
+                           kAccessMemic = 5;
   static constexpr uint64_t kMttFlagBits = 0x7;  // MTT entries carry read/write flags in their low bits
   // An MTT entry (CREATE_MKEY's list or a UMR load) names the base of a 2^log_page_size page.
   static bool mtt_entry_aligned(uint64_t entry, uint32_t log_page_size) {
@@ -266,6 +268,7 @@ struct Resources {
   SchedulingElements scheduling;     // NIC scheduling elements (general objects)
   AvQpMappings av_qp_mappings{1, kMaxObjectId, 1u << kLogMaxAvQpMappings};  // address-to-QP hints (general objects)
   Umems umems{1, kMaxObjectId, 1u << kLogMaxUmems};  // DevX UMEMs (objects/umem.h)
+  ObjectTable<SwIcmObject> sw_icm_objects{1, kMaxObjectId, 1u << kLogMaxSwIcmObjects};  // steering ICM ranges
   ResourceCounters counters;
 
   void clear() {
@@ -286,6 +289,7 @@ struct Resources {
     scheduling.clear();
     av_qp_mappings.clear();
     umems.clear();
+    sw_icm_objects.clear();
   }
   // The MKEY `key` names ((index << 8) | variant) when it is enabled and maps memory itself, not
   // through other keys (a window or an indirect key): what a window's bind, an indirect key's
@@ -298,7 +302,8 @@ struct Resources {
   size_t owned_by(uint16_t uid) const {
     return uars.owned_by(uid) + pds.owned_by(uid) + tds.owned_by(uid) + xrcds.owned_by(uid) + cqs.owned_by(uid) +
            mkeys.owned_by(uid) + psvs.owned_by(uid) + srqs.owned_by(uid) + qps.owned_by(uid) + scheduling.table().owned_by(uid) +
-           av_qp_mappings.owned_by(uid) + umems.owned_by(uid);
+           av_qp_mappings.owned_by(uid) + umems.owned_by(uid) +
+           sw_icm_objects.owned_by(uid);
   }
   // Room for `entries` more translation entries within the budget.
   bool translation_fits(uint64_t entries) const {
