@@ -71,13 +71,18 @@ bool place_memic_key(CommandCall& call, Mkey& mkey) {
 }
 
 // A steering ICM MR (ibv_reg_dm_mr over a DM of steering or header-modify type): start_addr is an
-// ICM address inside a placed SW_ICM range and the key addresses the ICM by it (DR's RDMA WRITEs
-// name ICM addresses). Only with FunctionIdentity::sw_icm.
-bool place_sw_icm_key(CommandCall& call, const Mkey& mkey) {
+// ICM address inside a placed SW_ICM range; the key is zero-based as a MEMIC one (DR's RDMA WRITEs
+// name offsets into the MR). Only with FunctionIdentity::sw_icm.
+bool place_sw_icm_key(CommandCall& call, Mkey& mkey) {
   const FunctionContext& f = call.function();
   const bool ok = f.identity.sw_icm && !mkey.free && !mkey.length64 && f.sw_icm.placed(mkey.start, mkey.length);
-  if (!ok) call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSwIcmRange));
-  return ok;
+  if (!ok) {
+    call.fail(CommandStatus::kBadParameter, syndrome(kCreateMkey, kCheckSwIcmRange));
+    return false;
+  }
+  mkey.device_offset = mkey.start;
+  mkey.start = 0;
+  return true;
 }
 
 // An MTT-mode key's list (the command's PAS, charged to the translation budget) and the room a UMR

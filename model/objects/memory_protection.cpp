@@ -196,9 +196,9 @@ ProtectionError translate_range(const Resources& r, const Mkey& m, uint64_t va, 
       append(out, kDeviceMemoryAddress + m.device_offset + va, length);  // covers() bounded va by the length
       return ProtectionError::kNone;
     case Mkey::kAccessSwIcm:
-      // ICM addresses are below 2^40 (objects/sw_icm.h); the ICM itself refuses a range no longer placed.
-      if (va >= kSwIcmAddress - kDeviceMemoryAddress) return ProtectionError::kTranslation;
-      append(out, kSwIcmAddress + va, length);
+      // Zero-based over ICM addresses below 2^40 (objects/sw_icm.h), bounded by the key's length;
+      // the ICM itself refuses a range no longer placed.
+      append(out, kSwIcmAddress + m.device_offset + va, length);
       return ProtectionError::kNone;
     case Mkey::kAccessMtt:
       return translate_mtt(m, va, length, writes, out);

@@ -104,8 +104,8 @@ struct Mkey {
                                         // ibv_reg_mr region (the MKEY cache), never invalidated by a WR
   bool remote_invalidate = false;       // en_rinval: a SEND with Invalidate may free it
   bool length64 = false;                // the whole address space (PA mode)
-  uint64_t start = 0;                   // iova (0 for MEMIC: a device memory key is zero-based)
-  uint64_t device_offset = 0;           // MEMIC: where va 0 is in the device memory window
+  uint64_t start = 0;                   // iova (0 for MEMIC and SW ICM: device memory keys are zero-based)
+  uint64_t device_offset = 0;           // MEMIC: where va 0 is in the device memory window; SW ICM: its ICM address
   uint64_t length = 0;
   uint32_t log_page_size = 12;          // absolute, MTT page size
   std::vector<uint64_t> mtt;            // BE64 entries as given, low bits carry access flags

@@ -32,35 +32,39 @@ bool SwIcm::placed(uint64_t address, uint64_t length) const {
   return address - range->first <= range->second && length <= range->second - (address - range->first);
 }
 
-bool SwIcm::read(uint64_t address, std::span<uint8_t> out) const {
-  if (!placed(address, out.size())) return false;
-  size_t done = 0;
-  while (done < out.size()) {
-    const uint64_t at = address + done;
-    const uint64_t offset = at % kPageBytes;
-    const size_t chunk = std::min<size_t>(kPageBytes - offset, out.size() - done);
-    auto page = pages_.find(at - offset);
-    if (page == pages_.end())
-      std::fill_n(out.begin() + std::ptrdiff_t(done), chunk, uint8_t(0));
-    else
-      std::copy_n(page->second->begin() + std::ptrdiff_t(offset), chunk, out.begin() + std::ptrdiff_t(done));
+namespace {
+// Calls step(page, offset in it, bytes done, chunk) for each page [address, address + size) touches.
+template <typename Step>
+void by_page(uint64_t address, size_t size, Step&& step) {
+  for (size_t done = 0; done < size;) {
+    const uint64_t offset = (address + done) % SwIcm::kPageBytes;
+    const size_t chunk = std::min<size_t>(SwIcm::kPageBytes - offset, size - done);
+    step(address + done - offset, offset, done, chunk);
     done += chunk;
   }
+}
+}  // namespace
+
+bool SwIcm::read(uint64_t address, std::span<uint8_t> out) const {
+  if (!placed(address, out.size())) return false;
+  by_page(address, out.size(), [&](uint64_t page_address, uint64_t offset, size_t done, size_t chunk) {
+    const auto to = out.begin() + std::ptrdiff_t(done);
+    auto page = pages_.find(page_address);
+    if (page == pages_.end())
+      std::fill_n(to, chunk, uint8_t(0));
+    else
+      std::copy_n(page->second->begin() + std::ptrdiff_t(offset), chunk, to);
+  });
   return true;
 }
 
 bool SwIcm::write(uint64_t address, std::span<const uint8_t> in) {
   if (!placed(address, in.size())) return false;
-  size_t done = 0;
-  while (done < in.size()) {
-    const uint64_t at = address + done;
-    const uint64_t offset = at % kPageBytes;
-    const size_t chunk = std::min<size_t>(kPageBytes - offset, in.size() - done);
-    auto& page = pages_[at - offset];
+  by_page(address, in.size(), [&](uint64_t page_address, uint64_t offset, size_t done, size_t chunk) {
+    auto& page = pages_[page_address];
     if (!page) page = std::make_unique<Page>(Page{});
     std::copy_n(in.begin() + std::ptrdiff_t(done), chunk, page->begin() + std::ptrdiff_t(offset));
-    done += chunk;
-  }
+  });
   return true;
 }
 

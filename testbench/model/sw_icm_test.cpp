@@ -113,19 +113,20 @@ TEST_F(SwIcmTest, ObjectsPlaceQueryAndFreeRanges) {
   EXPECT_EQ(b.f.sw_icm.ranges(), 1u);
 }
 
-// DR's send ring writes an STE into the ICM with RDMA WRITE through the ICM key and reads it back.
+// DR's send ring writes an STE into the ICM with RDMA WRITE through the ICM key (zero-based: the
+// address is an offset into the MR) and reads it back.
 TEST_F(SwIcmTest, RdmaWritesAndReadsTheIcmThroughASwIcmKey) {
   uint32_t id = 0, key = 0;
   const uint64_t base = kSteeringIcm.start + 0x40000;
   ASSERT_EQ(create_icm(b, base, 16, id), 0);
   ASSERT_EQ(reg_icm_mr(b, base, 0x10000, key), 0);
   a.put(src, 0, pattern(256, 7));
-  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 256, src.key}}, .remote_va = base + 0x100,
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 256, src.key}}, .remote_va = 0x100,
                      .rkey = key});
   p.pump();
   ASSERT_EQ(a.drain(*c.a->scq).size(), 1u);
   EXPECT_EQ(icm_bytes(b, base + 0x100, 256), pattern(256, 7));
-  a.post_send(*c.a, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(1024), 256, src.key}}, .remote_va = base + 0x100,
+  a.post_send(*c.a, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(1024), 256, src.key}}, .remote_va = 0x100,
                      .rkey = key});
   p.pump();
   const auto read = a.drain(*c.a->scq);
@@ -144,7 +145,7 @@ TEST_F(SwIcmTest, KeysOutsidePlacedIcmAreRefused) {
   ASSERT_EQ(destroy_icm(b, id), 0);
   // The range went under the key: an access through it fails (a remote access error), never lands anywhere.
   a.post_send(*c.a, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}},
-                     .remote_va = kSteeringIcm.start, .rkey = key});
+                     .remote_va = 0, .rkey = key});
   p.pump();
   const auto sent = a.drain(*c.a->scq);
   ASSERT_EQ(sent.size(), 1u);
