@@ -143,7 +143,7 @@ struct FieldRule {
   uint8_t required_connected;
   uint32_t optional_bit;  // 0: never optional
 };
-constexpr std::array<FieldRule, 34> kAttributeFields{{
+constexpr std::array<FieldRule, 35> kAttributeFields{{
     {qpc::kLagTxPortAffinity, kR2I, 0, opt::kLagTxAff},
     {qpc::kPmState, kR2I, 0, opt::kPmState},
     {qpc::kMtu, kI2R, 0, 0},
@@ -151,6 +151,7 @@ constexpr std::array<FieldRule, 34> kAttributeFields{{
     {qpc::kCounterSetId, kR2I, 0, opt::kCounterSetId},
     {qpc::kRemoteQpn, 0, kI2R, 0},
     {qpc::kPkeyIndex, kR2I, 0, opt::kPkeyIndex},
+    {qpc::kForceLoopback, 0, kI2R, opt::kPriAddrPath},  // ads.fl (mlx5 DR's send ring)
     {{0x1c, 31, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.grh / rlid
     {qpc::kAckTimeout, 0, kR2S, opt::kAckTimeout},
     {{0x20, 23, 0}, 0, kI2R, opt::kPriAddrPath},    // ads.src_addr_index, stat_rate, hop_limit

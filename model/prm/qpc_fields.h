@@ -26,6 +26,7 @@ inline constexpr Field kUarPage{0x0c, 23, 0};
 inline constexpr Field kUserIndex{0x10, 23, 0};     // cqe_version 1: what the QP's CQEs name it by
 inline constexpr Field kLogPageSize{0x14, 28, 24};
 inline constexpr Field kRemoteQpn{0x14, 23, 0};
+inline constexpr Field kForceLoopback{0x18, 31, 31};  // ads.fl: the QP's packets stay in the function
 inline constexpr Field kPkeyIndex{0x18, 15, 0};      // ads.pkey_index
 inline constexpr Field kAckTimeout{0x20, 31, 27};    // ads.ack_timeout
 inline constexpr Field kSrcAddrIndex{0x20, 23, 16};  // ads.src_addr_index

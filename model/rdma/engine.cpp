@@ -118,11 +118,25 @@ transport::Gid path_gid(const QueuePair& qp) {
 }
 }  // namespace
 
+const RoceAddress* RdmaEngine::loopback_source() const {
+  for (const RoceAddress& a : f_.vport.roce_addresses)
+    if (a.in_use() && a.roce_version == 2) return &a;
+  return nullptr;
+}
+
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   if (qp.st == qp_st::kDci || qp.st == qp_st::kDct) return dc_address(qp, packet);
-  if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
-  packet.dst_gid = path_gid(qp);
-  packet.dst_mac = path_mac(qp);
+  if (get(qp.context, qpc::kForceLoopback) != 0) {
+    const RoceAddress* own = loopback_source();
+    if (own == nullptr) return false;
+    packet.src_mac = packet.dst_mac = own->mac;
+    packet.src_gid = packet.dst_gid = own->gid;
+    if (own->vlan_valid) packet.vlan_tci = own->vlan_id;
+  } else {
+    if (!source_address(get(qp.context, qpc::kSrcAddrIndex), packet)) return false;
+    packet.dst_gid = path_gid(qp);
+    packet.dst_mac = path_mac(qp);
+  }
   const uint32_t dscp = get(qp.context, qpc::kDscp);
   packet.traffic_class = uint8_t(dscp != 0 ? dscp << 2 : get(qp.context, qpc::kTclass));
   if (dcqcn_ != nullptr) packet.traffic_class = uint8_t((packet.traffic_class & ~3u) | 2u);  // ECT(0)
@@ -438,9 +452,13 @@ void RdmaEngine::receive_connected(uint32_t qpn, QueuePair& qp, const RocePacket
   // QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
   // MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
   // number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
+  // A force-loopback QP hears only the function itself, from the address it sends from.
   const DcInitiator& dci = qp.rc.dci;  // a DCI: the DCT it is connected to
+  const RoceAddress* own = get(qp.context, qpc::kForceLoopback) != 0 ? loopback_source() : nullptr;
   const bool from_path = qp.st == qp_st::kDci
                              ? dci.connected && packet.src_gid == dci.target.rgid && packet.src_mac == dci.target.rmac
+                         : get(qp.context, qpc::kForceLoopback) != 0
+                             ? own != nullptr && packet.src_gid == own->gid && packet.src_mac == own->mac
                              : packet.src_gid == path_gid(qp) && packet.src_mac == path_mac(qp);
   if (!from_path) {
     ++counters_.rx_wrong_source;

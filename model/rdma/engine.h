@@ -16,6 +16,7 @@
 
 #include "model/congestion/dcqcn.h"
 #include "model/eth/queues.h"
+#include "model/firmware/port_registers.h"
 #include "model/objects/memory_protection.h"
 #include "model/objects/signature_path.h"
 #include "model/rdma/rc_state.h"
@@ -326,6 +327,9 @@ class RdmaEngine {
   bool send_frame(transport::RocePacket& packet, uint64_t inputs_ready_ps = 0);
   bool address(QueuePair& qp, transport::RocePacket& packet);  // L2/L3/L4 fields from the QP path
   bool source_address(uint32_t gid_index, transport::RocePacket& packet);  // ours, from the GID table
+  // A force-loopback QP (ads.fl, what mlx5 DR connects to itself): from and to the function's
+  // first RoCE v2 address, whatever the path says, so the switch turns the packet back to it.
+  const RoceAddress* loopback_source() const;
   void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
   // Responder side: stamps a message's remote delivery on the requester's trace record.
   void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,

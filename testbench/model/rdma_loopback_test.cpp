@@ -80,6 +80,66 @@ TEST_F(LoopbackTest, UcWriteBetweenTwoQpsOfOneFunction) {
   EXPECT_EQ(n.get(dst, 200, 1500), std::vector<uint8_t>(all.begin() + 100, all.begin() + 1600));
 }
 
+// mlx5 DR's send ring: one RC QP connected to itself with the force-loopback bit (ads.fl) and no
+// address at all (no GID index, remote GID or MAC), writing with RDMA WRITE and reading back with
+// RDMA READ. Its packets go from and to the function's own RoCE v2 address and the QP takes them.
+TEST_F(LoopbackTest, AForceLoopbackQpTalksToItselfWithoutAnAddress) {
+  Qp& q = n.create_qp(n.make_cq(), n.make_cq(), 0, qp_st::kRc);
+  const RcAttributes attr;
+  n.rst2init(q, attr);
+  auto rtr = n.modify_input(q);
+  auto qpc = RdmaNode::qpc_of(rtr);
+  set(qpc, Field{0x08, 31, 29}, attr.mtu);
+  set(qpc, Field{0x08, 28, 24}, 24);       // log_msg_max
+  set(qpc, Field{0x14, 23, 0}, q.qpn);     // remote_qpn: itself
+  set(qpc, Field{0x18, 31, 31}, 1);        // ads.fl
+  set(qpc, Field{0x3c, 23, 16}, 1);        // vhca_port_num
+  set(qpc, Field{0x90, 23, 21}, 4);
+  set(qpc, Field{0x94, 28, 24}, attr.min_rnr_nak);
+  set(qpc, Field{0x94, 23, 0}, attr.sq_psn_a);
+  ASSERT_EQ(n.run(0x503, rtr), 0);
+  n.rtr2rts(q, attr, attr.sq_psn_a);
+  Mr src = n.reg_mr(4096);
+  Mr dst = n.reg_mr(4096, access_bits::kAll);
+  n.put(src, 0, pattern(4096, 3));
+  n.post_send(q, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(640),
+                  .rkey = dst.key});
+  n.post_send(q, {.opcode = wqe_op::kRdmaRead, .sges = {{src.va(2048), 64, src.key}}, .remote_va = dst.va(640),
+                  .rkey = dst.key});
+  p.pump();
+  const auto all = pattern(4096, 3);
+  const std::vector<uint8_t> ste(all.begin(), all.begin() + 64);
+  EXPECT_EQ(n.get(dst, 640, 64), ste) << "written on the responder side";
+  EXPECT_EQ(n.get(src, 2048, 64), ste) << "and read back after the write";
+  const auto done = n.drain(*q.scq);
+  ASSERT_EQ(done.size(), 2u);
+  for (const auto& c : done) EXPECT_EQ(c.opcode, kCqeReq) << "syndrome " << int(c.syndrome);
+  EXPECT_EQ(n.state(q), QpState::kRts);
+}
+
+// Without the bit, the same QP (no path) hears nothing: its packets are not its path's.
+TEST_F(LoopbackTest, WithoutForceLoopbackAQpWithNoPathGetsNoAnswer) {
+  Qp& q = n.create_qp(n.make_cq(), n.make_cq(), 0, qp_st::kRc);
+  RcAttributes attr;
+  attr.retry_count = 0;
+  n.rst2init(q, attr);
+  auto rtr = n.modify_input(q);
+  auto qpc = RdmaNode::qpc_of(rtr);
+  set(qpc, Field{0x08, 31, 29}, attr.mtu);
+  set(qpc, Field{0x14, 23, 0}, q.qpn);
+  set(qpc, Field{0x20, 23, 16}, RdmaNode::kGidIndex);
+  set(qpc, Field{0x94, 23, 0}, attr.sq_psn_a);
+  ASSERT_EQ(n.run(0x503, rtr), 0);
+  n.rtr2rts(q, attr, attr.sq_psn_a);
+  Mr src = n.reg_mr(4096);
+  Mr dst = n.reg_mr(4096, access_bits::kAll);
+  n.post_send(q, {.opcode = wqe_op::kRdmaWrite, .sges = {{src.va(0), 64, src.key}}, .remote_va = dst.va(0),
+                  .rkey = dst.key});
+  p.pump();
+  EXPECT_EQ(n.engine.counters().rx_wrong_source + n.engine.counters().rx_not_addressed, 1u);
+  EXPECT_TRUE(n.drain(*q.scq).empty()) << "nothing acknowledged it";
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
 
