@@ -515,8 +515,11 @@ constexpr Field kSteeringSwIcmStartLow{0x1c, 31, 0};
 constexpr Field kLogHeaderModifySwIcmSize{0x20, 23, 16};       // log_header_modify_sw_icm_size
 constexpr Field kLogSwIcmAllocGranularity{0x20, 13, 8};        // log_sw_icm_alloc_granularity
 constexpr Field kLogSteeringSwIcmSize{0x20, 7, 0};             // log_steering_sw_icm_size
+constexpr Field kLogHeaderModifyPatternSwIcmSize{0x24, 7, 0};  // log_header_modify_pattern_sw_icm_size
 constexpr Field kHeaderModifySwIcmStartHigh{0x28, 31, 0};      // header_modify_sw_icm_start_address
 constexpr Field kHeaderModifySwIcmStartLow{0x2c, 31, 0};
+constexpr Field kHeaderModifyPatternSwIcmStartHigh{0x38, 31, 0};  // header_modify_pattern_sw_icm_start_address
+constexpr Field kHeaderModifyPatternSwIcmStartLow{0x3c, 31, 0};
 }  // namespace dm
 
 // --- virtio_emulation_cap (type 0x13): the function's VARs (objects/var_window.h), and no virtio
@@ -620,6 +623,9 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
         set(page, dm::kHeaderModifySwIcmStartHigh, uint32_t(kHeaderModifyIcm.start >> 32));
         set(page, dm::kHeaderModifySwIcmStartLow, uint32_t(kHeaderModifyIcm.start));
         set(page, dm::kLogHeaderModifySwIcmSize, kHeaderModifyIcm.log_size);
+        set(page, dm::kHeaderModifyPatternSwIcmStartHigh, uint32_t(kHeaderModifyPatternIcm.start >> 32));
+        set(page, dm::kHeaderModifyPatternSwIcmStartLow, uint32_t(kHeaderModifyPatternIcm.start));
+        set(page, dm::kLogHeaderModifyPatternSwIcmSize, kHeaderModifyPatternIcm.log_size);
         set(page, dm::kLogSwIcmAllocGranularity, kLogSwIcmBlock);
       }
       if (identity.memic.bytes == 0) return;

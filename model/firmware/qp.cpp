@@ -206,7 +206,7 @@ QueuePair* named_qp(CommandCall& call) {
 }
 
 // A DevX QP's doorbell record in a UMEM (qpc.dbr_umem_valid): dbr_addr is its offset there.
-bool place_in_umems(CommandCall& call, std::span<const uint8_t> ctx, QueuePair& qp) {
+bool place_doorbell_record(CommandCall& call, std::span<const uint8_t> ctx, QueuePair& qp) {
   if (get(ctx, qpc::kDbrUmemValid) == 0) return true;
   auto record = umem_doorbell_record(call, get(ctx, qpc::kDbrUmemId), qp.dbr_addr);
   if (!record) return false;
@@ -266,7 +266,7 @@ void create_qp(CommandCall& call) {
 
   qp.sq_offset = qp.rq_bytes();
   const uint64_t size = qp.rq_bytes() + qp.sq_bytes();
-  if (!place_in_umems(call, ctx, qp)) return;
+  if (!place_doorbell_record(call, ctx, qp)) return;
   if (size != 0) {
     auto buffer = get(call.in(), kWqUmemValid) != 0
                       ? umem_buffer(call, get(call.in(), kWqUmemId), get64(call.in(), kWqUmemOffset), size, false)

@@ -8,8 +8,9 @@ namespace hcaemu::model {
 bool SwIcm::place(uint64_t start, uint32_t log_size) {
   if (log_size < kLogSwIcmBlock || log_size > 62) return false;
   const uint64_t bytes = uint64_t(1) << log_size;
-  if ((start & (bytes - 1)) != 0 || !(kSteeringIcm.contains(start, bytes) || kHeaderModifyIcm.contains(start, bytes)))
-    return false;
+  const bool in_a_region = kSteeringIcm.contains(start, bytes) || kHeaderModifyIcm.contains(start, bytes) ||
+                           kHeaderModifyPatternIcm.contains(start, bytes);
+  if ((start & (bytes - 1)) != 0 || !in_a_region) return false;
   auto next = ranges_.lower_bound(start);
   if (next != ranges_.end() && next->first < start + bytes) return false;
   if (next != ranges_.begin() && std::prev(next)->first + std::prev(next)->second > start) return false;

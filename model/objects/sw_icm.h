@@ -6,7 +6,7 @@
 // STEs with RDMA WRITE through such a key and reads them back with RDMA READ).
 // Bytes read as zero until written and go back to zero when their range goes, so one process never
 // sees another's. A page is kept once written: a function costs hcaemu what it wrote, at most the
-// two regions (65 MiB).
+// three regions (65 MiB).
 #include <array>
 #include <cstdint>
 #include <map>
@@ -28,9 +28,11 @@ struct SwIcmRegion {
   }
 };
 // The regions the caps announce. DR needs 2^(20 + 6) bytes of STEs (a million 64-byte entries in one
-// chunk) and 2^(12 + 3) of actions; addresses stay below 2^40, what an STE's next-table field holds.
+// chunk), 2^(12 + 3) of actions and as much of modify-header patterns; addresses stay below 2^40,
+// what an STE's next-table field holds.
 inline constexpr SwIcmRegion kSteeringIcm{uint64_t(1) << 38, 26};
 inline constexpr SwIcmRegion kHeaderModifyIcm{(uint64_t(1) << 38) + (uint64_t(1) << 32), 20};
+inline constexpr SwIcmRegion kHeaderModifyPatternIcm{(uint64_t(1) << 38) + (uint64_t(2) << 32), 16};
 inline constexpr uint32_t kLogSwIcmBlock = 12;  // log_sw_icm_alloc_granularity: 4 KiB
 
 // A SW_ICM general object: the range it placed.

@@ -62,6 +62,7 @@ TEST(SwIcm, PlacesAlignedRangesInsideTheRegionsAndZeroesWhatGoes) {
   EXPECT_FALSE(icm.place(base - 0x10000, 16)) << "below the region";
   EXPECT_FALSE(icm.place(base + (uint64_t(1) << kSteeringIcm.log_size), 16)) << "past it";
   EXPECT_TRUE(icm.place(kHeaderModifyIcm.start, 12)) << "the header-modify region";
+  EXPECT_TRUE(icm.place(kHeaderModifyPatternIcm.start, 16)) << "the pattern region";
   const std::vector<uint8_t> ste(64, 0xab);
   EXPECT_TRUE(icm.write(base + 0xffe0, ste) == false) << "across the end of the range";
   ASSERT_TRUE(icm.write(base + 0xfc0, ste));
@@ -92,6 +93,8 @@ TEST_F(SwIcmTest, CapsAnnounceTheRegionsOnlyWhenOffered) {
   EXPECT_EQ(cap[0x21], kHeaderModifyIcm.log_size);
   EXPECT_EQ(cap[0x22] & 0x3f, kLogSwIcmBlock);
   EXPECT_EQ(load_be64(cap + 0x28), kHeaderModifyIcm.start);
+  EXPECT_EQ(cap[0x27], kHeaderModifyPatternIcm.log_size) << "DR wants it even without argument objects";
+  EXPECT_EQ(load_be64(cap + 0x38), kHeaderModifyPatternIcm.start);
   ASSERT_EQ(a.run(kQueryHcaCap, in, 0x1010, uint16_t(CapType::kGeneral) << 1 | 1), 0);
   EXPECT_EQ((load_be32(&a.out[0x10 + 0x84]) >> kSwIcmType) & 1, 0) << "not offered on A";
   uint32_t id = 0;
