@@ -50,50 +50,53 @@ constexpr uint16_t kVxlanPort = 4789, kGenevePort = 6081, kRoceV2Port = 4791;
 constexpr uint16_t kTransparentEthernet = 0x6558;  // a tunnel's protocol type for an Ethernet frame
 constexpr uint8_t kProtoGre = 47;
 
-// misc parameters (fte_match_set_misc) of a frame's tunnel or RoCE header; `inner` gets the
-// tunnelled frame (an IP packet inside GRE gets an Ethernet header without addresses).
-void tunnel_fields(std::span<const uint8_t> frame, const Parsed& p, uint8_t* misc, std::vector<uint8_t>& inner) {
+// misc parameters (fte_match_set_misc) of a frame's tunnel or RoCE header. Returns the tunnelled
+// frame, a view into `frame`, or into `scratch` for an IP packet inside GRE, which gets an Ethernet
+// header without addresses; empty when nothing is tunnelled.
+std::span<const uint8_t> tunnel_fields(std::span<const uint8_t> frame, const Parsed& p, uint8_t* misc,
+                                       std::vector<uint8_t>& scratch) {
   if (p.ip_version == 6)
     store_be32(&misc[0x1c], load_be32(&frame[p.l3_offset]) & 0xfffff);  // outer_ipv6_flow_label
   if (p.l4_protocol == kProtoGre && !p.fragment && p.l3_offset != 0) {
     const uint32_t gre = p.l3_offset + p.l3_header_size;
-    if (frame.size() < gre + 4) return;
+    if (frame.size() < gre + 4) return {};
     const uint16_t flags = load_be16(&frame[gre]), protocol = load_be16(&frame[gre + 2]);
     const bool c = flags & 0x8000, k = flags & 0x2000, sq = flags & 0x1000;
     const uint32_t length = 4 + (c ? 4 : 0) + (k ? 4 : 0) + (sq ? 4 : 0);
-    if (frame.size() < gre + length) return;
+    if (frame.size() < gre + length) return {};
     misc[0x00] = uint8_t((c ? 0x80 : 0) | (k ? 0x20 : 0) | (sq ? 0x10 : 0));
     store_be16(&misc[0x0e], protocol);
     if (k) std::copy_n(&frame[gre + 4 + (c ? 4 : 0)], 4, &misc[0x10]);
     const auto rest = frame.subspan(gre + length);
-    if (protocol == kTransparentEthernet) {
-      inner.assign(rest.begin(), rest.end());
-    } else if (protocol == kEtherTypeIpv4 || protocol == kEtherTypeIpv6) {
-      inner.assign(kEthHeaderSize, 0);
-      store_be16(&inner[12], protocol);
-      inner.insert(inner.end(), rest.begin(), rest.end());
-    }
-    return;
+    if (protocol == kTransparentEthernet) return rest;
+    if (protocol != kEtherTypeIpv4 && protocol != kEtherTypeIpv6) return {};
+    scratch.assign(kEthHeaderSize, 0);
+    store_be16(&scratch[12], protocol);
+    scratch.insert(scratch.end(), rest.begin(), rest.end());
+    return scratch;
   }
-  if (p.l4_protocol != kProtoUdp || p.l4_offset == 0 || frame.size() < p.l4_offset + 16) return;
+  if (p.l4_protocol != kProtoUdp || p.l4_offset == 0 || frame.size() < p.l4_offset + 16) return {};
   const uint32_t header = p.l4_offset + 8;
   const uint16_t dport = load_be16(&frame[p.l4_offset + 2]);
   if (dport == kVxlanPort) {
     std::copy_n(&frame[header + 4], 3, &misc[0x14]);  // vxlan_vni
-    inner.assign(frame.begin() + header + 8, frame.end());
-  } else if (dport == kGenevePort) {
+    return frame.subspan(header + 8);
+  }
+  if (dport == kGenevePort) {
     const uint32_t options = (frame[header] & 0x3fu) * 4;
     const uint16_t protocol = load_be16(&frame[header + 2]);
     std::copy_n(&frame[header + 4], 3, &misc[0x18]);  // geneve_vni
     misc[0x1b] = uint8_t((frame[header + 1] >> 7) & 1);  // geneve_oam
     misc[0x25] = uint8_t(frame[header] & 0x3f);          // geneve_opt_len
     store_be16(&misc[0x26], protocol);                   // geneve_protocol_type
-    if (protocol == kTransparentEthernet && frame.size() >= header + 8 + options)
-      inner.assign(frame.begin() + header + 8 + options, frame.end());
-  } else if (dport == kRoceV2Port) {
+    const bool ethernet_inside = protocol == kTransparentEthernet && frame.size() >= header + 8 + options;
+    return ethernet_inside ? frame.subspan(header + 8 + options) : std::span<const uint8_t>{};
+  }
+  if (dport == kRoceV2Port) {
     misc[0x17] = frame[header];                         // bth_opcode
     std::copy_n(&frame[header + 5], 3, &misc[0x29]);    // bth_dst_qp
   }
+  return {};
 }
 
 }  // namespace
@@ -102,8 +105,8 @@ MatchKey match_key(std::span<const uint8_t> frame, const Parsed& p) {
   MatchKey key{};
   const auto outer = outer_match_key(frame, p);
   std::copy(outer.begin(), outer.end(), key.begin());
-  std::vector<uint8_t> inner;
-  tunnel_fields(frame, p, &key[0x40], inner);
+  std::vector<uint8_t> scratch;
+  const auto inner = tunnel_fields(frame, p, &key[0x40], scratch);
   if (inner.size() >= kEthHeaderSize) {
     const auto headers = outer_match_key(inner, parse(inner));
     std::copy(headers.begin(), headers.end(), key.begin() + 0x80);

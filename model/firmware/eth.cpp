@@ -148,12 +148,9 @@ std::optional<WorkQueueRing> parse_wq(CommandCall& call, bool is_sq) {
       !fw::check_dbr(call, ring.dbr_addr) ||
       (is_sq && !fw::check_uar(call, ring.uar_page)))
     return std::nullopt;
-  if (get(wq, kWqDbrUmemValid) != 0) {
-    auto record = fw::umem_doorbell_record(call, get(wq, kWqDbrUmemId), ring.dbr_addr);
-    if (!record) return std::nullopt;
-    ring.dbr_addr = record->address;
-    ring.dbr_umem = std::move(record->umem);
-  }
+  if (get(wq, kWqDbrUmemValid) != 0 &&
+      !fw::place_doorbell_record(call, get(wq, kWqDbrUmemId), ring.dbr_addr, ring.dbr_umem))
+    return std::nullopt;
   auto buffer = get(wq, kWqUmemValid) != 0
                     ? fw::umem_buffer(call, get(wq, kWqUmemId), get64(wq, kWqUmemOffset), ring.bytes(), false)
                     : pas_buffer(call, wq, ring.bytes());

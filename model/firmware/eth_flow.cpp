@@ -367,12 +367,12 @@ void alloc_flow_counter(CommandCall& call) {
 }
 
 // DEALLOC_* of an object flow entries refer to (a counter, a reformat context): the ID at
-// `id_field`, refused while an entry uses it.
+// `id_field`, the sender's own (the kernel frees any), refused while an entry uses it.
 template <typename T>
 void dealloc_unused(CommandCall& call, ObjectTable<T>& table, Field id_field, uint16_t check_number) {
   if (!fw::start(call, 0x10)) return;
   const uint32_t id = get(call.in(), id_field);
-  T* object = lookup(call, table, id, check_number);
+  T* object = fw::lookup_owned(call, table, id, check_number);
   if (object == nullptr || !fw::not_in_use(call, object->refs)) return;
   table.erase(id);
 }
@@ -380,12 +380,7 @@ void dealloc_unused(CommandCall& call, ObjectTable<T>& table, Field id_field, ui
 // A process allocates its own counters through DevX (rdma-core's DR tests count a rule's hits
 // with one); it may free and read only its own, the kernel any.
 void dealloc_flow_counter(CommandCall& call) {
-  if (!fw::start(call, 0x10)) return;
-  auto& counters = call.function().eth.flow_counters;
-  const uint32_t id = get(call.in(), kCounterId);
-  FlowCounter* counter = fw::lookup_owned(call, counters, id, kCheckCounter);
-  if (counter == nullptr || !fw::not_in_use(call, counter->refs)) return;
-  counters.erase(id);
+  dealloc_unused(call, call.function().eth.flow_counters, kCounterId, kCheckCounter);
 }
 
 void query_flow_counter(CommandCall& call) {

@@ -578,6 +578,39 @@ void fill(std::span<uint8_t> page, std::span<const CapValue> values) {
   for (const CapValue& v : values) set(page, v.field, v.value);
 }
 
+// device_mem_cap: the steering ICM regions (FunctionIdentity::sw_icm) and the MEMIC window.
+void announce_icm_region(std::span<uint8_t> page, Field start_high, Field start_low, Field log_size,
+                         const SwIcmRegion& region) {
+  set(page, start_high, uint32_t(region.start >> 32));
+  set(page, start_low, uint32_t(region.start));
+  set(page, log_size, region.log_size);
+}
+
+void fill_device_memory(const FunctionIdentity& identity, std::span<uint8_t> page) {
+  if (identity.sw_icm) {
+    announce_icm_region(page, dm::kSteeringSwIcmStartHigh, dm::kSteeringSwIcmStartLow, dm::kLogSteeringSwIcmSize,
+                        kSteeringIcm);
+    announce_icm_region(page, dm::kHeaderModifySwIcmStartHigh, dm::kHeaderModifySwIcmStartLow,
+                        dm::kLogHeaderModifySwIcmSize, kHeaderModifyIcm);
+    announce_icm_region(page, dm::kHeaderModifyPatternSwIcmStartHigh, dm::kHeaderModifyPatternSwIcmStartLow,
+                        dm::kLogHeaderModifyPatternSwIcmSize, kHeaderModifyPatternIcm);
+    set(page, dm::kLogSwIcmAllocGranularity, kLogSwIcmBlock);
+  }
+  if (identity.memic.bytes == 0) return;
+  set(page, dm::kMemic, 1);
+  set(page, dm::kLogMinMemicAllocSize, std::countr_zero(DeviceMemory::kAllocationGranule));
+  set(page, dm::kLogMaxMemicAddrAlignment, DeviceMemory::kMaxLogAlignment);
+  set(page, dm::kMemicBarStartAddrHigh, uint32_t(identity.memic.bar_offset >> 32));
+  set(page, dm::kMemicBarStartAddrLow, uint32_t(identity.memic.bar_offset));
+  set(page, dm::kMemicBarSize, identity.memic.bytes);
+  set(page, dm::kMaxMemicSize, identity.memic.bytes);
+  if (identity.memic.ops_offset != 0) {  // MEMIC atomic operations, one byte at a time
+    set(page, dm::kMemicOperationsOffered, (1u << kMemicOperations) - 1);
+    set(page, dm::kMemicIncrementSizes, 1);
+    set(page, dm::kMemicTestAndSetSizes, 1);
+  }
+}
+
 void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t> page) {
   switch (type) {
     case CapType::kGeneral:
@@ -616,31 +649,7 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
       }
       return;
     case CapType::kDeviceMemory:
-      if (identity.sw_icm) {
-        set(page, dm::kSteeringSwIcmStartHigh, uint32_t(kSteeringIcm.start >> 32));
-        set(page, dm::kSteeringSwIcmStartLow, uint32_t(kSteeringIcm.start));
-        set(page, dm::kLogSteeringSwIcmSize, kSteeringIcm.log_size);
-        set(page, dm::kHeaderModifySwIcmStartHigh, uint32_t(kHeaderModifyIcm.start >> 32));
-        set(page, dm::kHeaderModifySwIcmStartLow, uint32_t(kHeaderModifyIcm.start));
-        set(page, dm::kLogHeaderModifySwIcmSize, kHeaderModifyIcm.log_size);
-        set(page, dm::kHeaderModifyPatternSwIcmStartHigh, uint32_t(kHeaderModifyPatternIcm.start >> 32));
-        set(page, dm::kHeaderModifyPatternSwIcmStartLow, uint32_t(kHeaderModifyPatternIcm.start));
-        set(page, dm::kLogHeaderModifyPatternSwIcmSize, kHeaderModifyPatternIcm.log_size);
-        set(page, dm::kLogSwIcmAllocGranularity, kLogSwIcmBlock);
-      }
-      if (identity.memic.bytes == 0) return;
-      set(page, dm::kMemic, 1);
-      set(page, dm::kLogMinMemicAllocSize, std::countr_zero(DeviceMemory::kAllocationGranule));
-      set(page, dm::kLogMaxMemicAddrAlignment, DeviceMemory::kMaxLogAlignment);
-      set(page, dm::kMemicBarStartAddrHigh, uint32_t(identity.memic.bar_offset >> 32));
-      set(page, dm::kMemicBarStartAddrLow, uint32_t(identity.memic.bar_offset));
-      set(page, dm::kMemicBarSize, identity.memic.bytes);
-      set(page, dm::kMaxMemicSize, identity.memic.bytes);
-      if (identity.memic.ops_offset != 0) {  // MEMIC atomic operations, one byte at a time
-        set(page, dm::kMemicOperationsOffered, (1u << kMemicOperations) - 1);
-        set(page, dm::kMemicIncrementSizes, 1);
-        set(page, dm::kMemicTestAndSetSizes, 1);
-      }
+      fill_device_memory(identity, page);
       return;
     case CapType::kVirtioEmulation:
       if (identity.var.bytes == 0) return;

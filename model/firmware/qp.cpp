@@ -205,16 +205,6 @@ QueuePair* named_qp(CommandCall& call) {
   return qp;
 }
 
-// A DevX QP's doorbell record in a UMEM (qpc.dbr_umem_valid): dbr_addr is its offset there.
-bool place_doorbell_record(CommandCall& call, std::span<const uint8_t> ctx, QueuePair& qp) {
-  if (get(ctx, qpc::kDbrUmemValid) == 0) return true;
-  auto record = umem_doorbell_record(call, get(ctx, qpc::kDbrUmemId), qp.dbr_addr);
-  if (!record) return false;
-  qp.dbr_addr = record->address;
-  qp.dbr_umem = std::move(record->umem);
-  return true;
-}
-
 void create_qp(CommandCall& call) {
   if (!start(call, kPas)) return;
   Resources& r = call.function().resources;
@@ -266,7 +256,9 @@ void create_qp(CommandCall& call) {
 
   qp.sq_offset = qp.rq_bytes();
   const uint64_t size = qp.rq_bytes() + qp.sq_bytes();
-  if (!place_doorbell_record(call, ctx, qp)) return;
+  if (get(ctx, qpc::kDbrUmemValid) != 0 &&
+      !place_doorbell_record(call, get(ctx, qpc::kDbrUmemId), qp.dbr_addr, qp.dbr_umem))
+    return;
   if (size != 0) {
     auto buffer = get(call.in(), kWqUmemValid) != 0
                       ? umem_buffer(call, get(call.in(), kWqUmemId), get64(call.in(), kWqUmemOffset), size, false)

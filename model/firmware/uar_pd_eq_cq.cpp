@@ -228,12 +228,9 @@ void create_cq(CommandCall& call) {
     return;
   EventQueue* eq = lookup(call, r.eqs, cq.eqn, kCheckEq);
   if (eq == nullptr) return;
-  if (get(ctx, cqc::kDbrUmemValid) != 0) {
-    auto record = umem_doorbell_record(call, get(ctx, cqc::kDbrUmemId), cq.dbr_addr);
-    if (!record) return;
-    cq.dbr_addr = record->address;
-    cq.dbr_umem = std::move(record->umem);
-  }
+  if (get(ctx, cqc::kDbrUmemValid) != 0 &&
+      !place_doorbell_record(call, get(ctx, cqc::kDbrUmemId), cq.dbr_addr, cq.dbr_umem))
+    return;
   auto ring = get(call.in(), kCqUmemValid) != 0
                   ? umem_buffer(call, get(call.in(), kCqUmemId), get64(call.in(), kCqUmemOffset), cq.ring_bytes(), true)
                   : queue_buffer(call, kQueuePas, get(ctx, cqc::kLogPageSize), get(ctx, cqc::kPageOffset), cq.ring_bytes());

@@ -76,14 +76,17 @@ std::optional<PageList> umem_buffer(CommandCall& call, uint32_t id, uint64_t off
   return slice;
 }
 
-std::optional<UmemDoorbellRecord> umem_doorbell_record(CommandCall& call, uint32_t id, uint64_t offset) {
+bool place_doorbell_record(CommandCall& call, uint32_t id, uint64_t& dbr_addr, std::shared_ptr<const void>& held) {
   const Umem* umem = lookup_owned(call, call.function().resources.umems, id, kCheckUmem);
-  if (umem == nullptr) return std::nullopt;
+  if (umem == nullptr) return false;
   // Eight aligned bytes inside the UMEM never cross one of its pages.
+  const uint64_t offset = dbr_addr;
   const bool inside = offset % 8 == 0 && offset < umem->pages.size() && umem->pages.size() - offset >= 8;
   const auto address = inside ? umem->pages.translate(offset) : std::nullopt;
-  if (!check(call, address.has_value() && address.value() % 8 == 0, kCheckUmem)) return std::nullopt;
-  return UmemDoorbellRecord{*address, umem->pages.source};
+  if (!check(call, address.has_value() && address.value() % 8 == 0, kCheckUmem)) return false;
+  dbr_addr = *address;
+  held = umem->pages.source;
+  return true;
 }
 
 }  // namespace fw

@@ -3,8 +3,9 @@
 // of the process's pages). A process's own queues (DevX CREATE_CQ / CREATE_QP / CREATE_SQ, ...)
 // then name a UMEM and an offset in it instead of a PAS: mlx5_ib forces the commands' umem_valid
 // bits, so a process can never hand the device addresses of memory it was not given.
-// A queue over a UMEM keeps a slice of its pages (PageList::slice) and with it a share of
-// `in_use`; DESTROY_UMEM is refused while any slice lives, as a ConnectX refuses it.
+// A queue over a UMEM keeps a slice of its pages (PageList::slice) or its doorbell record's share,
+// both holding the UMEM's `pages.source`; DESTROY_UMEM is refused while any of them lives
+// (in_use), as a ConnectX refuses it.
 #include <cstdint>
 #include <memory>
 

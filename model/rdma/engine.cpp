@@ -124,6 +124,23 @@ const RoceAddress* RdmaEngine::loopback_source() const {
   return nullptr;
 }
 
+// A connected QP hears only its path's other end (IBA 9.6.1.5: the source address matches the
+// QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
+// MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
+// number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
+// A DCI hears the DCT it is connected to; a force-loopback QP the address it sends from.
+bool RdmaEngine::from_path(const QueuePair& qp, const RocePacket& packet) const {
+  if (qp.st == qp_st::kDci) {
+    const DcInitiator& dci = qp.rc.dci;
+    return dci.connected && packet.src_gid == dci.target.rgid && packet.src_mac == dci.target.rmac;
+  }
+  if (get(qp.context, qpc::kForceLoopback) != 0) {
+    const RoceAddress* own = loopback_source();
+    return own != nullptr && packet.src_gid == own->gid && packet.src_mac == own->mac;
+  }
+  return packet.src_gid == path_gid(qp) && packet.src_mac == path_mac(qp);
+}
+
 bool RdmaEngine::address(QueuePair& qp, RocePacket& packet) {
   if (qp.st == qp_st::kDci || qp.st == qp_st::kDct) return dc_address(qp, packet);
   if (get(qp.context, qpc::kForceLoopback) != 0) {
@@ -448,19 +465,7 @@ void RdmaEngine::receive_connected(uint32_t qpn, QueuePair& qp, const RocePacket
       receive_dc_request(qpn, qp, packet);
     return;
   }
-  // A connected QP hears only its path's other end (IBA 9.6.1.5: the source address matches the
-  // QP's path). hcaemu also holds the source MAC to the path's: the switch's spoof check makes the
-  // MAC the one thing a tenant cannot forge, so another function cannot inject into a QP whose
-  // number and PSN it guessed (a UC responder takes any PSN that starts a message, IBA 9.7.5.1.1).
-  // A force-loopback QP hears only the function itself, from the address it sends from.
-  const DcInitiator& dci = qp.rc.dci;  // a DCI: the DCT it is connected to
-  const RoceAddress* own = get(qp.context, qpc::kForceLoopback) != 0 ? loopback_source() : nullptr;
-  const bool from_path = qp.st == qp_st::kDci
-                             ? dci.connected && packet.src_gid == dci.target.rgid && packet.src_mac == dci.target.rmac
-                         : get(qp.context, qpc::kForceLoopback) != 0
-                             ? own != nullptr && packet.src_gid == own->gid && packet.src_mac == own->mac
-                             : packet.src_gid == path_gid(qp) && packet.src_mac == path_mac(qp);
-  if (!from_path) {
+  if (!from_path(qp, packet)) {
     ++counters_.rx_wrong_source;
     return;
   }

@@ -330,6 +330,8 @@ class RdmaEngine {
   // A force-loopback QP (ads.fl, what mlx5 DR connects to itself): from and to the function's
   // first RoCE v2 address, whatever the path says, so the switch turns the packet back to it.
   const RoceAddress* loopback_source() const;
+  // Whether a connected QP takes `packet`: it comes from the other end of the QP's path.
+  bool from_path(const QueuePair& qp, const transport::RocePacket& packet) const;
   void stamp(uint32_t qpn, const SendMessage& message, RdmaStage stage, uint64_t time_ps = 0);
   // Responder side: stamps a message's remote delivery on the requester's trace record.
   void stamp_remote_delivery(const QueuePair& qp, const transport::Mac& requester_mac, uint32_t last_psn,
