@@ -72,6 +72,7 @@ struct Options {
   unsigned retransmit_floor_ms = 200;
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
+  bool software_steering = false;
   std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
@@ -112,6 +113,12 @@ po::options_description describe_options(Options& o) {
        "DCQCN congestion control in every function (ECN-capable RoCE data, CNPs for CE-marked packets, a "
        "rate limiter per QP; mlx5_ib's hw_counters np_cnp_sent, rp_cnp_handled, ...): connectx (the "
        "default: ConnectX firmware values) or paper (Zhu et al., SIGCOMM 2015); off without the option")
+      ("software-steering", po::bool_switch(&o.software_steering),
+       "experimental: offer mlx5 DR software steering (rdma-core's mlx5dv_dr_*) in every function: "
+       "steering ICM, software-owned NIC RX/TX tables walked as STE v1 (matching on MAC addresses, "
+       "counters, flow tags, drop/allow/TIR/table terminals). Not yet: VLAN push/pop, packet reformat, "
+       "modify header, destination arrays (their entries drop the frame and are counted). Also "
+       "\"software_steering\": true in --config")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
@@ -207,6 +214,7 @@ std::optional<sriov::DeviceConfig> load_config(const Options& options, bool& don
   try {
     if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
     if (options.ports != 0) config.physical_ports = uint8_t(options.ports);
+    if (options.software_steering) config.software_steering = true;
     config.validate();
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";

@@ -300,7 +300,8 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     if (!root.is_object()) fail("the top level must be an object");
     check_known_keys(root, {"preset", "vendor_id", "pf_device_id", "vf_device_id", "subsystem_vendor_id",
                             "subsystem_id", "revision", "firmware", "pf", "vf", "total_vfs", "pcie",
-                            "serial_number", "mac_base", "vfs", "uplink", "port_qos", "physical_ports", "port1"},
+                            "serial_number", "mac_base", "vfs", "uplink", "port_qos", "physical_ports", "port1",
+                            "software_steering"},
                      "");
     if (root.contains("preset")) {
       config.preset = root.at("preset").get<std::string>();
@@ -313,6 +314,10 @@ DeviceConfig load_device_config(const std::filesystem::path& file) {
     take(root, "subsystem_id", config.subsystem_id, "");
     take(root, "revision", config.revision, "");
     take(root, "total_vfs", config.total_vfs, "");
+    if (root.contains("software_steering")) {
+      if (!root.at("software_steering").is_boolean()) fail("\"software_steering\" must be true or false");
+      config.software_steering = root.at("software_steering").get<bool>();
+    }
     if (root.contains("firmware")) {
       const std::string v = root.at("firmware").get<std::string>();
       unsigned major = 0, minor = 0, sub = 0;
@@ -389,6 +394,7 @@ std::string to_json(const DeviceConfig& c) {
   };
   port_settings(c, j);
   j["physical_ports"] = c.physical_ports;
+  j["software_steering"] = c.software_steering;
   if (c.physical_ports == 2) {
     const DeviceConfig second = c.port_config(1);
     json port1 = {{"mac_base", format_mac(second.mac_base)}};

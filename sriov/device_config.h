@@ -83,6 +83,10 @@ struct DeviceConfig {
   std::map<uint16_t, VfSettings> vfs;
   UplinkConfig uplink;
 
+  // mlx5 DR software steering in every function (model/steering/): the caps offer it, SW ICM and
+  // software-owned tables are served. Off by default while parts of it are missing (docs/mlx5-dr.md).
+  bool software_steering = false;
+
   uint8_t physical_ports = 1;  // 1 or 2
   SecondPortConfig port1;      // used when physical_ports is 2
   // Which physical port this configuration describes: 0, or 1 in what port_config(1) returns.

@@ -117,20 +117,20 @@ HcaDevice::HcaDevice(sc_core::sc_module_name name, const DeviceConfig& config)
     sriov_->set_listener(this);
   }
   const pcie::LinkConfig link = link_config(config_);
-  pf_port_ = std::make_unique<FunctionPort>("pf", config_.function_name(0), link, config_.pf.bar0_size,
-                                           model::FunctionIdentity{false, 0, config_.pf.msix_vectors, config_.function_mac(0),
-                                                                   config_.pf.quotas},
+  model::FunctionIdentity pf_identity{false, 0, config_.pf.msix_vectors, config_.function_mac(0), config_.pf.quotas};
+  pf_identity.sw_icm = config_.software_steering;
+  pf_port_ = std::make_unique<FunctionPort>("pf", config_.function_name(0), link, config_.pf.bar0_size, pf_identity,
                                             config_.firmware);
   pf_port_->attach_pf(*pf_pci_);
   pf_port_->hca().set_translation_budget(config_.pf.translation_entries);
   attach_to_switch(*pf_port_);
   for (uint16_t i = 0; i < config_.total_vfs; ++i) {
     const std::string vf_name = "vf" + std::to_string(i);
-    auto port = std::make_unique<FunctionPort>(vf_name.c_str(), config_.function_name(uint16_t(i + 1)), link, config_.vf.bar0_size,
-                                               model::FunctionIdentity{true, uint16_t(i + 1), config_.vf.msix_vectors,
-                                                                       config_.function_mac(uint16_t(i + 1)),
-                                                                       config_.vf.quotas},
-                                               config_.firmware);
+    model::FunctionIdentity identity{true, uint16_t(i + 1), config_.vf.msix_vectors,
+                                     config_.function_mac(uint16_t(i + 1)), config_.vf.quotas};
+    identity.sw_icm = config_.software_steering;
+    auto port = std::make_unique<FunctionPort>(vf_name.c_str(), config_.function_name(uint16_t(i + 1)), link,
+                                               config_.vf.bar0_size, identity, config_.firmware);
     port->set_vf_shape(sriov_->config().vf_bars, config_.vf.msix_vectors);
     port->hca().set_translation_budget(config_.vf.translation_entries);
     vf_ports_.push_back(std::move(port));

@@ -177,6 +177,8 @@ struct FlowTable {
   uint32_t miss_table = 0;
   uint32_t vport = 0;
   bool other_vport = false;
+  bool sw_owner = false;                      // mlx5 DR's: steered by the entries at icm_root
+  uint64_t icm_root = 0;                      // steering ICM address of its start anchor
   std::array<uint8_t, 0x28> context{};        // flow_table_context (QUERY_FLOW_TABLE)
   std::map<uint32_t, FlowEntry> entries;      // by flow index
   std::map<uint32_t, FlowGroupIndex> index;   // by the group's start index: groups in flow index order
@@ -222,10 +224,11 @@ struct EthObjects {
     packet_reformats.clear();
     roots.clear();
   }
-  // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR, RQT).
+  // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR,
+  // RQT; mlx5 DR's flow tables, groups and counters).
   size_t owned_by(uint16_t uid) const {
     return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
-           flow_counters.owned_by(uid);
+           flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "model/eth/queues.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "common/endian.h"
@@ -212,6 +214,16 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
+    if (table->sw_owner) {
+      // mlx5 DR's table: allow sends the frame, a firmware table goes on; the rest drop it.
+      steering::SteVerdict verdict = walk_software_table(*table, frame);
+      if (verdict.rewritten) reformatted = std::move(verdict.frame);
+      if (verdict.outcome != steering::SteVerdict::Outcome::kFlowTable)
+        return verdict.outcome == steering::SteVerdict::Outcome::kAllow;
+      table_id = verdict.id;
+      if (!reformatted.empty()) frame = reformatted;
+      continue;
+    }
     const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
     if (!hit) {
       table_id = table->miss_action == 1 ? table->miss_table : 0;
@@ -223,7 +235,8 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
     if (entry.action & flow_action::kDrop) return false;
     if (entry.action & flow_action::kPacketReformat)
       if (const PacketReformat* reformat = f_.eth.packet_reformats.find(entry.packet_reformat)) {
-        frame::encapsulate(reformat->data, frame, reformatted);
+        const std::vector<uint8_t> inner(frame.begin(), frame.end());  // `frame` may be `reformatted` itself
+        frame::encapsulate(reformat->data, inner, reformatted);
         ++counters_.tx_reformatted;
       }
     table_id = 0;
@@ -396,8 +409,9 @@ void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
 // ---------------------------------------------------------------- RX
 
 void EthQueues::receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
-  const auto rqn = steer(frame, looped_from);
-  if (rqn) deliver(*rqn, frame);
+  if (const auto steered = steer_frame(frame, looped_from))
+    deliver(steered->rqn, steered->rewritten.empty() ? frame : std::span<const uint8_t>(steered->rewritten),
+            steered->flow_tag);
 }
 
 uint32_t EthQueues::transport_domain(const EthSendQueue& sq) const {
@@ -431,6 +445,17 @@ uint32_t flow_hash(std::span<const uint8_t> frame, const frame::Parsed& p) {
 
 }  // namespace
 
+std::optional<EthQueues::Steered> EthQueues::to_tir(uint32_t tirn, std::span<const uint8_t> frame,
+                                                    std::optional<uint32_t> looped_from, uint32_t flow_tag) {
+  if (!self_loopback_allowed(tirn, frame, looped_from)) {
+    ++counters_.rx_self_loopback_blocked;
+    return std::nullopt;
+  }
+  if (auto rqn = rq_of_tir(tirn, frame)) return Steered{*rqn, flow_tag};
+  ++counters_.rx_no_rq;
+  return std::nullopt;
+}
+
 std::optional<uint32_t> EthQueues::rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame) {
   const TransportInterfaceReceive* tir = f_.eth.tirs.find(tirn);
   if (tir == nullptr) return std::nullopt;
@@ -442,20 +467,57 @@ std::optional<uint32_t> EthQueues::rq_of_tir(uint32_t tirn, std::span<const uint
 
 uint32_t EthQueues::root_table(uint8_t type) const {
   if (auto root = f_.eth.roots.find(type); root != f_.eth.roots.end() && root->second != 0) return root->second;
+  // Only the kernel's tables: a process's (mlx5 DR's) are reached from a root, never one themselves.
   uint32_t table_id = 0;
   int best = 256;
   for (const auto& [id, table] : f_.eth.flow_tables)
-    if (table.type == type && table.level < best) best = table.level, table_id = id;
+    if (table.type == type && table.level < best && f_.eth.flow_tables.owner(id) == kKernelUid)
+      best = table.level, table_id = id;
   return table_id;
 }
 
-std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
+steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std::span<const uint8_t> frame) {
+  ++counters_.sw_steering_walks;
+  steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame);
+  for (uint32_t id : verdict.counters)
+    if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
+  if (verdict.outcome == steering::SteVerdict::Outcome::kFault) {
+    ++counters_.sw_steering_faults;
+    uint64_t skipped = 0;
+    if (sw_steering_log_.allow(skipped))
+      log().warn("function {}: software steering dropped a frame after {} entries: {} (lookup type {:#06x}, entry "
+                 "{:#x}: {:02x}; {} similar not logged)",
+                 f_.identity.vhca_id, verdict.hops, verdict.fault, verdict.fault_lookup_type, verdict.fault_address,
+                 fmt::join(verdict.fault_entry, ""), skipped);
+  }
+  return verdict;
+}
+
+std::optional<EthQueues::Steered> EthQueues::steer_frame(std::span<const uint8_t> frame,
+                                                         std::optional<uint32_t> looped_from) {
   const frame::Parsed parsed = frame::parse(frame);
   const auto key = frame::match_key(frame, parsed);
   uint32_t table_id = root_table(flow_table_type::kNicRx);
+  uint32_t flow_tag = 0;
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
+    if (table->sw_owner) {
+      using Outcome = steering::SteVerdict::Outcome;
+      const steering::SteVerdict verdict = walk_software_table(*table, frame);
+      if (verdict.flow_tag) flow_tag = *verdict.flow_tag;
+      if (verdict.outcome == Outcome::kFlowTable) {
+        table_id = verdict.id;
+        continue;
+      }
+      if (verdict.outcome == Outcome::kTir) {
+        auto steered = to_tir(verdict.id, verdict.rewritten ? verdict.frame : frame, looped_from, flow_tag);
+        if (steered && verdict.rewritten) steered->rewritten = verdict.frame;
+        return steered;
+      }
+      ++counters_.rx_steering_drop;  // drop, a fault, or "allow", which means nothing on RX
+      return std::nullopt;
+    }
     log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
                 table->entries.size(), table->miss_action, table->miss_table);
     uint32_t next = 0;
@@ -465,6 +527,7 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::op
       const FlowEntry& entry = table->entries.at(*hit);
       log().trace("steer:   entry {} group {} action {:#x} dests {}", *hit, entry.group, entry.action,
                   entry.destinations.size());
+      if (entry.flow_tag != 0) flow_tag = entry.flow_tag;
       for (uint32_t id : entry.counters)
         if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
       if (entry.action & flow_action::kDrop) {
@@ -478,7 +541,7 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::op
             ++counters_.rx_self_loopback_blocked;
             return std::nullopt;
           }
-          if (auto rqn = rq_of_tir(d.id, frame)) return rqn;
+          if (auto rqn = rq_of_tir(d.id, frame)) return Steered{*rqn, flow_tag};
         } else if (d.type == flow_dest::kFlowTable && next == 0) {
           next = d.id;
         }
@@ -497,6 +560,7 @@ std::optional<uint32_t> EthQueues::steer(std::span<const uint8_t> frame, std::op
 // One frame on its way into a receive queue.
 struct EthQueues::Arrival {
   uint32_t rqn = 0;
+  uint32_t flow_tag = 0;  // from steering: CQE sop_drop_qpn [23:0] (mlx5e's skb->mark, libmlx5's flow tag)
   EthReceiveQueue* rq = nullptr;
   std::vector<uint8_t> frame;
   frame::Parsed parsed;
@@ -506,9 +570,10 @@ struct EthQueues::Arrival {
   uint32_t segments = 0;  // its data segments before the terminator
 };
 
-bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in) {
+bool EthQueues::deliver(uint32_t rqn, std::span<const uint8_t> frame_in, uint32_t flow_tag) {
   Arrival a;
   a.rqn = rqn;
+  a.flow_tag = flow_tag;
   a.rq = f_.eth.rqs.find(rqn);
   return admit(a, frame_in) && take_receive_wqe(a) && scatter(a) && complete_receive(a);
 }
@@ -625,7 +690,7 @@ bool EthQueues::complete_receive(Arrival& a) {
     if (a.stripped) store_be16(&c[cqe_eth::kVlanInfo], parsed.vlan_tci);
     store_be32(&c[cqe::kByteCount], uint32_t(bytes.size()));
     store_be32(&c[cqe::kSrqnUserIndex], get(a.rq->context, kWqUserIndex));
-    store_be32(&c[cqe::kSopDropQpn], a.rqn & 0xffffff);
+    store_be32(&c[cqe::kSopDropQpn], a.flow_tag & 0xffffff);
     store_be16(&c[cqe::kWqeCounter], a.index);
     c[cqe::kOpOwn] = uint8_t(cqe::kRespSend << 4);
   });

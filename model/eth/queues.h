@@ -21,6 +21,7 @@
 #include "common/log_limit.h"
 #include "model/eth/objects.h"
 #include "model/queues/send_wqe.h"
+#include "model/steering/ste_v1.h"
 #include "transport/ethernet.h"
 
 namespace hcaemu::model {
@@ -70,6 +71,9 @@ struct EthCounters {
   uint64_t rx_bad_lkey = 0, rx_dma_faults = 0, rx_dbr_faults = 0, rx_error_cqes = 0, rx_cqe_failures = 0;
   uint64_t rx_runt = 0;               // shorter than an Ethernet header
   uint64_t rx_self_loopback_blocked = 0;  // own frames a TIR of the sending domain refused
+  // Software-owned tables (mlx5 DR): walks through steering ICM, and walks the model could not end
+  // (an entry outside ICM, a lookup type or action it does not offer, a loop): the frame dropped.
+  uint64_t sw_steering_walks = 0, sw_steering_faults = 0;
 };
 
 class EthQueues {
@@ -99,10 +103,20 @@ class EthQueues {
   // frame is this function's own, sent by an SQ of that transport domain (0: none) and turned back
   // inside the NIC; a TIR of the same domain takes it only where its self-loopback bits allow.
   void receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
-  // Steering alone: the RQ the NIC RX tables send `frame` to, nullopt when dropped or missed.
-  std::optional<uint32_t> steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
+  // Steering alone: the RQ the NIC RX tables send `frame` to and the flow tag they gave it (the
+  // RX CQE carries it), nullopt when dropped or missed.
+  struct Steered {
+    uint32_t rqn = 0;
+    uint32_t flow_tag = 0;
+    std::vector<uint8_t> rewritten;  // the frame as software steering rewrote it (VLAN pop); empty: as it came
+  };
+  std::optional<Steered> steer_frame(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
+  std::optional<uint32_t> steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt) {
+    const auto steered = steer_frame(frame, looped_from);
+    return steered ? std::optional<uint32_t>(steered->rqn) : std::nullopt;
+  }
   // Delivery to one RQ (no steering). False when the frame was dropped.
-  bool deliver(uint32_t rqn, std::span<const uint8_t> frame);
+  bool deliver(uint32_t rqn, std::span<const uint8_t> frame, uint32_t flow_tag = 0);
 
   const EthCounters& counters() const { return counters_; }
 
@@ -132,6 +146,9 @@ class EthQueues {
   void write_tx_cqe(EthSendQueue& sq, uint32_t sqn, uint16_t wqe_index, uint8_t opcode, bool error, uint8_t syndrome,
                     bool solicited);
   std::optional<uint32_t> rq_of_tir(uint32_t tirn, std::span<const uint8_t> frame);
+  // The RQ a TIR destination takes `frame` to, its own frames' loopback rule applied.
+  std::optional<Steered> to_tir(uint32_t tirn, std::span<const uint8_t> frame, std::optional<uint32_t> looped_from,
+                                uint32_t flow_tag);
   bool self_loopback_allowed(uint32_t tirn, std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) const;
   uint32_t transport_domain(const EthSendQueue& sq) const;  // its TIS's, 0 without one
   // One frame of `sq` out of the port: on a shared port (QoS) once its share of the wire has taken
@@ -140,6 +157,10 @@ class EthQueues {
   // NIC TX steering: the root NIC TX table's entries count a frame, drop it (false) or put a tunnel
   // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
+  // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault
+  // counted and logged.
+  steering::SteVerdict walk_software_table(const FlowTable& table, std::span<const uint8_t> frame);
+  LogLimiter sw_steering_log_;
   // The root table of a type (SET_FLOW_TABLE_ROOT), or its lowest-level table when none was set.
   uint32_t root_table(uint8_t type) const;
   // Packet pacing: waits, in model time, until the SQ's rate limit entry (sqc.

@@ -5,6 +5,7 @@
 // tables; references are counted so an object in use cannot be destroyed.
 #include "model/eth/objects.h"
 #include "model/firmware/firmware.h"
+#include "model/steering/terminals.h"
 #include "model/firmware/resource_helpers.h"
 #include "model/firmware/umem.h"
 
@@ -492,6 +493,13 @@ void create_tir(CommandCall& call) {
   if (tirn == 0) return;
   reference_tir_target(f, target, +1);
   answer_object(call, tirn);
+  // Where mlx5 DR's steering entries name this TIR (create_tir_out icm_address_39_32 and _31_0;
+  // bits 63:40 are 0), only when the function offers software steering.
+  if (f.identity.sw_icm) {
+    const uint64_t icm = steering::tir_address(tirn);
+    set(call.out(), Field{0x08, 31, 24}, uint32_t(icm >> 32));
+    set(call.out(), Field{0x0c, 31, 0}, uint32_t(icm));
+  }
 }
 
 void modify_tir(CommandCall& call) {

@@ -9,6 +9,7 @@
 #include "model/eth/flow_index.h"
 #include "model/firmware/firmware.h"
 #include "model/firmware/resource_helpers.h"
+#include "model/steering/terminals.h"
 
 namespace hcaemu::model {
 namespace {
@@ -21,6 +22,7 @@ constexpr uint16_t kQueryFlowTable = 0x932, kCreateFlowGroup = 0x933, kDestroyFl
 constexpr uint16_t kSetFte = 0x936, kQueryFte = 0x937, kDeleteFte = 0x938;
 constexpr uint16_t kAllocFlowCounter = 0x939, kDeallocFlowCounter = 0x93a, kQueryFlowCounter = 0x93b;
 constexpr uint16_t kModifyFlowTable = 0x93c, kAllocPacketReformat = 0x93d, kDeallocPacketReformat = 0x93e;
+constexpr uint16_t kSyncSteering = 0xb00;
 
 enum FlowCheck : uint16_t {
   kCheckTableType = 0x30,
@@ -32,6 +34,7 @@ enum FlowCheck : uint16_t {
   kCheckOverlap = 0x36,
   kCheckMiss = 0x37,
   kCheckReformat = 0x38,
+  kCheckSoftwareOwned = 0x39,
 };
 
 // Shared input fields.
@@ -52,6 +55,10 @@ constexpr Field kTableMissId{0x04, 23, 0};
 constexpr uint8_t kMissGoToTable = 1;
 constexpr Field kModifyFieldSelect{0x0c, 15, 0};
 constexpr uint32_t kModifyMissTable = 0x1;
+// Software-owned tables (mlx5 DR): the device walks the steering entries at the root's ICM address
+// (steering/ste_v1.h) instead of the table's entries. root_1 serves FDB TX only, which hcaemu lacks.
+constexpr Field kTableSwOwner{0x00, 29, 29};
+constexpr uint32_t kTableIcmRoot1 = 0x18, kTableIcmRoot0 = 0x20;
 constexpr uint32_t kQueryTableOutContext = 0x18;
 
 // create_flow_group_in.
@@ -95,9 +102,10 @@ bool known_table_type(uint32_t type) {
          type == kRdmaRx || type == kRdmaTx;
 }
 
-// The table a command names, of the type it names.
+// The table a command names, of the type it names: a process (mlx5 DR through DevX) acts on its
+// own tables only, the kernel on any.
 FlowTable* table_of(CommandCall& call, uint32_t table_id) {
-  FlowTable* table = lookup(call, call.function().eth.flow_tables, table_id, kCheckTable);
+  FlowTable* table = fw::lookup_owned(call, call.function().eth.flow_tables, table_id, kCheckTable);
   if (table != nullptr && !check(call, table->type == get(call.in(), kTableType), kCheckTableType)) return nullptr;
   return table;
 }
@@ -109,6 +117,23 @@ bool check_miss_target(CommandCall& call, uint32_t self, uint8_t type, uint8_t a
   if (action != kMissGoToTable) return check(call, action == 0, kCheckMiss);
   const FlowTable* target = call.function().eth.flow_tables.find(miss);
   return check(call, target != nullptr && miss != self && target->type == type, kCheckMiss);
+}
+
+// A software-owned table: NIC RX or TX of a function that offers software steering, rooted at a
+// 64-byte entry.
+bool check_software_owned(CommandCall& call, const FlowTable& table) {
+  if (!table.sw_owner) return true;
+  const bool nic = table.type == flow_table_type::kNicRx || table.type == flow_table_type::kNicTx;
+  return check(call, call.function().identity.sw_icm && nic && table.icm_root != 0 && table.icm_root % 64 == 0,
+               kCheckSoftwareOwned);
+}
+
+// A process's tables are NIC RX or TX tables of its own function; the eswitch's (FDB, ACLs, other
+// vports) are the kernel's.
+bool check_user_table(CommandCall& call, const FlowTable& table) {
+  if (call.uid() == kKernelUid) return true;
+  const bool nic = table.type == flow_table_type::kNicRx || table.type == flow_table_type::kNicTx;
+  return check(call, nic && !table.other_vport, kCheckTableType);
 }
 
 void reference_table(FunctionContext& f, uint32_t table_id, int delta) {
@@ -129,9 +154,12 @@ void create_flow_table(CommandCall& call) {
   table.miss_table = get(ctx, kTableMissId);
   table.other_vport = get(call.in(), kOtherVport) != 0;
   table.vport = get(call.in(), kVportNumber);
+  table.sw_owner = get(ctx, kTableSwOwner) != 0;
+  table.icm_root = get64(ctx, kTableIcmRoot0);
   if (!check(call, known_table_type(table.type), kCheckTableType) ||
       !fw::check_log_size(call, table.log_size, kLogMaxFlowTableSize) ||
-      !check_miss_target(call, 0, table.type, table.miss_action, table.miss_table))
+      !check_miss_target(call, 0, table.type, table.miss_action, table.miss_table) ||
+      !check_software_owned(call, table) || !check_user_table(call, table))
     return;
   std::copy(ctx.begin(), ctx.end(), table.context.begin());
   const bool misses = table.miss_action == kMissGoToTable;
@@ -158,9 +186,17 @@ void destroy_flow_table(CommandCall& call) {
 
 void query_flow_table(CommandCall& call) {
   if (!fw::start(call, 0x18, kQueryTableOutContext + kTableContextSize)) return;
-  FlowTable* table = table_of(call);
-  if (table != nullptr)
-    std::copy(table->context.begin(), table->context.end(), call.out().begin() + kQueryTableOutContext);
+  const uint32_t id = get(call.in(), kTableId);
+  FlowTable* table = table_of(call, id);
+  if (table == nullptr) return;
+  const auto out = call.out().subspan(kQueryTableOutContext, kTableContextSize);
+  std::copy(table->context.begin(), table->context.end(), out.begin());
+  // A firmware table is a terminal mlx5 DR's entries may end in (a destination array's table):
+  // both roots name it, as rdma-core 44 reads root_1 for TX and later ones root_0.
+  if (!table->sw_owner && call.function().identity.sw_icm) {
+    set64(out, kTableIcmRoot0, steering::flow_table_address(id));
+    set64(out, kTableIcmRoot1, steering::flow_table_address(id));
+  }
 }
 
 void modify_flow_table(CommandCall& call) {
@@ -203,7 +239,7 @@ void create_flow_group(CommandCall& call) {
   FunctionContext& f = call.function();
   const uint32_t table_id = get(call.in(), kTableId);
   FlowTable* table = table_of(call, table_id);
-  if (table == nullptr) return;
+  if (table == nullptr || !check(call, !table->sw_owner, kCheckSoftwareOwned)) return;
   FlowGroup group;
   group.table = table_id;
   group.start = get(call.in(), kGroupStart);
@@ -261,10 +297,12 @@ bool check_destination(CommandCall& call, uint32_t table_id, const FlowDestinati
   FunctionContext& f = call.function();
   bool ok = false;
   switch (d.type) {
-    case flow_dest::kTir: ok = f.eth.tirs.contains(d.id); break;
-    case flow_dest::kFlowTable: ok = d.id != table_id && f.eth.flow_tables.contains(d.id); break;
-    case flow_dest::kQp: ok = f.resources.qps.contains(d.id); break;
-    case flow_dest::kVport: ok = true; break;  // the eswitch owns vports; bookkeeping only
+    case flow_dest::kTir: ok = f.eth.tirs.contains(d.id) && fw::acts_for(call, f.eth.tirs.owner(d.id)); break;
+    case flow_dest::kFlowTable:
+      ok = d.id != table_id && f.eth.flow_tables.contains(d.id) && fw::acts_for(call, f.eth.flow_tables.owner(d.id));
+      break;
+    case flow_dest::kQp: ok = call.uid() == kKernelUid && f.resources.qps.contains(d.id); break;
+    case flow_dest::kVport: ok = call.uid() == kKernelUid; break;  // the eswitch owns vports; bookkeeping only
     default: break;
   }
   return check(call, ok, kCheckDestination, CommandStatus::kBadResource);
@@ -310,7 +348,8 @@ void set_fte(CommandCall& call) {
   }
   for (uint32_t i = 0; i < counters; ++i) {
     const uint32_t id = get(call.in(), Field{kDestinationList + (destinations + i) * kDestinationSize, 31, 0});
-    if (!check(call, f.eth.flow_counters.contains(id), kCheckCounter, CommandStatus::kBadResource)) return;
+    const bool ok = f.eth.flow_counters.contains(id) && fw::acts_for(call, f.eth.flow_counters.owner(id));
+    if (!check(call, ok, kCheckCounter, CommandStatus::kBadResource)) return;
     entry.counters.push_back(id);
   }
   const auto match = sub(call.in(), kFteMatchValue, kMatchParamSize);
@@ -424,19 +463,29 @@ void dealloc_packet_reformat(CommandCall& call) {
   dealloc_unused(call, call.function().eth.packet_reformats, kReformatId, kCheckReformat);
 }
 
+// mlx5 DR asks the device to drop cached steering entries after it rewrote ICM. The model reads
+// steering ICM afresh for every frame, so there is nothing to drop.
+void sync_steering(CommandCall& call) {
+  if (!fw::start(call, 0x10)) return;
+  check(call, call.function().identity.sw_icm, fw::kCheckParameter, CommandStatus::kBadOpcode);
+}
+
 }  // namespace
 
 void register_flow_commands(CommandTable& table) {
+  // Processes create their own tables, groups and entries through DevX (mlx5 DR: its software-owned
+  // tables, the firmware tables of a destination array); the root of a table type is the kernel's.
   table.add(kSetFlowTableRoot, "SET_FLOW_TABLE_ROOT", set_flow_table_root);
-  table.add(kCreateFlowTable, "CREATE_FLOW_TABLE", create_flow_table);
-  table.add(kDestroyFlowTable, "DESTROY_FLOW_TABLE", destroy_flow_table);
-  table.add(kQueryFlowTable, "QUERY_FLOW_TABLE", query_flow_table);
-  table.add(kModifyFlowTable, "MODIFY_FLOW_TABLE", modify_flow_table);
-  table.add(kCreateFlowGroup, "CREATE_FLOW_GROUP", create_flow_group);
-  table.add(kDestroyFlowGroup, "DESTROY_FLOW_GROUP", destroy_flow_group);
-  table.add(kSetFte, "SET_FLOW_TABLE_ENTRY", set_fte);
-  table.add(kQueryFte, "QUERY_FLOW_TABLE_ENTRY", query_fte);
-  table.add(kDeleteFte, "DELETE_FLOW_TABLE_ENTRY", delete_fte);
+  table.add(kCreateFlowTable, "CREATE_FLOW_TABLE", create_flow_table, Senders::kUser);
+  table.add(kDestroyFlowTable, "DESTROY_FLOW_TABLE", destroy_flow_table, Senders::kUser);
+  table.add(kQueryFlowTable, "QUERY_FLOW_TABLE", query_flow_table, Senders::kUser);
+  table.add(kModifyFlowTable, "MODIFY_FLOW_TABLE", modify_flow_table, Senders::kUser);
+  table.add(kCreateFlowGroup, "CREATE_FLOW_GROUP", create_flow_group, Senders::kUser);
+  table.add(kDestroyFlowGroup, "DESTROY_FLOW_GROUP", destroy_flow_group, Senders::kUser);
+  table.add(kSetFte, "SET_FLOW_TABLE_ENTRY", set_fte, Senders::kUser);
+  table.add(kQueryFte, "QUERY_FLOW_TABLE_ENTRY", query_fte, Senders::kUser);
+  table.add(kDeleteFte, "DELETE_FLOW_TABLE_ENTRY", delete_fte, Senders::kUser);
+  table.add(kSyncSteering, "SYNC_STEERING", sync_steering, Senders::kUser);
   table.add(kAllocFlowCounter, "ALLOC_FLOW_COUNTER", alloc_flow_counter, Senders::kUser);
   table.add(kDeallocFlowCounter, "DEALLOC_FLOW_COUNTER", dealloc_flow_counter, Senders::kUser);
   table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter, Senders::kUser);

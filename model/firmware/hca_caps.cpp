@@ -4,6 +4,7 @@
 // Every field we report non-zero, and every "must be 0" of section 4.3, is a named Field next to
 // its layouts-doc name; the pages are tables of (field, value).
 #include "model/firmware/hca_caps.h"
+#include "model/steering/terminals.h"
 
 #include <algorithm>
 #include <bit>
@@ -611,7 +612,44 @@ void fill_device_memory(const FunctionIdentity& identity, std::span<uint8_t> pag
   }
 }
 
-void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t> page) {
+// mlx5 DR (software steering, docs/mlx5-dr.md section 1), only with FunctionIdentity::sw_icm: STE
+// format v1 (ConnectX-6 Dx), software-owned NIC RX and TX tables with the terminals their entries
+// end in (steering/terminals.h), force-loopback RC QPs for DR's send rings.
+namespace sws {
+constexpr Field kSteeringFormatVersion{0x88, 27, 24};          // cmd_hca_cap steering_format_version
+constexpr uint32_t kSteeringFormatConnectX6Dx = 1;
+constexpr Field kGeneralFlRcQpWhenRoceDisabled{0x48, 23, 23};  // cmd_hca_cap fl_rc_qp_when_roce_disabled
+constexpr Field kFlRcQpWhenRoceDisabled{0x00, 26, 26};         // roce_cap
+constexpr Field kFlRcQpWhenRoceEnabled{0x00, 25, 25};          // roce_cap
+constexpr Field kSwOwner{0x00, 14, 14};                        // flow_table_prop_layout sw_owner
+constexpr uint32_t kRxDropIcmAddress = 0x400;                  // sw_steering_nic_rx_action_drop_icm_address
+constexpr uint32_t kTxDropIcmAddress = 0x408;                  // sw_steering_nic_tx_action_drop_icm_address
+constexpr uint32_t kTxAllowIcmAddress = 0x410;                 // sw_steering_nic_tx_action_allow_icm_address
+}  // namespace sws
+
+void fill_software_steering(CapType type, std::span<uint8_t> page) {
+  switch (type) {
+    case CapType::kGeneral:
+      set(page, sws::kSteeringFormatVersion, sws::kSteeringFormatConnectX6Dx);
+      set(page, sws::kGeneralFlRcQpWhenRoceDisabled, 1);
+      return;
+    case CapType::kRoce:
+      set(page, sws::kFlRcQpWhenRoceDisabled, 1);
+      set(page, sws::kFlRcQpWhenRoceEnabled, 1);
+      return;
+    case CapType::kFlowTable:
+      set(page.subspan(ft::kNicReceive), sws::kSwOwner, 1);
+      set(page.subspan(ft::kNicTransmit), sws::kSwOwner, 1);
+      set64(page, sws::kRxDropIcmAddress, steering::kNicRxDrop);
+      set64(page, sws::kTxDropIcmAddress, steering::kNicTxDrop);
+      set64(page, sws::kTxAllowIcmAddress, steering::kNicTxAllow);
+      return;
+    default:
+      return;
+  }
+}
+
+void fill_every_function(const FunctionIdentity& identity, CapType type, std::span<uint8_t> page) {
   switch (type) {
     case CapType::kGeneral:
       fill(page, kGeneralCaps);
@@ -669,6 +707,11 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
     default:
       return;
   }
+}
+
+void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t> page) {
+  fill_every_function(identity, type, page);
+  if (identity.sw_icm) fill_software_steering(type, page);
 }
 
 }  // namespace

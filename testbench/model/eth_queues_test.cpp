@@ -3,7 +3,9 @@
 // byte count and checksum flags.
 #include "model/eth/frame.h"
 #include "model/eth/queues.h"
+#include "model/steering/terminals.h"
 #include "testbench/model/eth_fixture.h"
+#include "testbench/model/ste_builder.h"
 
 namespace hcaemu::model::test {
 namespace {
@@ -594,6 +596,174 @@ TEST(EthRq, BadLkeyPutsTheRqInError) {
   EXPECT_EQ(t.f.eth.rqs.find(t.rqn)->state, WqState::kError);
   EXPECT_FALSE(t.queues.deliver(t.rqn, udp_frame(10)));
   EXPECT_EQ(t.queues.counters().rx_rq_not_ready, 1u);
+}
+
+}  // namespace
+}  // namespace hcaemu::model::test
+
+namespace hcaemu::model::test {
+namespace {
+
+// mlx5 DR (issue 16): a process creates a software-owned NIC table through DevX, naming the ICM
+// address of its start anchor; the kernel's root rule forwards to it; the device then steers by
+// the entries DR wrote into steering ICM (model/steering/ste_v1.h).
+struct SoftwareSteering : RxPath {
+  static constexpr uint64_t kIcm = kSteeringIcm.start;
+  uint16_t uid = 0;
+  uint32_t tir = 0, counter = 0;
+  SoftwareSteering() {
+    f.identity.sw_icm = true;
+    f.resources.limits.log_max_uctx = 4;
+    EXPECT_EQ(run(0xa04, TestFunction::input(0x20)), kOk);
+    uid = uint16_t(out32(0x08));
+    auto tir_in = tir_input(false, rqn);
+    store_be32(&tir_in[0x44], 0);  // a DevX TIR, no transport domain
+    store_be16(&tir_in[2], uid);
+    EXPECT_EQ(run(0x900, tir_in), kOk);
+    tir = object();
+    EXPECT_EQ((uint64_t(out32(0x08) >> 24) << 32) | out32(0x0c), steering::tir_address(tir)) << "its ICM address";
+    EXPECT_EQ(run(0x939, as_user(TestFunction::input(0x10))), kOk);
+    counter = out32(0x08);
+    EXPECT_TRUE(f.sw_icm.place(kIcm, 16));
+  }
+  std::vector<uint8_t> as_user(std::vector<uint8_t> in) const {
+    store_be16(&in[2], uid);
+    return in;
+  }
+  std::vector<uint8_t> sw_table_input(uint8_t type, uint64_t root) {
+    auto in = as_user(flow_input(0x40, type, 0));
+    store_be32(&in[0x18], (1u << 29) | (62u << 16));  // sw_owner, level max_ft_level - 1
+    store_be64(&in[0x38], root);                      // sw_owner_icm_root_0
+    return in;
+  }
+  // The anchor at kIcm always hits the rule at kIcm + 64: this source MAC to `hit`, others to `miss`.
+  void rule(std::array<uint8_t, 6> smac, uint64_t hit, uint64_t miss, uint32_t action = 0, uint32_t second = 0) {
+    SteImage().lookup(steering::lookup_type::kDontCare).hit(kIcm + 64).write(f.sw_icm, kIcm);
+    std::array<uint8_t, 16> mask{}, tag{};
+    std::fill_n(mask.begin() + 4, 6, 0xff);
+    std::copy(smac.begin(), smac.end(), tag.begin() + 4);
+    SteImage().lookup(steering::lookup_type::kEthL2Src).match(mask, tag).hit(hit).miss(miss).counter(counter)
+        .action(0, action).action(1, second).write(f.sw_icm, kIcm + 64);
+  }
+  // The kernel's root table of `type`, forwarding every frame to `table`.
+  void root_to(uint8_t type, uint32_t table) {
+    const uint32_t root = create_flow_table(type, 2);
+    const uint32_t group = create_group(type, root, 0, 3, false);
+    EXPECT_EQ(run(0x936, fte_input(type, root, 0, group, {{1, table}})), kOk);
+  }
+};
+
+const std::array<uint8_t, 6> kSource{0x02, 0xc9, 0, 0, 0, 2};  // udp_frame's
+
+TEST(SoftwareSteering, TablesNeedTheFeatureAnAnchorAndStayTheirOwners) {
+  SoftwareSteering t;
+  auto in = t.sw_table_input(0, SoftwareSteering::kIcm);
+  t.f.identity.sw_icm = false;
+  EXPECT_EQ(t.run(0x930, in), kBadParameter) << "a function without software steering";
+  t.f.identity.sw_icm = true;
+  store_be64(&in[0x38], SoftwareSteering::kIcm + 8);
+  EXPECT_EQ(t.run(0x930, in), kBadParameter) << "an anchor not 64-byte aligned";
+  auto fdb = t.sw_table_input(4, SoftwareSteering::kIcm);
+  EXPECT_EQ(t.run(0x930, fdb), kBadParameter) << "a process creates NIC tables only";
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm)), kOk);
+  const uint32_t sw = t.object();
+  auto group = t.as_user(t.flow_input(0x400, 0, sw));
+  EXPECT_EQ(t.run(0x933, group), kBadParameter) << "a software-owned table has no groups";
+  EXPECT_FALSE(t.queues.steer(udp_frame(10)).has_value()) << "a process's table is never a root by itself";
+  EXPECT_EQ(t.queues.counters().sw_steering_walks, 0u);
+  const uint32_t kernel_table = t.create_flow_table(0, 2);
+  EXPECT_EQ(t.run(0x931, t.as_user(t.flow_input(0x18, 0, kernel_table))), kBadResource) << "the kernel's table";
+  auto query = t.flow_input(0x18, 0, kernel_table);
+  ASSERT_EQ(t.run(0x932, query, 0x40), kOk);
+  EXPECT_EQ(load_be64(&t.out[0x18 + 0x20]), steering::flow_table_address(kernel_table)) << "a firmware table's root";
+  EXPECT_EQ(load_be64(&t.out[0x18 + 0x18]), steering::flow_table_address(kernel_table));
+  ASSERT_EQ(t.run(0x932, t.as_user(t.flow_input(0x18, 0, sw)), 0x40), kOk);
+  EXPECT_EQ(load_be64(&t.out[0x18 + 0x20]), SoftwareSteering::kIcm) << "a software table's root, as created";
+  EXPECT_EQ(t.run(0xb00, t.as_user(TestFunction::input(0x10))), kOk) << "SYNC_STEERING";
+  auto destroy_uctx = TestFunction::input(0x10);
+  store_be32(&destroy_uctx[0x08], t.uid);
+  EXPECT_EQ(t.run(0xa06, destroy_uctx), kBadResourceState) << "the process still owns a table";
+  EXPECT_EQ(t.run(0x931, t.as_user(t.flow_input(0x18, 0, sw))), kOk);
+}
+
+// The kernel's root rule forwards to the process's table; its entries send the frame to the TIR
+// with a flow tag (in the CQE) and count it; another source falls to the RX drop terminal.
+TEST(SoftwareSteering, RxFramesFollowTheEntriesToATirWithTheirFlowTag) {
+  SoftwareSteering t;
+  t.rule(kSource, steering::tir_address(t.tir), steering::kNicRxDrop, 0x0c000123);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm)), kOk);
+  t.root_to(0, t.object());
+  t.post(0, 2048, 0);
+  t.publish(1);
+  const auto frame = udp_frame(10);
+  t.queues.receive(frame);
+  EXPECT_EQ(load_be32(&t.cqe(0)[0x38]), 0x123u) << "sop_drop_qpn carries the flow tag";
+  EXPECT_EQ(t.read(t.rx_buffers, frame.size()), frame);
+  EXPECT_EQ(t.f.eth.flow_counters.find(t.counter)->packets, 1u);
+  auto other = frame;
+  other[11] = 9;
+  EXPECT_FALSE(t.queues.steer(other).has_value());
+  EXPECT_EQ(t.queues.counters().rx_steering_drop, 1u);
+  // An action the model does not perform: the frame is dropped and the fault counted.
+  t.rule(kSource, steering::tir_address(t.tir), steering::kNicRxDrop, 0x0b000000);
+  EXPECT_FALSE(t.queues.steer(frame).has_value());
+  EXPECT_EQ(t.queues.counters().sw_steering_faults, 1u);
+  EXPECT_EQ(t.queues.counters().sw_steering_walks, 3u);
+}
+
+// Without steering the RX CQE's sop_drop_qpn holds 0 (mlx5e makes it the skb's mark); a root
+// entry's flow tag goes there.
+TEST(SoftwareSteering, AFirmwareEntrysFlowTagReachesTheCqe) {
+  RxPath t;
+  ASSERT_EQ(t.run(0x900, t.tir_input(false, t.rqn)), kOk);
+  const uint32_t tir = t.object();
+  const uint32_t table = t.create_flow_table(0, 2);
+  const uint32_t group = t.create_group(0, table, 0, 3, false);
+  auto fte = t.fte_input(0, table, 0, group, {{2, tir}});
+  store_be32(&fte[0x48], 0x77);
+  ASSERT_EQ(t.run(0x936, fte), kOk);
+  t.post(0, 2048, 0);
+  t.post(1, 2048, 0);
+  t.publish(2);
+  t.queues.receive(udp_frame(10));
+  EXPECT_EQ(load_be32(&t.cqe(0)[0x38]), 0x77u);
+  ASSERT_TRUE(t.queues.deliver(t.rqn, udp_frame(10)));
+  EXPECT_EQ(load_be32(&t.cqe(1)[0x38]), 0u);
+}
+
+// NIC TX: the process's entries allow a frame to the wire or drop it (rdma-core's
+// test_tx_def_miss_action: DEFAULT_MISS is the allow terminal).
+TEST(SoftwareSteering, TxFramesLeaveOnAllowAndNotOnDrop) {
+  SoftwareSteering t;
+  t.rule(kSource, steering::kNicTxAllow, steering::kNicTxDrop);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(1, SoftwareSteering::kIcm)), kOk);
+  t.root_to(1, t.object());
+  auto frame = udp_frame(100);
+  t.put_wqe(0, t.send_wqe(0, frame, 256));
+  t.ring(1);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  EXPECT_EQ(t.port.frames[0], frame);
+  frame[11] = 9;
+  t.put_wqe(1, t.send_wqe(1, frame, 256));
+  t.ring(2);
+  EXPECT_EQ(t.port.frames.size(), 1u);
+  EXPECT_EQ(t.queues.counters().tx_steering_drop, 1u);
+}
+
+// rdma-core's test_push_vlan: the entry puts a VLAN tag after the MACs of what leaves.
+TEST(SoftwareSteering, TxPushVlanRewritesWhatLeaves) {
+  SoftwareSteering t;
+  t.rule(kSource, steering::kNicTxAllow, steering::kNicTxDrop, 0x0a000c00, 0x8100ac0c);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(1, SoftwareSteering::kIcm)), kOk);
+  t.root_to(1, t.object());
+  const auto frame = udp_frame(100);
+  t.put_wqe(0, t.send_wqe(0, frame, 256));
+  t.ring(1);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  const auto& sent = t.port.frames[0];
+  ASSERT_EQ(sent.size(), frame.size() + 4);
+  EXPECT_EQ(load_be32(&sent[12]), 0x8100ac0cu);
+  EXPECT_TRUE(std::equal(frame.begin() + 12, frame.end(), sent.begin() + 16));
 }
 
 }  // namespace

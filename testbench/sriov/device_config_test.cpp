@@ -210,6 +210,15 @@ TEST_F(DeviceConfigTest, SecondPhysicalPort) {
   EXPECT_EQ(error_of(R"({"physical_ports":2,"port1":{"mac_base":"02:c9:00:00:00:09"}})"), "");
 }
 
+// mlx5 DR software steering: off unless asked for, a boolean, printed back.
+TEST_F(DeviceConfigTest, SoftwareSteeringIsOffUnlessAskedFor) {
+  EXPECT_FALSE(DeviceConfig{}.software_steering);
+  const DeviceConfig on = load_device_config(write(R"({"software_steering":true})"));
+  EXPECT_TRUE(on.software_steering);
+  EXPECT_TRUE(load_device_config(write(to_json(on))).software_steering);
+  EXPECT_NE(error_of(R"({"software_steering":1})").find("true or false"), std::string::npos);
+}
+
 TEST_F(DeviceConfigTest, MissingFileIsAClearError) {
   EXPECT_THROW(load_device_config("/nonexistent/hcaemu.json"), std::runtime_error);
 }

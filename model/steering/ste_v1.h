@@ -1,0 +1,61 @@
+#pragma once
+// The STE v1 interpreter (ConnectX-6 Dx, steering_format_version 1): how the device walks the
+// steering entries mlx5 DR (rdma-core's software steering) writes into steering ICM, for one frame,
+// from a software-owned flow table's root to a terminal (steering/terminals.h). docs/mlx5-dr.md
+// section 4 has the entry format, lookup types, the hash and the walk; this is that section in code.
+//
+// An entry is 64 bytes: control (0x00-0x1f: lookup type, counter, miss and hit addresses, the next
+// table's lookup type and byte mask, two action slots), then a 16-byte bit mask and a 16-byte tag.
+// A frame hits an entry when the entry's lookup type's fields of the frame, under the mask, equal the
+// tag. A hit counts, acts and goes to the hit address (a hash table of 2^k entries, indexed by the
+// CRC-32 of the next lookup type's fields under the byte mask); a miss goes to the miss address.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/objects/sw_icm.h"
+#include "transport/ethernet.h"
+
+namespace hcaemu::model::steering {
+
+inline constexpr uint32_t kSteBytes = 64;
+inline constexpr uint32_t kMaxSteHops = 256;  // a longer walk is a loop the driver wrote
+inline constexpr uint32_t kMaxRewrittenFrame = 16384;  // inserts stop there
+
+// Lookup types (entry format << 8 | definer index) the interpreter builds fields for.
+namespace lookup_type {
+inline constexpr uint16_t kEthL2Dst = 0x0003, kEthL2Src = 0x0005, kEthL2SrcDst = 0x000b;
+inline constexpr uint16_t kDontCare = 0x000f, kSteeringRegisters0 = 0x010f;
+}
+
+// The 16 bytes lookup type `type` sees of a frame; nullopt for a type the model does not parse.
+using DefinerFields = std::array<uint8_t, 16>;
+std::optional<DefinerFields> definer_fields(uint16_t type, std::span<const uint8_t> frame,
+                                            const transport::ethernet::Parsed& parsed);
+
+// The hash that places an entry in its table: CRC-32 (reflected 0xEDB88320, initial 0, no final
+// XOR) of the 16 bytes, byte-swapped. Entry index = hash % entries.
+uint32_t ste_hash(std::span<const uint8_t, 16> bytes);
+
+struct SteVerdict {
+  enum class Outcome : uint8_t { kDrop, kAllow, kTir, kFlowTable, kFault };
+  Outcome outcome = Outcome::kFault;
+  uint32_t id = 0;                    // the TIR or firmware flow table
+  std::optional<uint32_t> flow_tag;   // the last FLOW_TAG action taken
+  std::vector<uint32_t> counters;     // flow counters of the entries hit, in order
+  // The frame as the entries' actions left it (VLAN push/pop), when they rewrote it.
+  bool rewritten = false;
+  std::vector<uint8_t> frame;
+  uint32_t hops = 0;
+  const char* fault = "";             // why, with kFault (the frame is then dropped)
+  uint16_t fault_lookup_type = 0;     // the lookup type of the entry (or hash) at fault
+  uint64_t fault_address = 0;         // the entry's ICM address
+  std::array<uint8_t, 64> fault_entry{};  // and its bytes, for the log
+};
+
+// Walks steering ICM from `root` (a table's start anchor: one entry) for `frame`.
+SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame);
+
+}  // namespace hcaemu::model::steering

@@ -1,0 +1,224 @@
+// The STE v1 walk (model/steering/ste_v1.h): the hash against check values, a table laid out as
+// mlx5 DR lays out a matcher on the source MAC (an anchor, a hash table of 32, the end anchor), and
+// the ways a driver's entries can fail the walk, each ending in a fault instead of a hang or a read
+// outside steering ICM.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "model/steering/ste_v1.h"
+#include "model/steering/terminals.h"
+#include "testbench/model/ste_builder.h"
+
+namespace hcaemu::model::test {
+namespace {
+
+using steering::SteVerdict;
+using Outcome = SteVerdict::Outcome;
+namespace lu = steering::lookup_type;
+
+constexpr uint64_t kBase = kSteeringIcm.start;  // a 64 KiB range of steering ICM at its start
+constexpr uint64_t kAnchor = kBase, kEndAnchor = kBase + 0x40, kHashTable = kBase + 0x800;  // 32 x 64 B, aligned
+constexpr uint16_t kSmacBytes = 0x0fc0;  // ETHL2_SRC bytes 4-9
+
+std::vector<uint8_t> frame_from(std::array<uint8_t, 6> smac, bool vlan = false) {
+  std::vector<uint8_t> f(64, 0);
+  f[0] = 0x01, f[1] = 0x50, f[2] = 0x56, f[3] = 0x19, f[4] = 0x20, f[5] = 0xa7;
+  std::copy(smac.begin(), smac.end(), f.begin() + 6);
+  uint32_t at = 12;
+  if (vlan) {
+    store_be16(&f[12], 0x8100);
+    store_be16(&f[14], 0xac0c);  // priority 5, CFI, VLAN 0xc0c
+    at = 16;
+  }
+  store_be16(&f[at], 0x0800);
+  f[at + 2] = 0x45;
+  store_be16(&f[at + 4], 46 - (at - 12));
+  f[at + 11] = 17;
+  return f;
+}
+
+std::array<uint8_t, 16> smac_mask() {
+  std::array<uint8_t, 16> m{};
+  std::fill_n(m.begin() + 4, 6, 0xff);
+  return m;
+}
+std::array<uint8_t, 16> smac_tag(std::array<uint8_t, 6> smac) {
+  std::array<uint8_t, 16> t{};
+  std::copy(smac.begin(), smac.end(), t.begin() + 4);
+  return t;
+}
+
+// DR's layout of one matcher with one rule: anchor -> (always hit) hash table of 32 by smac ->
+// the rule's entry at its hash, the other 31 always miss -> end anchor -> (always miss) RX drop.
+struct DrTable {
+  SwIcm icm;
+  uint32_t rule_index = 0;
+  DrTable(std::array<uint8_t, 6> smac, uint64_t destination, uint32_t flow_tag = 0, uint32_t counter = 0) {
+    EXPECT_TRUE(icm.place(kBase, 16));
+    SteImage().lookup(lu::kDontCare).hit(kHashTable, 32, lu::kEthL2Src, kSmacBytes).write(icm, kAnchor);
+    SteImage().lookup(lu::kDontCare).always_miss().never_hit().miss(steering::kNicRxDrop).write(icm, kEndAnchor);
+    const auto tag = smac_tag(smac);
+    std::array<uint8_t, 16> hashed{};
+    for (uint32_t i = 4; i < 10; ++i) hashed[i] = tag[i];
+    rule_index = steering::ste_hash(hashed) % 32;
+    for (uint32_t i = 0; i < 32; ++i)
+      SteImage().lookup(lu::kEthL2Src).always_miss().never_hit().miss(kEndAnchor).write(icm, kHashTable + 64 * i);
+    SteImage rule;
+    rule.lookup(lu::kEthL2Src).match(smac_mask(), tag).miss(kEndAnchor).hit(destination).counter(counter);
+    if (flow_tag != 0) rule.action(0, 0x0c000000u | flow_tag);
+    rule.write(icm, kHashTable + 64 * rule_index);
+  }
+};
+
+TEST(SteV1, HashIsByteSwappedCrc32WithZeroSeed) {
+  std::array<uint8_t, 16> bytes{};
+  std::iota(bytes.begin(), bytes.end(), 0);
+  EXPECT_EQ(steering::ste_hash(bytes), 0xdda97522u);
+  std::array<uint8_t, 16> smac{};
+  std::fill_n(smac.begin() + 4, 6, 0x88);
+  EXPECT_EQ(steering::ste_hash(smac), 0x9c1c91b8u);
+  EXPECT_EQ(steering::ste_hash(smac) % 32, 24u);
+  EXPECT_EQ(steering::ste_hash(std::array<uint8_t, 16>{}), 0u);
+}
+
+TEST(SteV1, SourceMacFieldsFollowTheDefinerLayout) {
+  const auto f = frame_from({0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8}, true);
+  const auto fields = steering::definer_fields(lu::kEthL2Src, f, transport::ethernet::parse(f));
+  ASSERT_TRUE(fields);
+  EXPECT_EQ(load_be32(&(*fields)[0]), (1u << 20) | (2u << 18) | (1u << 16) | 0xac0c) << "IPv4, UDP, customer VLAN, its TCI";
+  EXPECT_EQ(load_be32(&(*fields)[4]), 0x248a07a5u);
+  EXPECT_EQ(load_be32(&(*fields)[8]), 0x28c80800u) << "smac 15:0, the ethertype after the tag";
+  EXPECT_FALSE(steering::definer_fields(0x0117, f, transport::ethernet::parse(f))) << "tunnel header: not parsed";
+}
+
+TEST(SteV1, AMatcherOnTheSourceMacSendsItsFramesToTheTirAndOthersToTheDefault) {
+  const std::array<uint8_t, 6> smac{0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8};
+  DrTable t(smac, steering::tir_address(0x123), 0x321, 7);
+  SteVerdict v = steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac));
+  EXPECT_EQ(v.outcome, Outcome::kTir);
+  EXPECT_EQ(v.id, 0x123u);
+  EXPECT_EQ(v.flow_tag, std::optional<uint32_t>(0x321));
+  EXPECT_EQ(v.counters, std::vector<uint32_t>{7});
+  EXPECT_EQ(v.hops, 2u) << "anchor, rule";
+  v = steering::walk_ste_v1(t.icm, kAnchor, frame_from({0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc9}));
+  EXPECT_EQ(v.outcome, Outcome::kDrop) << "another source: a slot that misses to the end anchor, then RX drop";
+  EXPECT_TRUE(v.counters.empty());
+}
+
+TEST(SteV1, ACollisionChainIsFollowedThroughMissAddresses) {
+  const std::array<uint8_t, 6> first{0x02, 0, 0, 0, 0, 1};
+  DrTable t(first, steering::tir_address(1));
+  // A second rule in the same slot: DR chains it from the first one's miss address.
+  const std::array<uint8_t, 6> second{0x02, 0, 0, 0, 0, 2};
+  const uint64_t chained = kBase + 0x1000;
+  SteImage().lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(second)).miss(kEndAnchor).hit(steering::kNicTxAllow)
+      .write(t.icm, chained);
+  SteImage().lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(first)).miss(chained).hit(steering::tir_address(1))
+      .write(t.icm, kHashTable + 64 * t.rule_index);
+  auto to_second = frame_from(second);
+  // The walk hashes the second source elsewhere unless it collides: put the chain where it hashes.
+  std::array<uint8_t, 16> hashed{};
+  std::copy(second.begin(), second.end(), hashed.begin() + 4);
+  const uint32_t slot = steering::ste_hash(hashed) % 32;
+  SteImage().lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(first)).miss(chained).hit(steering::tir_address(1))
+      .write(t.icm, kHashTable + 64 * slot);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, to_second).outcome, Outcome::kAllow);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(first)).outcome, Outcome::kTir);
+}
+
+TEST(SteV1, EntriesTheModelCannotEvaluateEndInAFault) {
+  const std::array<uint8_t, 6> smac{0x02, 0, 0, 0, 0, 1};
+  DrTable t(smac, steering::tir_address(1));
+  const auto frame = frame_from(smac);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kBase + (uint64_t(1) << 20), frame).outcome, Outcome::kFault)
+      << "a root outside every placed range";
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, 0, frame).outcome, Outcome::kFault);
+
+  SteImage().lookup(0x0117).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::kNicTxAllow)
+      .write(t.icm, kHashTable + 64 * t.rule_index);
+  SteVerdict v = steering::walk_ste_v1(t.icm, kAnchor, frame);
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "a lookup type the model does not parse, under a mask";
+  EXPECT_NE(std::string(v.fault).find("lookup type"), std::string::npos);
+
+  SteImage().lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::kNicTxAllow)
+      .action(0, 0x0b000000).write(t.icm, kHashTable + 64 * t.rule_index);
+  v = steering::walk_ste_v1(t.icm, kAnchor, frame);
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "an action not offered (insert pointer)";
+  EXPECT_NE(std::string(v.fault).find("action"), std::string::npos);
+
+  SteImage().lookup(lu::kDontCare).hit(kAnchor).write(t.icm, kAnchor);  // always hit, to itself
+  v = steering::walk_ste_v1(t.icm, kAnchor, frame);
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "a loop";
+  EXPECT_EQ(v.hops, steering::kMaxSteHops);
+
+  SteImage().lookup(0x0200).hit(steering::kNicTxAllow).write(t.icm, kAnchor);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame).outcome, Outcome::kFault) << "match-and-mask format";
+}
+
+TEST(SteV1, AMatchFormatContinuationEntryActsAndGoesOn) {
+  SwIcm icm;
+  ASSERT_TRUE(icm.place(kBase, 16));
+  SteImage().lookup(lu::kDontCare).hit(kBase + 0x40, 1, 0x040f).write(icm, kBase);
+  SteImage match;
+  match.lookup(0x040f).hit(steering::tir_address(9));
+  store_be32(&match.bytes[0x14], 0x0c000055);  // FLOW_TAG in the match format's first action slot
+  match.write(icm, kBase + 0x40);
+  const SteVerdict v = steering::walk_ste_v1(icm, kBase, frame_from({2, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(v.outcome, Outcome::kTir);
+  EXPECT_EQ(v.id, 9u);
+  EXPECT_EQ(v.flow_tag, std::optional<uint32_t>(0x55));
+}
+
+// DR's push VLAN (INSERT_INLINE of TPID and TCI after the MACs) and pop VLAN (REMOVE_BY_SIZE of
+// 2 words at the first VLAN anchor): the frame comes out rewritten, and later entries see it so.
+TEST(SteV1, VlanPushAndPopRewriteTheFrame) {
+  const std::array<uint8_t, 6> smac{0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8};
+  DrTable t(smac, steering::kNicTxAllow);
+  SteImage push;
+  push.lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::kNicTxAllow);
+  push.action(0, 0x0a000c00).action(1, 0x8100ac0c);  // insert at start + 6 words: TPID 0x8100, TCI 0xac0c
+  push.write(t.icm, kHashTable + 64 * t.rule_index);
+  const auto plain = frame_from(smac), tagged = frame_from(smac, true);
+  SteVerdict v = steering::walk_ste_v1(t.icm, kAnchor, plain);
+  ASSERT_EQ(v.outcome, Outcome::kAllow);
+  ASSERT_TRUE(v.rewritten);
+  EXPECT_EQ(v.frame.size(), plain.size() + 4);
+  EXPECT_TRUE(std::equal(v.frame.begin(), v.frame.begin() + 18, tagged.begin())) << "MACs, the tag, the ethertype";
+
+  SteImage pop;
+  pop.lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::tir_address(3));
+  pop.action(0, 0x08020002);  // remove 2 words at the first VLAN
+  pop.write(t.icm, kHashTable + 64 * t.rule_index);
+  v = steering::walk_ste_v1(t.icm, kAnchor, tagged);
+  ASSERT_EQ(v.outcome, Outcome::kTir);
+  ASSERT_TRUE(v.rewritten);
+  EXPECT_TRUE(std::equal(v.frame.begin(), v.frame.begin() + 14, plain.begin()));
+  EXPECT_EQ(load_be16(&v.frame[12]), 0x0800u);
+
+  pop.action(0, 0x08020000 | 0x3f).write(t.icm, kHashTable + 64 * t.rule_index);  // 126 bytes: past the end
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, tagged).outcome, Outcome::kFault);
+  pop.action(0, 0x08130002).write(t.icm, kHashTable + 64 * t.rule_index);  // the inner L2 anchor: not placed
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, tagged).outcome, Outcome::kFault);
+  push.action(0, 0).action(1, 0x0a000c00).write(t.icm, kHashTable + 64 * t.rule_index);  // its data cut off
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, plain).outcome, Outcome::kFault);
+}
+
+TEST(SteV1, TerminalAddressesDecode) {
+  EXPECT_EQ(steering::terminal_at(steering::kNicRxDrop)->kind, steering::TerminalKind::kDrop);
+  EXPECT_EQ(steering::terminal_at(steering::kNicTxDrop)->kind, steering::TerminalKind::kDrop);
+  EXPECT_EQ(steering::terminal_at(steering::kNicTxAllow)->kind, steering::TerminalKind::kAllow);
+  const auto tir = steering::terminal_at(steering::tir_address(0xabcdef));
+  EXPECT_EQ(tir->kind, steering::TerminalKind::kTir);
+  EXPECT_EQ(tir->id, 0xabcdefu);
+  const auto table = steering::terminal_at(steering::flow_table_address(5));
+  EXPECT_EQ(table->kind, steering::TerminalKind::kFlowTable);
+  EXPECT_EQ(table->id, 5u);
+  EXPECT_FALSE(steering::terminal_at(kSteeringIcm.start));
+  EXPECT_FALSE(steering::terminal_at(steering::kNicTxAllow + 0x40)) << "nothing there";
+  EXPECT_FALSE(steering::terminal_at(steering::tir_address(1) + 8)) << "not 64-byte aligned";
+  EXPECT_LT(steering::flow_table_address(0xffffff), uint64_t(1) << 40);
+}
+
+}  // namespace
+}  // namespace hcaemu::model::test
