@@ -409,9 +409,9 @@ void EthQueues::flush(EthSendQueue& sq, uint32_t sqn, uint32_t producer) {
 // ---------------------------------------------------------------- RX
 
 void EthQueues::receive(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from) {
-  if (const auto steered = steer_frame(frame, looped_from))
-    deliver(steered->rqn, steered->rewritten.empty() ? frame : std::span<const uint8_t>(steered->rewritten),
-            steered->flow_tag);
+  steer_frame(frame, looped_from, steered_);
+  for (const Steered& to : steered_)
+    deliver(to.rqn, to.rewritten.empty() ? frame : std::span<const uint8_t>(to.rewritten), to.flow_tag);
 }
 
 uint32_t EthQueues::transport_domain(const EthSendQueue& sq) const {
@@ -493,68 +493,86 @@ steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std:
   return verdict;
 }
 
-std::optional<EthQueues::Steered> EthQueues::steer_frame(std::span<const uint8_t> frame,
-                                                         std::optional<uint32_t> looped_from) {
+// One frame's way through the NIC RX tables: where it is delivered (a flow entry may name several
+// TIRs: each gets a copy), the flow tag it carries, and the frame as software steering rewrote it.
+struct EthQueues::RxSteering {
+  std::span<const uint8_t> frame;
+  std::optional<uint32_t> looped_from;
+  uint32_t flow_tag = 0;
+  std::vector<uint8_t> rewritten;
+  std::vector<Steered>& out;
+
+  std::span<const uint8_t> current() const { return rewritten.empty() ? frame : std::span<const uint8_t>(rewritten); }
+};
+
+void EthQueues::steer_to_tir(RxSteering& s, uint32_t tirn) {
+  if (auto steered = to_tir(tirn, s.current(), s.looped_from, s.flow_tag)) {
+    steered->rewritten = s.rewritten;
+    s.out.push_back(std::move(*steered));
+  }
+}
+
+// A software-owned table: the next table to look in (0: none, the walk ended).
+uint32_t EthQueues::steer_software(RxSteering& s, const FlowTable& table) {
+  using Outcome = steering::SteVerdict::Outcome;
+  steering::SteVerdict verdict = walk_software_table(table, s.current());
+  if (verdict.flow_tag) s.flow_tag = *verdict.flow_tag;
+  if (verdict.rewritten) s.rewritten = std::move(verdict.frame);
+  if (verdict.outcome == Outcome::kFlowTable) return verdict.id;
+  if (verdict.outcome == Outcome::kTir) steer_to_tir(s, verdict.id);
+  else ++counters_.rx_steering_drop;  // drop, a fault, or "allow", which means nothing on RX
+  return 0;
+}
+
+// A firmware table: counts, drops, or delivers to its entry's TIRs and goes on to its first table
+// destination (or the table's miss table). The next table, 0 when the frame goes no further.
+uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const frame::MatchKey& key, bool& dropped) {
+  const std::optional<uint32_t> hit = match_flow(table, f_.eth.flow_groups, key);
+  if (!hit) return table.miss_action == 1 ? table.miss_table : 0;
+  const FlowEntry& entry = table.entries.at(*hit);
+  log().trace("steer:   entry {} group {} action {:#x} dests {}", *hit, entry.group, entry.action,
+              entry.destinations.size());
+  if (entry.flow_tag != 0) s.flow_tag = entry.flow_tag;
+  for (uint32_t id : entry.counters)
+    if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += s.frame.size();
+  if (entry.action & flow_action::kDrop) {
+    ++counters_.rx_steering_drop;
+    dropped = true;
+    return 0;
+  }
+  uint32_t next = 0;
+  for (const FlowDestination& d : entry.destinations) {
+    if (d.type == flow_dest::kTir) steer_to_tir(s, d.id);
+    else if (d.type == flow_dest::kFlowTable && next == 0) next = d.id;
+  }
+  return next;
+}
+
+void EthQueues::steer_frame(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from,
+                            std::vector<Steered>& out) {
+  out.clear();
+  RxSteering s{frame, looped_from, 0, {}, out};
   const frame::Parsed parsed = frame::parse(frame);
   const auto key = frame::match_key(frame, parsed);
+  bool dropped = false;
   uint32_t table_id = root_table(flow_table_type::kNicRx);
-  uint32_t flow_tag = 0;
-  for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
+  for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0 && !dropped; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
-    if (table->sw_owner) {
-      using Outcome = steering::SteVerdict::Outcome;
-      const steering::SteVerdict verdict = walk_software_table(*table, frame);
-      if (verdict.flow_tag) flow_tag = *verdict.flow_tag;
-      if (verdict.outcome == Outcome::kFlowTable) {
-        table_id = verdict.id;
-        continue;
-      }
-      if (verdict.outcome == Outcome::kTir) {
-        auto steered = to_tir(verdict.id, verdict.rewritten ? verdict.frame : frame, looped_from, flow_tag);
-        if (steered && verdict.rewritten) steered->rewritten = verdict.frame;
-        return steered;
-      }
-      ++counters_.rx_steering_drop;  // drop, a fault, or "allow", which means nothing on RX
-      return std::nullopt;
-    }
     log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
                 table->entries.size(), table->miss_action, table->miss_table);
-    uint32_t next = 0;
-    const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
-    const bool matched = hit.has_value();
-    if (matched) {
-      const FlowEntry& entry = table->entries.at(*hit);
-      log().trace("steer:   entry {} group {} action {:#x} dests {}", *hit, entry.group, entry.action,
-                  entry.destinations.size());
-      if (entry.flow_tag != 0) flow_tag = entry.flow_tag;
-      for (uint32_t id : entry.counters)
-        if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
-      if (entry.action & flow_action::kDrop) {
-        ++counters_.rx_steering_drop;
-        return std::nullopt;
-      }
-      for (const FlowDestination& d : entry.destinations) {
-        log().trace("steer:   destination type {} id {:#x}", d.type, d.id);
-        if (d.type == flow_dest::kTir) {
-          if (!self_loopback_allowed(d.id, frame, looped_from)) {
-            ++counters_.rx_self_loopback_blocked;
-            return std::nullopt;
-          }
-          if (auto rqn = rq_of_tir(d.id, frame)) return Steered{*rqn, flow_tag};
-        } else if (d.type == flow_dest::kFlowTable && next == 0) {
-          next = d.id;
-        }
-      }
+    if (table->sw_owner) {
+      table_id = steer_software(s, *table);
+      dropped = table_id == 0;
+    } else {
+      table_id = steer_firmware(s, *table, key, dropped);
     }
-    if (!matched && table->miss_action == 1) next = table->miss_table;
-    table_id = next;
   }
+  if (dropped || !out.empty()) return;
   ++counters_.rx_steering_miss;
   log().debug("steer: miss for ethertype {:#06x} ip_version {} proto {} dst {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
               parsed.ethertype, parsed.ip_version, parsed.l4_protocol, frame[0], frame[1], frame[2], frame[3], frame[4],
               frame[5]);
-  return std::nullopt;
 }
 
 // One frame on its way into a receive queue.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/log_limit.h"
+#include "model/eth/frame.h"
 #include "model/eth/objects.h"
 #include "model/queues/send_wqe.h"
 #include "model/steering/ste_v1.h"
@@ -110,10 +111,12 @@ class EthQueues {
     uint32_t flow_tag = 0;
     std::vector<uint8_t> rewritten;  // the frame as software steering rewrote it (VLAN pop); empty: as it came
   };
-  std::optional<Steered> steer_frame(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt);
+  // Every RQ a frame goes to (an entry naming several TIRs copies it to each), into `out`.
+  void steer_frame(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from, std::vector<Steered>& out);
+  // The first of them.
   std::optional<uint32_t> steer(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from = std::nullopt) {
-    const auto steered = steer_frame(frame, looped_from);
-    return steered ? std::optional<uint32_t>(steered->rqn) : std::nullopt;
+    steer_frame(frame, looped_from, steered_);
+    return steered_.empty() ? std::nullopt : std::optional<uint32_t>(steered_.front().rqn);
   }
   // Delivery to one RQ (no steering). False when the frame was dropped.
   bool deliver(uint32_t rqn, std::span<const uint8_t> frame, uint32_t flow_tag = 0);
@@ -160,6 +163,10 @@ class EthQueues {
   // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault
   // counted and logged.
   steering::SteVerdict walk_software_table(const FlowTable& table, std::span<const uint8_t> frame);
+  struct RxSteering;
+  void steer_to_tir(RxSteering& s, uint32_t tirn);
+  uint32_t steer_software(RxSteering& s, const FlowTable& table);
+  uint32_t steer_firmware(RxSteering& s, const FlowTable& table, const frame::MatchKey& key, bool& dropped);
   LogLimiter sw_steering_log_;
   // The root table of a type (SET_FLOW_TABLE_ROOT), or its lowest-level table when none was set.
   uint32_t root_table(uint8_t type) const;
@@ -176,6 +183,7 @@ class EthQueues {
   bool physical_reported_ = false;
   std::vector<uint8_t> ctrl_bytes_;  // read_ctrl's buffer
   std::vector<uint8_t> tx_reformatted_;  // steer_tx's encapsulated frame
+  std::vector<Steered> steered_;         // receive()'s deliveries
 };
 
 }  // namespace hcaemu::model

@@ -750,6 +750,46 @@ TEST(SoftwareSteering, TxFramesLeaveOnAllowAndNotOnDrop) {
   EXPECT_EQ(t.queues.counters().tx_steering_drop, 1u);
 }
 
+// rdma-core's test_dest_array: the process's entry ends in a firmware table of its own (by the ICM
+// address QUERY_FLOW_TABLE gave) whose entry names two TIRs and another software table; each TIR
+// gets a copy, and the other table's walk delivers a third.
+TEST(SoftwareSteering, ADestinationArrayCopiesTheFrameToEveryTir) {
+  SoftwareSteering t;
+  auto tir_in = t.as_user(t.tir_input(false, t.rqn));
+  store_be32(&tir_in[0x44], 0);
+  ASSERT_EQ(t.run(0x900, tir_in), kOk);
+  const uint32_t second_tir = t.object();
+  // The second software table: its anchor at kIcm + 0x1000 always hits the first TIR.
+  SteImage().lookup(steering::lookup_type::kDontCare).hit(steering::tir_address(t.tir))
+      .write(t.f.sw_icm, SoftwareSteering::kIcm + 0x1000);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm + 0x1000)), kOk);
+  const uint32_t last = t.object();
+  auto fw_table = t.as_user(t.flow_input(0x40, 0, 0));
+  store_be32(&fw_table[0x18], (63u << 16) | 2);
+  ASSERT_EQ(t.run(0x930, fw_table), kOk);
+  const uint32_t array = t.object();
+  auto group = t.as_user(t.flow_input(0x400, 0, array));
+  store_be32(&group[0x24], 3);
+  ASSERT_EQ(t.run(0x933, group), kOk);
+  const uint32_t group_id = t.object();
+  const uint32_t kernel_table = t.create_flow_table(0, 2, 5);
+  EXPECT_EQ(t.run(0x936, t.as_user(t.fte_input(0, array, 0, group_id, {{2, t.tir}, {1, kernel_table}}))),
+            kBadResource)
+      << "a table that is not its own";
+  ASSERT_EQ(t.run(0x936, t.as_user(t.fte_input(0, array, 0, group_id, {{2, t.tir}, {2, second_tir}, {1, last}}))),
+            kOk);
+  t.rule(kSource, steering::flow_table_address(array), steering::kNicRxDrop);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm)), kOk);
+  t.root_to(0, t.object());
+  for (uint32_t i = 0; i < 3; ++i) t.post(i, 2048, 0);
+  t.publish(3);
+  const auto frame = udp_frame(10);
+  t.queues.receive(frame);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(t.read(t.rx_buffers + 4096 * i, frame.size()), frame) << i;
+  EXPECT_EQ(t.queues.counters().rx_frames, 3u);
+  EXPECT_EQ(t.queues.counters().sw_steering_walks, 2u);
+}
+
 // rdma-core's test_push_vlan: the entry puts a VLAN tag after the MACs of what leaves.
 TEST(SoftwareSteering, TxPushVlanRewritesWhatLeaves) {
   SoftwareSteering t;
