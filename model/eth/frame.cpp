@@ -50,6 +50,17 @@ constexpr uint16_t kVxlanPort = 4789, kGenevePort = 6081, kRoceV2Port = 4791;
 constexpr uint16_t kTransparentEthernet = 0x6558;  // a tunnel's protocol type for an Ethernet frame
 constexpr uint8_t kProtoGre = 47;
 
+// What a tunnel carries, by its protocol type: an Ethernet frame (a view of `rest`), or an IP packet,
+// which gets an Ethernet header without addresses in `scratch`.
+std::span<const uint8_t> tunnelled(std::span<const uint8_t> rest, uint16_t protocol, std::vector<uint8_t>& scratch) {
+  if (protocol == kTransparentEthernet) return rest;
+  if (protocol != kEtherTypeIpv4 && protocol != kEtherTypeIpv6) return {};
+  scratch.assign(kEthHeaderSize, 0);
+  store_be16(&scratch[12], protocol);
+  scratch.insert(scratch.end(), rest.begin(), rest.end());
+  return scratch;
+}
+
 // misc parameters (fte_match_set_misc) of a frame's tunnel or RoCE header. Returns the tunnelled
 // frame, a view into `frame`, or into `scratch` for an IP packet inside GRE, which gets an Ethernet
 // header without addresses; empty when nothing is tunnelled.
@@ -67,13 +78,7 @@ std::span<const uint8_t> tunnel_fields(std::span<const uint8_t> frame, const Par
     misc[0x00] = uint8_t((c ? 0x80 : 0) | (k ? 0x20 : 0) | (sq ? 0x10 : 0));
     store_be16(&misc[0x0e], protocol);
     if (k) std::copy_n(&frame[gre + 4 + (c ? 4 : 0)], 4, &misc[0x10]);
-    const auto rest = frame.subspan(gre + length);
-    if (protocol == kTransparentEthernet) return rest;
-    if (protocol != kEtherTypeIpv4 && protocol != kEtherTypeIpv6) return {};
-    scratch.assign(kEthHeaderSize, 0);
-    store_be16(&scratch[12], protocol);
-    scratch.insert(scratch.end(), rest.begin(), rest.end());
-    return scratch;
+    return tunnelled(frame.subspan(gre + length), protocol, scratch);
   }
   if (p.l4_protocol != kProtoUdp || p.l4_offset == 0 || frame.size() < p.l4_offset + 16) return {};
   const uint32_t header = p.l4_offset + 8;
@@ -89,8 +94,8 @@ std::span<const uint8_t> tunnel_fields(std::span<const uint8_t> frame, const Par
     misc[0x1b] = uint8_t((frame[header + 1] >> 7) & 1);  // geneve_oam
     misc[0x25] = uint8_t(frame[header] & 0x3f);          // geneve_opt_len
     store_be16(&misc[0x26], protocol);                   // geneve_protocol_type
-    const bool ethernet_inside = protocol == kTransparentEthernet && frame.size() >= header + 8 + options;
-    return ethernet_inside ? frame.subspan(header + 8 + options) : std::span<const uint8_t>{};
+    if (frame.size() < header + 8 + options) return {};
+    return tunnelled(frame.subspan(header + 8 + options), protocol, scratch);
   }
   if (dport == kRoceV2Port) {
     misc[0x17] = frame[header];                         // bth_opcode
@@ -112,6 +117,15 @@ MatchKey match_key(std::span<const uint8_t> frame, const Parsed& p) {
     std::copy(headers.begin(), headers.end(), key.begin() + 0x80);
   }
   return key;
+}
+
+std::optional<TunnelPayload> tunnel_payload(std::span<const uint8_t> frame, const Parsed& p) {
+  MatchKey key{};
+  std::vector<uint8_t> scratch;
+  const auto inner = tunnel_fields(frame, p, &key[0x40], scratch);
+  if (inner.empty()) return std::nullopt;
+  if (inner.data() != scratch.data()) return TunnelPayload{uint32_t(inner.data() - frame.data()), true};
+  return TunnelPayload{uint32_t(frame.size() - (scratch.size() - kEthHeaderSize)), false};
 }
 
 void encapsulate(std::span<const uint8_t> outer, std::span<const uint8_t> inner, std::vector<uint8_t>& out) {

@@ -4,6 +4,7 @@
 // headers), which is mlx5's layout and so the model's.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,14 @@ std::array<uint8_t, 0x40> outer_match_key(std::span<const uint8_t> frame, const 
 inline constexpr uint32_t kMatchKeySize = 0xc0;
 using MatchKey = std::array<uint8_t, kMatchKeySize>;
 MatchKey match_key(std::span<const uint8_t> frame, const Parsed& p);
+
+// Where the frame a tunnel (VXLAN, Geneve, GRE) carries starts in `frame`, and whether it is an
+// Ethernet frame or an IP packet; nullopt when nothing is tunnelled.
+struct TunnelPayload {
+  uint32_t offset = 0;
+  bool ethernet = false;
+};
+std::optional<TunnelPayload> tunnel_payload(std::span<const uint8_t> frame, const Parsed& p);
 
 // L2-to-L2 tunnel encapsulation (a NIC TX packet reformat): `outer` (the tunnel's Ethernet, IP, UDP
 // and tunnel headers) before `inner`, into `out`. The outer IP length (and IPv4 header checksum) and

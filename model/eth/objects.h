@@ -139,10 +139,12 @@ struct FlowDestination {
 };
 
 // A packet reformat context (ALLOC_PACKET_REFORMAT_CONTEXT): what a flow entry's reformat action
-// does to a frame. The one type offered, L2_TO_L2_TUNNEL, puts `data` (the tunnel's Ethernet, IP,
-// UDP and tunnel headers) before the frame on NIC TX (eth/queues.cpp encapsulate).
+// does to a frame. L2_TO_L2_TUNNEL puts `data` (the tunnel's Ethernet, IP, UDP and tunnel headers)
+// before the frame on NIC TX (eth/queues.cpp encapsulate); L2_TO_L3_TUNNEL, offered with software
+// steering, puts them before its IP packet.
 namespace reformat_type {
 inline constexpr uint8_t kL2ToL2Tunnel = 0x2;
+inline constexpr uint8_t kL2ToL3Tunnel = 0x4;  // the frame's Ethernet header goes first (mlx5 DR's L3 tunnels)
 }
 inline constexpr uint32_t kMaxEncapHeaderSize = 128;  // flow_table_nic_cap.max_encap_header_size
 struct PacketReformat {
@@ -225,10 +227,11 @@ struct EthObjects {
     roots.clear();
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR,
-  // RQT; mlx5 DR's flow tables, groups and counters).
+  // RQT; mlx5 DR's flow tables, groups, counters and packet reformat contexts).
   size_t owned_by(uint16_t uid) const {
     return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
-           flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid);
+           flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid) +
+           packet_reformats.owned_by(uid);
   }
 };
 

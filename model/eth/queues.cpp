@@ -235,7 +235,9 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
     if (entry.action & flow_action::kDrop) return false;
     if (entry.action & flow_action::kPacketReformat)
       if (const PacketReformat* reformat = f_.eth.packet_reformats.find(entry.packet_reformat)) {
-        const std::vector<uint8_t> inner(frame.begin(), frame.end());  // `frame` may be `reformatted` itself
+        // `frame` may be `reformatted` itself; an L3 tunnel carries the IP packet without its Ethernet header.
+        const uint32_t skip = reformat->type == reformat_type::kL2ToL3Tunnel ? frame::parse(frame).l3_offset : 0;
+        const std::vector<uint8_t> inner(frame.begin() + skip, frame.end());
         frame::encapsulate(reformat->data, inner, reformatted);
         ++counters_.tx_reformatted;
       }
@@ -478,7 +480,11 @@ uint32_t EthQueues::root_table(uint8_t type) const {
 
 steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std::span<const uint8_t> frame) {
   ++counters_.sw_steering_walks;
-  steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame);
+  const steering::ReformatData reformats = [this](uint32_t id) {
+    const PacketReformat* reformat = f_.eth.packet_reformats.find(id);
+    return reformat != nullptr ? std::span<const uint8_t>(reformat->data) : std::span<const uint8_t>{};
+  };
+  steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame, reformats);
   for (uint32_t id : verdict.counters)
     if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
   if (verdict.outcome == steering::SteVerdict::Outcome::kFault) {

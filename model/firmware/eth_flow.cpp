@@ -325,8 +325,9 @@ void set_fte(CommandCall& call) {
   // A reformat (encapsulation) on the way out only: NIC TX tables, a context that exists.
   if (entry.action & flow_action::kPacketReformat) {
     entry.packet_reformat = get(call.in(), kFtePacketReformatId);
-    if (!check(call, table->type == flow_table_type::kNicTx && f.eth.packet_reformats.contains(entry.packet_reformat),
-               kCheckReformat))
+    const auto& reformats = f.eth.packet_reformats;
+    const bool usable = reformats.contains(entry.packet_reformat) && fw::acts_for(call, reformats.owner(entry.packet_reformat));
+    if (!check(call, table->type == flow_table_type::kNicTx && usable, kCheckReformat))
       return;
   }
   FlowGroup* group = lookup(call, f.eth.flow_groups, entry.group, kCheckGroup);
@@ -446,13 +447,15 @@ void query_flow_counter(CommandCall& call) {
 void alloc_packet_reformat(CommandCall& call) {
   if (!fw::start(call, kReformatData)) return;
   const uint32_t size = get(call.in(), kReformatDataSize);
+  const uint8_t type = uint8_t(get(call.in(), kReformatType));
+  const bool l3_tunnel = type == reformat_type::kL2ToL3Tunnel && call.function().identity.sw_icm;
   // Encapsulation behind at least an Ethernet header, no longer than the caps say.
-  if (!check(call, get(call.in(), kReformatType) == reformat_type::kL2ToL2Tunnel, kCheckReformat) ||
+  if (!check(call, type == reformat_type::kL2ToL2Tunnel || l3_tunnel, kCheckReformat) ||
       !check(call, size >= 14 && size <= kMaxEncapHeaderSize, kCheckReformat) ||
       !check(call, call.in().size() >= kReformatData + size, kCheckReformat, CommandStatus::kBadInputLength))
     return;
   PacketReformat reformat;
-  reformat.type = reformat_type::kL2ToL2Tunnel;
+  reformat.type = type;
   const auto data = sub(call.in(), kReformatData, size);
   reformat.data.assign(data.begin(), data.end());
   const uint32_t id = fw::insert(call, call.function().eth.packet_reformats, 16, std::move(reformat));
@@ -489,8 +492,8 @@ void register_flow_commands(CommandTable& table) {
   table.add(kAllocFlowCounter, "ALLOC_FLOW_COUNTER", alloc_flow_counter, Senders::kUser);
   table.add(kDeallocFlowCounter, "DEALLOC_FLOW_COUNTER", dealloc_flow_counter, Senders::kUser);
   table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter, Senders::kUser);
-  table.add(kAllocPacketReformat, "ALLOC_PACKET_REFORMAT_CONTEXT", alloc_packet_reformat);
-  table.add(kDeallocPacketReformat, "DEALLOC_PACKET_REFORMAT_CONTEXT", dealloc_packet_reformat);
+  table.add(kAllocPacketReformat, "ALLOC_PACKET_REFORMAT_CONTEXT", alloc_packet_reformat, Senders::kUser);
+  table.add(kDeallocPacketReformat, "DEALLOC_PACKET_REFORMAT_CONTEXT", dealloc_packet_reformat, Senders::kUser);
 }
 
 }  // namespace hcaemu::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/eth/frame.h"
 #include "model/steering/terminals.h"
 
 namespace hcaemu::model::steering {
@@ -18,10 +19,14 @@ void put32(std::span<uint8_t> b, uint32_t at, uint32_t v) {
 
 // Entry formats (the lookup type's high byte) and action IDs (an action slot's top byte).
 constexpr uint8_t kFormatBwcByte = 0x0, kFormatBwcDword = 0x1, kFormatMatch = 0x4;
-constexpr uint8_t kActionNop = 0x00, kActionRemoveBySize = 0x08, kActionInsertInline = 0x0a, kActionFlowTag = 0x0c;
-// Header anchors the rewriting actions count from (dr_ste_v1 header anchors): the frame's start,
-// its first VLAN tag (where one is or would be: after the MACs), its outer IP header.
-constexpr uint8_t kAnchorStart = 0x00, kAnchorFirstVlan = 0x02, kAnchorOuterL3 = 0x07;
+namespace action {
+constexpr uint8_t kNop = 0x00, kCopy = 0x05, kSet = 0x06, kRemoveBySize = 0x08, kRemoveHeaderToHeader = 0x09,
+                  kInsertInline = 0x0a, kInsertPointer = 0x0b, kFlowTag = 0x0c, kModifyList = 0x0f;
+constexpr uint32_t kInsertEncap = 1;  // INSERT_POINTER attributes: the pointer is a tunnel's headers
+// Those that take two 4-byte slots.
+constexpr bool is_double(uint8_t id) { return id == kCopy || id == kSet || id == kInsertInline || id == 0x07 || id == 0x0b; }
+}  // namespace action
+constexpr uint32_t kMaxModifyActions = 255;  // num_of_modify_actions is 8 bits
 
 // The header fields every L2 lookup type shares: l3/l4 type, first VLAN, fragment.
 struct L2Common {
@@ -67,13 +72,27 @@ DefinerFields l2_both_addresses(std::span<const uint8_t> frame, const Parsed& p)
 
 }  // namespace
 
-std::optional<DefinerFields> definer_fields(uint16_t type, std::span<const uint8_t> frame, const Parsed& parsed) {
+std::optional<DefinerFields> definer_fields(uint16_t type, const PacketState& packet) {
+  const auto frame = packet.frame();
   if (frame.size() < transport::ethernet::kEthHeaderSize) return std::nullopt;
   switch (type) {
-    case lookup_type::kEthL2Dst: return l2_one_address(frame, parsed, 0);
-    case lookup_type::kEthL2Src: return l2_one_address(frame, parsed, 6);
-    case lookup_type::kEthL2SrcDst: return l2_both_addresses(frame, parsed);
-    case lookup_type::kSteeringRegisters0: return DefinerFields{};  // metadata registers: zero on entry
+    case lookup_type::kEthL2Dst: return l2_one_address(frame, packet.parsed(), 0);
+    case lookup_type::kEthL2Src: return l2_one_address(frame, packet.parsed(), 6);
+    case lookup_type::kEthL2SrcDst: return l2_both_addresses(frame, packet.parsed());
+    case lookup_type::kTunnelHeader: {  // ste_flex_parser_tnl_geneve: a Geneve header's fields, else zeros
+      const auto key = frame::match_key(frame, packet.parsed());
+      DefinerFields f{};
+      f[0] = key[0x40 + 0x25] & 0x3f;                                     // geneve_opt_len
+      f[1] = uint8_t(key[0x40 + 0x1b] << 7);                              // geneve_oam
+      std::copy_n(key.begin() + 0x40 + 0x26, 2, f.begin() + 2);           // geneve_protocol_type
+      std::copy_n(key.begin() + 0x40 + 0x18, 3, f.begin() + 4);           // geneve_vni
+      return f;
+    }
+    case lookup_type::kSteeringRegisters0: {  // reg_c_0..3
+      DefinerFields f{};
+      for (uint32_t i = 0; i < 4; ++i) put32(f, 4 * i, packet.registers()[i]);
+      return f;
+    }
     default: return std::nullopt;
   }
 }
@@ -92,8 +111,8 @@ namespace {
 // One walk: the state between entries.
 class Walk {
  public:
-  Walk(const SwIcm& icm, std::span<const uint8_t> frame)
-      : icm_(icm), frame_(frame), parsed_(transport::ethernet::parse(frame)) {}
+  Walk(const SwIcm& icm, std::span<const uint8_t> frame, const ReformatData& reformats)
+      : icm_(icm), packet_(frame), reformats_(reformats) {}
 
   SteVerdict run(uint64_t root) {
     uint64_t address = root, entries = 1;
@@ -131,6 +150,10 @@ class Walk {
     return verdict_;
   }
   SteVerdict finish(const Terminal& t) {
+    if (packet_.rewritten()) {
+      verdict_.rewritten = true;
+      verdict_.frame = packet_.take_rewritten();
+    }
     using Outcome = SteVerdict::Outcome;
     static constexpr Outcome kOutcome[] = {Outcome::kDrop, Outcome::kAllow, Outcome::kTir, Outcome::kFlowTable};
     verdict_.outcome = kOutcome[size_t(t.kind)];
@@ -142,7 +165,7 @@ class Walk {
   // and byte mask). False when the lookup type is one the model does not parse.
   bool entry_address(uint64_t& address, uint64_t entries) {
     if (entries <= 1 || next_byte_mask_ == 0) return true;
-    const auto fields = definer_fields(next_type_, frame_, parsed_);
+    const auto fields = definer_fields(next_type_, packet_);
     verdict_.fault_lookup_type = next_type_;
     if (!fields) return false;
     DefinerFields masked{};
@@ -172,7 +195,7 @@ class Walk {
     const auto mask = ste.subspan(0x20, 16), tag = ste.subspan(0x30, 16);
     if (std::all_of(mask.begin(), mask.end(), [](uint8_t b) { return b == 0; }))
       return std::all_of(tag.begin(), tag.end(), [](uint8_t b) { return b == 0; });
-    const auto fields = definer_fields(own_type(), frame_, parsed_);
+    const auto fields = definer_fields(own_type(), packet_);
     verdict_.fault_lookup_type = own_type();
     if (!fields) {
       fault("entry of a lookup type the model does not parse");
@@ -191,71 +214,69 @@ class Walk {
   bool take_hit() {
     if (const uint32_t counter = be32(ste_, 0x00) & 0xffffff) verdict_.counters.push_back(counter);
     const uint32_t first = format() == kFormatMatch ? 0x14 : 0x18;
-    for (uint32_t at = first; at < 0x20; at += 4) {
-      const uint32_t action = be32(ste_, at);
-      switch (action >> 24) {
-        case kActionNop: break;
-        case kActionFlowTag: verdict_.flow_tag = action & 0xffffff; break;
-        case kActionRemoveBySize:  // [21:16] anchor, [13:7] offset, [5:0] size, both in 2-byte words
-          if (!remove(uint8_t(action >> 16 & 0x3f), (action >> 7 & 0x7f) * 2, (action & 0x3f) * 2)) return false;
-          break;
-        case kActionInsertInline:  // [21:16] anchor, [15:9] offset in words; the next slot: 4 bytes to insert
-          if (at + 8 > 0x20) return fail("STE action cut at the entry's end");
-          if (!insert(uint8_t(action >> 16 & 0x3f), (action >> 9 & 0x7f) * 2, std::span(ste_).subspan(at + 4, 4)))
-            return false;
-          at += 4;
-          break;
-        default:
-          return fail("STE action not offered");
+    return act(std::span<const uint8_t>(ste_).subspan(first, 0x20 - first), false);
+  }
+
+  // The actions in `slots` (4 bytes each, a double action in two). A modify list runs the actions
+  // in header-modify ICM (8 bytes each), which hold no further list.
+  bool act(std::span<const uint8_t> slots, bool in_list) {
+    for (uint32_t at = 0; at + 4 <= slots.size(); at += 4) {
+      const uint32_t a = be32(slots, at);
+      const uint8_t id = uint8_t(a >> 24);
+      uint32_t data = 0;
+      if (action::is_double(id)) {
+        if (at + 8 > slots.size()) return fail("STE action cut at the entry's end");
+        data = be32(slots, at + 4);
       }
+      if (const char* why = act_one(id, a, data, slots.subspan(at + 4, action::is_double(id) ? 4 : 0), in_list))
+        return fail(why);
+      if (action::is_double(id)) at += 4;
+      else if (in_list) at += 4;  // a single action takes the first half of its 8-byte list entry
     }
     return true;
   }
 
-  // Where an anchor is in the frame as it now is; nullopt for one the model does not place.
-  std::optional<uint32_t> anchor_offset(uint8_t anchor) const {
-    switch (anchor) {
-      case kAnchorStart: return 0;
-      case kAnchorFirstVlan: return 2 * transport::ethernet::kMacSize;
-      case kAnchorOuterL3:
-        if (parsed_.l3_offset == 0) return std::nullopt;
-        return parsed_.l3_offset;
-      default: return std::nullopt;
+  const char* act_one(uint8_t id, uint32_t a, uint32_t data, std::span<const uint8_t> inline_data, bool in_list) {
+    const uint8_t start = uint8_t(a >> 16 & 0x3f);
+    switch (id) {
+      case action::kNop: return nullptr;
+      case action::kFlowTag: verdict_.flow_tag = a & 0xffffff; return nullptr;
+      case action::kRemoveBySize:  // [13:7] offset, [5:0] size, in 2-byte words
+        return packet_.remove(start, (a >> 7 & 0x7f) * 2, (a & 0x3f) * 2);
+      case action::kRemoveHeaderToHeader:  // [13:8] end anchor
+        return packet_.remove_between(start, uint8_t(a >> 8 & 0x3f));
+      case action::kInsertInline:  // [15:9] offset in words; 4 bytes of data
+        return packet_.insert(start, (a >> 9 & 0x7f) * 2, inline_data);
+      case action::kSet:  // [23:16] field dword, [13:8] left shift + 0x20, [5:0] length
+        return packet_.set(uint8_t(a >> 16), (a >> 8 & 0x3f) - 0x20, a & 0x3f, data);
+      case action::kCopy:  // the source field and its right shift in the second dword
+        return packet_.copy(uint8_t(a >> 16), (a >> 8 & 0x3f) - 0x20, a & 0x3f, uint8_t(data >> 16),
+                            (data >> 8 & 0x3f) - 0x20);
+      case action::kInsertPointer:  // [15:9] offset, [8:3] size in words, [2:0] attributes; the context
+        return insert_pointer(start, (a >> 9 & 0x7f) * 2, (a >> 3 & 0x3f) * 2, a & 0x7, data);
+      case action::kModifyList:
+        if (in_list) return "a modify list inside a modify list";
+        return modify_list(a >> 16 & 0xff, a & 0xffff);
+      default: return "STE action not offered";
     }
   }
 
-  // The frame the rest of the walk sees (and delivery gets), rewritten; parsed again (reparse).
-  std::vector<uint8_t>& rewritable() {
-    if (!verdict_.rewritten) {
-      verdict_.frame.assign(frame_.begin(), frame_.end());
-      verdict_.rewritten = true;
-    }
-    return verdict_.frame;
-  }
-  void reparse() {
-    frame_ = verdict_.frame;
-    parsed_ = transport::ethernet::parse(frame_);
+  // DR's encapsulation: a packet reformat context's headers at the frame's start.
+  const char* insert_pointer(uint8_t start, uint32_t offset, uint32_t bytes, uint32_t attributes, uint32_t id) {
+    const auto data = reformats_ ? reformats_(id) : std::span<const uint8_t>{};
+    if (data.empty() || bytes > data.size()) return "no such packet reformat context";
+    if (attributes != action::kInsertEncap || start != anchor::kStart || offset != 0)
+      return "header insertion by pointer not offered";
+    return packet_.encapsulate(data.first(bytes));
   }
 
-  bool remove(uint8_t anchor, uint32_t offset, uint32_t bytes) {
-    const auto at = anchor_offset(anchor);
-    if (!at) return fail("header anchor not offered");
-    if (uint64_t(*at) + offset + bytes > frame_.size()) return fail("header removal past the frame's end");
-    auto& f = rewritable();
-    f.erase(f.begin() + *at + offset, f.begin() + *at + offset + bytes);
-    reparse();
-    return true;
-  }
-
-  bool insert(uint8_t anchor, uint32_t offset, std::span<const uint8_t> bytes) {
-    const auto at = anchor_offset(anchor);
-    if (!at) return fail("header anchor not offered");
-    if (uint64_t(*at) + offset > frame_.size() || frame_.size() + bytes.size() > kMaxRewrittenFrame)
-      return fail("header insertion past the frame's end");
-    auto& f = rewritable();
-    f.insert(f.begin() + *at + offset, bytes.begin(), bytes.end());
-    reparse();
-    return true;
+  // num_of_modify_actions 8-byte actions at header-modify ICM + 64 x modify_actions_ptr.
+  const char* modify_list(uint32_t count, uint32_t index) {
+    if (count == 0) return nullptr;
+    std::array<uint8_t, 8 * kMaxModifyActions> list{};
+    const auto actions = std::span(list).first(8 * count);
+    if (!icm_.read(kHeaderModifyIcm.start + uint64_t(index) * 64, actions)) return "modify list outside header-modify ICM";
+    return act(actions, true) ? nullptr : verdict_.fault;
   }
 
   // The hit address holds (table address >> 5) | entries, the table aligned to its size.
@@ -273,8 +294,8 @@ class Walk {
   }
 
   const SwIcm& icm_;
-  std::span<const uint8_t> frame_;
-  Parsed parsed_;
+  PacketState packet_;
+  const ReformatData& reformats_;
   std::array<uint8_t, kSteBytes> ste_{};
   uint16_t next_type_ = 0, next_byte_mask_ = 0;
   SteVerdict verdict_;
@@ -282,8 +303,8 @@ class Walk {
 
 }  // namespace
 
-SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame) {
-  return Walk(icm, frame).run(root);
+SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame, const ReformatData& reformats) {
+  return Walk(icm, frame, reformats).run(root);
 }
 
 }  // namespace hcaemu::model::steering

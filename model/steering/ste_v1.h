@@ -11,29 +11,30 @@
 // CRC-32 of the next lookup type's fields under the byte mask); a miss goes to the miss address.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "model/objects/sw_icm.h"
+#include "model/steering/packet_state.h"
 #include "transport/ethernet.h"
 
 namespace hcaemu::model::steering {
 
 inline constexpr uint32_t kSteBytes = 64;
 inline constexpr uint32_t kMaxSteHops = 256;  // a longer walk is a loop the driver wrote
-inline constexpr uint32_t kMaxRewrittenFrame = 16384;  // inserts stop there
 
 // Lookup types (entry format << 8 | definer index) the interpreter builds fields for.
 namespace lookup_type {
 inline constexpr uint16_t kEthL2Dst = 0x0003, kEthL2Src = 0x0005, kEthL2SrcDst = 0x000b;
+inline constexpr uint16_t kTunnelHeader = 0x000e;  // FLEX_PARSER_TNL_HEADER, as DR uses it for Geneve
 inline constexpr uint16_t kDontCare = 0x000f, kSteeringRegisters0 = 0x010f;
 }
 
 // The 16 bytes lookup type `type` sees of a frame; nullopt for a type the model does not parse.
 using DefinerFields = std::array<uint8_t, 16>;
-std::optional<DefinerFields> definer_fields(uint16_t type, std::span<const uint8_t> frame,
-                                            const transport::ethernet::Parsed& parsed);
+std::optional<DefinerFields> definer_fields(uint16_t type, const PacketState& packet);
 
 // The hash that places an entry in its table: CRC-32 (reflected 0xEDB88320, initial 0, no final
 // XOR) of the 16 bytes, byte-swapped. Entry index = hash % entries.
@@ -55,7 +56,12 @@ struct SteVerdict {
   std::array<uint8_t, 64> fault_entry{};  // and its bytes, for the log
 };
 
+// The data of the function's packet reformat context `id` (ALLOC_PACKET_REFORMAT_CONTEXT), which an
+// INSERT_POINTER action names; empty when there is none.
+using ReformatData = std::function<std::span<const uint8_t>(uint32_t id)>;
+
 // Walks steering ICM from `root` (a table's start anchor: one entry) for `frame`.
-SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame);
+SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame,
+                       const ReformatData& reformats = {});
 
 }  // namespace hcaemu::model::steering

@@ -680,6 +680,11 @@ TEST(SoftwareSteering, TablesNeedTheFeatureAnAnchorAndStayTheirOwners) {
   ASSERT_EQ(t.run(0x932, t.as_user(t.flow_input(0x18, 0, sw)), 0x40), kOk);
   EXPECT_EQ(load_be64(&t.out[0x18 + 0x20]), SoftwareSteering::kIcm) << "a software table's root, as created";
   EXPECT_EQ(t.run(0xb00, t.as_user(TestFunction::input(0x10))), kOk) << "SYNC_STEERING";
+  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kOk) << "an L3 tunnel (L2_TO_L3_TUNNEL) with software steering";
+  t.f.identity.sw_icm = false;
+  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kBadParameter) << "and not without";
+  EXPECT_EQ(t.run(0xb00, t.as_user(TestFunction::input(0x10))), uint8_t(CommandStatus::kBadOpcode));
+  t.f.identity.sw_icm = true;
   auto destroy_uctx = TestFunction::input(0x10);
   store_be32(&destroy_uctx[0x08], t.uid);
   EXPECT_EQ(t.run(0xa06, destroy_uctx), kBadResourceState) << "the process still owns a table";

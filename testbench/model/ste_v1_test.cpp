@@ -84,12 +84,12 @@ TEST(SteV1, HashIsByteSwappedCrc32WithZeroSeed) {
 
 TEST(SteV1, SourceMacFieldsFollowTheDefinerLayout) {
   const auto f = frame_from({0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8}, true);
-  const auto fields = steering::definer_fields(lu::kEthL2Src, f, transport::ethernet::parse(f));
+  const auto fields = steering::definer_fields(lu::kEthL2Src, steering::PacketState(f));
   ASSERT_TRUE(fields);
   EXPECT_EQ(load_be32(&(*fields)[0]), (1u << 20) | (2u << 18) | (1u << 16) | 0xac0c) << "IPv4, UDP, customer VLAN, its TCI";
   EXPECT_EQ(load_be32(&(*fields)[4]), 0x248a07a5u);
   EXPECT_EQ(load_be32(&(*fields)[8]), 0x28c80800u) << "smac 15:0, the ethertype after the tag";
-  EXPECT_FALSE(steering::definer_fields(0x0117, f, transport::ethernet::parse(f))) << "tunnel header: not parsed";
+  EXPECT_FALSE(steering::definer_fields(0x0117, steering::PacketState(f))) << "tunnel header: not parsed";
 }
 
 TEST(SteV1, AMatcherOnTheSourceMacSendsItsFramesToTheTirAndOthersToTheDefault) {
@@ -142,9 +142,9 @@ TEST(SteV1, EntriesTheModelCannotEvaluateEndInAFault) {
   EXPECT_NE(std::string(v.fault).find("lookup type"), std::string::npos);
 
   SteImage().lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::kNicTxAllow)
-      .action(0, 0x0b000000).write(t.icm, kHashTable + 64 * t.rule_index);
+      .action(0, 0x12000000).write(t.icm, kHashTable + 64 * t.rule_index);
   v = steering::walk_ste_v1(t.icm, kAnchor, frame);
-  EXPECT_EQ(v.outcome, Outcome::kFault) << "an action not offered (insert pointer)";
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "an action not offered (ASO)";
   EXPECT_NE(std::string(v.fault).find("action"), std::string::npos);
 
   SteImage().lookup(lu::kDontCare).hit(kAnchor).write(t.icm, kAnchor);  // always hit, to itself
@@ -202,6 +202,98 @@ TEST(SteV1, VlanPushAndPopRewriteTheFrame) {
   EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, tagged).outcome, Outcome::kFault);
   push.action(0, 0).action(1, 0x0a000c00).write(t.icm, kHashTable + 64 * t.rule_index);  // its data cut off
   EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, plain).outcome, Outcome::kFault);
+}
+
+// DR's tunnels: on TX an INSERT_POINTER puts a reformat context's headers (here VXLAN) before the
+// frame, lengths set; on RX a REMOVE_HEADER_TO_HEADER up to the inner MAC takes them off again.
+TEST(SteV1, EncapsulationByPointerAndDecapsulationToTheInnerFrame) {
+  const std::array<uint8_t, 6> smac{0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8};
+  DrTable t(smac, steering::kNicTxAllow);
+  std::vector<uint8_t> vxlan(14 + 20 + 8 + 8, 0);
+  std::copy(smac.begin(), smac.end(), vxlan.begin() + 6);  // the outer source: what RX matches
+  store_be16(&vxlan[12], 0x0800);
+  vxlan[14] = 0x45;
+  vxlan[23] = 17;
+  store_be16(&vxlan[36], 4789);
+  vxlan[42] = 0x08;
+  const steering::ReformatData reformats = [&](uint32_t id) {
+    return id == 5 ? std::span<const uint8_t>(vxlan) : std::span<const uint8_t>{};
+  };
+  SteImage encap;
+  encap.lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::kNicTxAllow);
+  encap.action(0, 0x0b000000 | (uint32_t(vxlan.size() / 2) << 3) | 1).action(1, 5);
+  encap.write(t.icm, kHashTable + 64 * t.rule_index);
+  const auto inner = frame_from(smac);
+  SteVerdict v = steering::walk_ste_v1(t.icm, kAnchor, inner, reformats);
+  ASSERT_EQ(v.outcome, Outcome::kAllow);
+  ASSERT_EQ(v.frame.size(), vxlan.size() + inner.size());
+  EXPECT_TRUE(std::equal(inner.begin(), inner.end(), v.frame.begin() + vxlan.size()));
+  EXPECT_EQ(load_be16(&v.frame[16]), v.frame.size() - 14) << "outer IPv4 total length";
+  EXPECT_EQ(load_be16(&v.frame[38]), v.frame.size() - 34) << "outer UDP length";
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, inner).outcome, Outcome::kFault) << "no such context";
+
+  SteImage decap;
+  decap.lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(steering::tir_address(1));
+  decap.action(0, 0x0900130c);  // remove from the start to the inner MAC, decap
+  decap.write(t.icm, kHashTable + 64 * t.rule_index);
+  const std::vector<uint8_t> tunnelled = v.frame;
+  v = steering::walk_ste_v1(t.icm, kAnchor, tunnelled);
+  ASSERT_EQ(v.outcome, Outcome::kTir);
+  EXPECT_EQ(v.frame, inner);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, inner).outcome, Outcome::kFault) << "nothing tunnelled";
+}
+
+// A modify list in header-modify ICM sets reg_c_0; a later entry of lookup type steering registers
+// 0 matches it (rdma-core's test_metadata_modify_action_set_copy_match); COPY moves it to reg_c_1.
+TEST(SteV1, AModifyListSetsRegistersThatLaterEntriesMatch) {
+  const std::array<uint8_t, 6> smac{0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8};
+  DrTable t(smac, steering::kNicTxAllow);
+  ASSERT_TRUE(t.icm.place(kHeaderModifyIcm.start, 16));
+  std::array<uint8_t, 16> list{};
+  store_be32(&list[0], 0x06902020);  // SET reg_c_0 [31:0]
+  store_be32(&list[4], 0x1234);
+  store_be32(&list[8], 0x05912020);  // COPY to reg_c_1 [31:0] from reg_c_0
+  store_be32(&list[12], 0x00902000);
+  ASSERT_TRUE(t.icm.write(kHeaderModifyIcm.start + 64 * 3, list));
+  const uint64_t registers = kBase + 0x2000;
+  SteImage rule;
+  rule.lookup(lu::kEthL2Src).match(smac_mask(), smac_tag(smac)).miss(kEndAnchor).hit(registers, 1);
+  rule.action(0, 0x0f020003);  // 2 actions at header-modify + 64 x 3
+  rule.write(t.icm, kHashTable + 64 * t.rule_index);
+  std::array<uint8_t, 16> mask{}, tag{};
+  std::fill_n(mask.begin(), 8, 0xff);
+  store_be32(&tag[0], 0x1234);
+  store_be32(&tag[4], 0x1234);
+  SteImage().lookup(lu::kSteeringRegisters0).match(mask, tag).miss(steering::kNicTxDrop)
+      .hit(steering::tir_address(2)).write(t.icm, registers);
+  SteVerdict v = steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac));
+  EXPECT_EQ(v.outcome, Outcome::kTir) << v.fault;
+  EXPECT_FALSE(v.rewritten) << "registers are no part of the frame";
+  rule.action(0, 0x0f020004).write(t.icm, kHashTable + 64 * t.rule_index);  // an empty list: registers stay 0
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac)).outcome, Outcome::kDrop);
+  rule.action(0, 0x0f02ffff).write(t.icm, kHashTable + 64 * t.rule_index);  // past the placed range
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac)).outcome, Outcome::kFault);
+}
+
+// rdma-core's test_geneve_match_rx/tx: lookup type FLEX_PARSER_TNL_HEADER sees a Geneve header's
+// option length, OAM bit, protocol and VNI; a frame without one sees zeros.
+TEST(SteV1, TunnelHeaderFieldsAreTheGeneveHeaders) {
+  std::vector<uint8_t> f(14 + 20 + 8 + 8 + 14, 0);
+  store_be16(&f[12], 0x0800);
+  f[14] = 0x45;
+  store_be16(&f[16], uint16_t(f.size() - 14));
+  f[23] = 17;
+  store_be16(&f[36], 6081);
+  store_be16(&f[38], uint16_t(f.size() - 34));
+  f[43] = 0x80;                // OAM
+  store_be16(&f[44], 0x6558);  // an Ethernet frame inside
+  store_be32(&f[46], 0x000002u << 8);
+  const auto fields = steering::definer_fields(lu::kTunnelHeader, steering::PacketState(f));
+  ASSERT_TRUE(fields);
+  EXPECT_EQ(load_be32(&(*fields)[0]), 0x00806558u);
+  EXPECT_EQ(load_be32(&(*fields)[4]), 0x00000200u);
+  const auto plain = steering::definer_fields(lu::kTunnelHeader, steering::PacketState(frame_from({2, 0, 0, 0, 0, 1})));
+  EXPECT_EQ(*plain, steering::DefinerFields{});
 }
 
 TEST(SteV1, TerminalAddressesDecode) {
