@@ -115,10 +115,11 @@ po::options_description describe_options(Options& o) {
        "default: ConnectX firmware values) or paper (Zhu et al., SIGCOMM 2015); off without the option")
       ("software-steering", po::bool_switch(&o.software_steering),
        "experimental: offer mlx5 DR software steering (rdma-core's mlx5dv_dr_*) in every function: "
-       "steering ICM, software-owned NIC RX/TX tables walked as STE v1 (matching on MAC addresses, "
-       "counters, flow tags, drop/allow/TIR/table terminals). Not yet: VLAN push/pop, packet reformat, "
-       "modify header, destination arrays (their entries drop the frame and are counted). Also "
-       "\"software_steering\": true in --config")
+       "steering ICM, software-owned NIC RX/TX tables walked as STE v1 (MAC, metadata-register and "
+       "Geneve lookups; counters, flow tags, VLAN push/pop, tunnel encap/decap, modify lists, "
+       "destination arrays; drop/allow/TIR/table terminals). Not yet: match definers (matcher layouts), "
+       "flow samplers and meters; an entry the model cannot perform drops the frame, counted and "
+       "logged. Also \"software_steering\": true in --config")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),

@@ -130,7 +130,7 @@ bool PacketState::write_field(uint8_t field, uint32_t value) {
 const char* PacketState::set(uint8_t field, uint32_t shift, uint32_t length, uint32_t value) {
   if (length == 0) length = 32;
   const auto old = read_field(field);
-  if (!old || shift + length > 32) return "modify-header field not offered";
+  if (!old || shift >= 32 || length > 32 - shift) return "modify-header field not offered";
   const uint32_t mask = mask_of(length) << shift;
   write_field(field, (*old & ~mask) | ((value << shift) & mask));
   return nullptr;
@@ -139,7 +139,7 @@ const char* PacketState::set(uint8_t field, uint32_t shift, uint32_t length, uin
 const char* PacketState::copy(uint8_t to, uint32_t to_shift, uint32_t length, uint8_t from, uint32_t from_shift) {
   if (length == 0) length = 32;
   const auto source = read_field(from);
-  if (!source || from_shift + length > 32) return "modify-header field not offered";
+  if (!source || from_shift >= 32 || length > 32 - from_shift) return "modify-header field not offered";
   return set(to, to_shift, length, (*source >> from_shift) & mask_of(length));
 }
 

@@ -271,6 +271,10 @@ TEST(SteV1, AModifyListSetsRegistersThatLaterEntriesMatch) {
   EXPECT_FALSE(v.rewritten) << "registers are no part of the frame";
   rule.action(0, 0x0f020004).write(t.icm, kHashTable + 64 * t.rule_index);  // an empty list: registers stay 0
   EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac)).outcome, Outcome::kDrop);
+  store_be32(&list[0], 0x06900020);  // a shifter below the 0x20 bias: refused, not a shift by 2^32 - 32
+  ASSERT_TRUE(t.icm.write(kHeaderModifyIcm.start + 64 * 3, list));
+  rule.action(0, 0x0f020003).write(t.icm, kHashTable + 64 * t.rule_index);
+  EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac)).outcome, Outcome::kFault);
   rule.action(0, 0x0f02ffff).write(t.icm, kHashTable + 64 * t.rule_index);  // past the placed range
   EXPECT_EQ(steering::walk_ste_v1(t.icm, kAnchor, frame_from(smac)).outcome, Outcome::kFault);
 }
