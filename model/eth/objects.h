@@ -196,6 +196,16 @@ struct FlowGroup {
   uint32_t entries = 0;
 };
 
+// A flow sampler (mlx5 DR): every `ratio`-th frame that reaches it is copied into the sample table,
+// and every frame goes on to the default table (firmware tables both; they are counted in order, so
+// a closed run samples the same frames every time).
+struct FlowSampler {
+  uint8_t table_type = 0;
+  uint32_t ratio = 1;
+  uint32_t sample_table = 0, default_table = 0;
+  uint64_t seen = 0;
+};
+
 struct FlowCounter {
   uint64_t packets = 0, octets = 0;
   uint32_t refs = 0;                          // flow entries counting here
@@ -211,6 +221,7 @@ struct EthObjects {
   ObjectTable<FlowGroup> flow_groups{1, 0xffffff, 1u << 12};  // firmware/eth_flow.cpp says why
   ObjectTable<FlowCounter> flow_counters{1, 0xffffff, 1u << 16};
   ObjectTable<PacketReformat> packet_reformats{1, 0xffffff, 1u << 16};
+  ObjectTable<FlowSampler> flow_samplers{1, 0xffffff, 1u << 12};
   // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
   std::map<uint8_t, uint32_t> roots;
 
@@ -224,6 +235,7 @@ struct EthObjects {
     flow_groups.clear();
     flow_counters.clear();
     packet_reformats.clear();
+    flow_samplers.clear();
     roots.clear();
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR,
@@ -231,7 +243,7 @@ struct EthObjects {
   size_t owned_by(uint16_t uid) const {
     return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
            flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid) +
-           packet_reformats.owned_by(uid);
+           packet_reformats.owned_by(uid) + flow_samplers.owned_by(uid);
   }
 };
 

@@ -525,9 +525,27 @@ uint32_t EthQueues::steer_software(RxSteering& s, const FlowTable& table) {
   if (verdict.flow_tag) s.flow_tag = *verdict.flow_tag;
   if (verdict.rewritten) s.rewritten = std::move(verdict.frame);
   if (verdict.outcome == Outcome::kFlowTable) return verdict.id;
+  if (verdict.outcome == Outcome::kSampler) return through_sampler(s, verdict.id);
   if (verdict.outcome == Outcome::kTir) steer_to_tir(s, verdict.id);
   else ++counters_.rx_steering_drop;  // drop, a fault, or "allow", which means nothing on RX
   return 0;
+}
+
+// A flow sampler: every ratio-th frame also goes through the sample table (its entry's counters
+// and TIRs); every frame goes on to the default table, which is returned (0: none, dropped).
+uint32_t EthQueues::through_sampler(RxSteering& s, uint32_t id) {
+  FlowSampler* sampler = f_.eth.flow_samplers.find(id);
+  if (sampler == nullptr) {
+    ++counters_.rx_steering_drop;
+    return 0;
+  }
+  const FlowTable* sample = f_.eth.flow_tables.find(sampler->sample_table);
+  if (sampler->seen++ % sampler->ratio == 0 && sample != nullptr) {
+    const auto frame = s.current();
+    bool dropped = false;
+    steer_firmware(s, *sample, frame::match_key(frame, frame::parse(frame)), dropped);
+  }
+  return sampler->default_table;
 }
 
 // A firmware table: counts, drops, or delivers to its entry's TIRs and goes on to its first table

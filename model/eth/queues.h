@@ -166,6 +166,7 @@ class EthQueues {
   struct RxSteering;
   void steer_to_tir(RxSteering& s, uint32_t tirn);
   uint32_t steer_software(RxSteering& s, const FlowTable& table);
+  uint32_t through_sampler(RxSteering& s, uint32_t id);
   uint32_t steer_firmware(RxSteering& s, const FlowTable& table, const frame::MatchKey& key, bool& dropped);
   LogLimiter sw_steering_log_;
   // The root table of a type (SET_FLOW_TABLE_ROOT), or its lowest-level table when none was set.

@@ -23,4 +23,10 @@ void modify_sw_icm(CommandCall& call);
 void query_sw_icm(CommandCall& call);
 void destroy_sw_icm(CommandCall& call);
 
+// obj_type FLOW_SAMPLER (firmware/flow_sampler.cpp).
+void create_flow_sampler(CommandCall& call);
+void modify_flow_sampler(CommandCall& call);
+void query_flow_sampler(CommandCall& call);
+void destroy_flow_sampler(CommandCall& call);
+
 }  // namespace hcaemu::model

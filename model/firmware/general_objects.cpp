@@ -91,6 +91,7 @@ constexpr TypeHandlers kTypes[] = {
      destroy_scheduling_element},
     {kObjTypeAvQpMapping, create_av_qp_mapping, modify_av_qp_mapping, query_av_qp_mapping, destroy_av_qp_mapping},
     {kObjTypeSwIcm, create_sw_icm, modify_sw_icm, query_sw_icm, destroy_sw_icm},
+    {kObjTypeFlowSampler, create_flow_sampler, modify_flow_sampler, query_flow_sampler, destroy_flow_sampler},
 };
 
 // Runs the handler `pick` chooses for the command's obj_type; an obj_type not offered is refused.

@@ -632,6 +632,7 @@ void fill_software_steering(CapType type, std::span<uint8_t> page) {
     case CapType::kGeneral:
       set(page, sws::kSteeringFormatVersion, sws::kSteeringFormatConnectX6Dx);
       set(page, sws::kGeneralFlRcQpWhenRoceDisabled, 1);
+      set(page, gen::kGeneralObjTypesHigh, get(page, gen::kGeneralObjTypesHigh) | 1u << (kObjTypeFlowSampler - 32));
       return;
     case CapType::kRoce:
       set(page, sws::kFlRcQpWhenRoceDisabled, 1);

@@ -70,6 +70,7 @@ inline constexpr uint16_t kObjTypeAvQpMapping = 0x3a;
 // Steering ICM ranges for mlx5 DR, a general object type (firmware/sw_icm.cpp), offered only with
 // FunctionIdentity::sw_icm.
 inline constexpr uint16_t kObjTypeSwIcm = 0x08;
+inline constexpr uint16_t kObjTypeFlowSampler = 0x20;  // mlx5 DR's flow samplers (firmware/flow_sampler.cpp)
 
 // Virtio net queues: the general object type whose general_obj_types bit tells mlx5 that the
 // function has virtio access regions (objects/var_window.h). No queue of the type can be created.

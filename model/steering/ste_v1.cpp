@@ -155,7 +155,8 @@ class Walk {
       verdict_.frame = packet_.take_rewritten();
     }
     using Outcome = SteVerdict::Outcome;
-    static constexpr Outcome kOutcome[] = {Outcome::kDrop, Outcome::kAllow, Outcome::kTir, Outcome::kFlowTable};
+    static constexpr Outcome kOutcome[] = {Outcome::kDrop, Outcome::kAllow, Outcome::kTir, Outcome::kFlowTable,
+                                           Outcome::kSampler};
     verdict_.outcome = kOutcome[size_t(t.kind)];
     verdict_.id = t.id;
     return verdict_;

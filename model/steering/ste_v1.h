@@ -41,9 +41,9 @@ std::optional<DefinerFields> definer_fields(uint16_t type, const PacketState& pa
 uint32_t ste_hash(std::span<const uint8_t, 16> bytes);
 
 struct SteVerdict {
-  enum class Outcome : uint8_t { kDrop, kAllow, kTir, kFlowTable, kFault };
+  enum class Outcome : uint8_t { kDrop, kAllow, kTir, kFlowTable, kSampler, kFault };
   Outcome outcome = Outcome::kFault;
-  uint32_t id = 0;                    // the TIR or firmware flow table
+  uint32_t id = 0;                    // the TIR, firmware flow table or flow sampler
   std::optional<uint32_t> flow_tag;   // the last FLOW_TAG action taken
   std::vector<uint32_t> counters;     // flow counters of the entries hit, in order
   // The frame as the entries' actions left it (VLAN push/pop), when they rewrote it.

@@ -11,6 +11,8 @@ std::optional<Terminal> terminal_at(uint64_t address) {
     return Terminal{TerminalKind::kTir, id};
   if (address >= kFlowTableTerminals && address < kFlowTableTerminals + (uint64_t(1) << 30))
     return Terminal{TerminalKind::kFlowTable, id};
+  if (address >= kSamplerTerminals && address < kSamplerTerminals + (uint64_t(1) << 30))
+    return Terminal{TerminalKind::kSampler, id};
   return std::nullopt;
 }
 

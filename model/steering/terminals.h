@@ -18,6 +18,7 @@ inline constexpr uint64_t kNicTxDrop = kTerminalBase + 0x40;
 inline constexpr uint64_t kNicTxAllow = kTerminalBase + 0x80;
 inline constexpr uint64_t kTirTerminals = kTerminalBase + (uint64_t(1) << 32);
 inline constexpr uint64_t kFlowTableTerminals = kTerminalBase + (uint64_t(2) << 32);
+inline constexpr uint64_t kSamplerTerminals = kTerminalBase + (uint64_t(3) << 32);
 static_assert(kHeaderModifyPatternIcm.start + (uint64_t(1) << kHeaderModifyPatternIcm.log_size) < kTerminalBase);
 
 // 24-bit object numbers, 64 bytes apart.
@@ -26,10 +27,14 @@ inline constexpr uint64_t flow_table_address(uint32_t table_id) {
   return kFlowTableTerminals + (uint64_t(table_id & 0xffffff) << 6);
 }
 
-enum class TerminalKind : uint8_t { kDrop, kAllow, kTir, kFlowTable };
+inline constexpr uint64_t sampler_address(uint32_t sampler) {
+  return kSamplerTerminals + (uint64_t(sampler & 0xffffff) << 6);
+}
+
+enum class TerminalKind : uint8_t { kDrop, kAllow, kTir, kFlowTable, kSampler };
 struct Terminal {
   TerminalKind kind;
-  uint32_t id = 0;  // the TIR or flow table
+  uint32_t id = 0;  // the TIR, flow table or flow sampler
 };
 
 // The terminal at `address`, nullopt when it is none (an STE address, or nothing).

@@ -795,6 +795,55 @@ TEST(SoftwareSteering, ADestinationArrayCopiesTheFrameToEveryTir) {
   EXPECT_EQ(t.queues.counters().sw_steering_walks, 2u);
 }
 
+// rdma-core's test_flow_sampler: the entry ends in a flow sampler (general object FLOW_SAMPLER,
+// named by the ICM address QUERY gives): every ratio-th frame also reaches the sample table's TIR,
+// every frame the default table's.
+TEST(SoftwareSteering, AFlowSamplerCopiesEveryRatioThFrameToItsSampleTable) {
+  SoftwareSteering t;
+  auto tir_in = t.as_user(t.tir_input(false, t.rqn));
+  store_be32(&tir_in[0x44], 0);
+  ASSERT_EQ(t.run(0x900, tir_in), kOk);
+  const uint32_t sample_tir = t.object();
+  // A firmware table of the process's forwarding every frame to `tir`.
+  auto fw_table_to = [&](uint32_t tir) {
+    auto table = t.as_user(t.flow_input(0x40, 0, 0));
+    store_be32(&table[0x18], (63u << 16) | 1);
+    EXPECT_EQ(t.run(0x930, table), kOk);
+    const uint32_t id = t.object();
+    auto group = t.as_user(t.flow_input(0x400, 0, id));
+    store_be32(&group[0x24], 1);
+    EXPECT_EQ(t.run(0x933, group), kOk);
+    EXPECT_EQ(t.run(0x936, t.as_user(t.fte_input(0, id, 0, t.object(), {{2, tir}}))), kOk);
+    return id;
+  };
+  const uint32_t sample = fw_table_to(sample_tir), fallback = fw_table_to(t.tir);
+  auto create = t.as_user(TestFunction::input(0x40));
+  store_be32(&create[0x18], 0);  // NIC RX
+  store_be32(&create[0x1c], 3);  // every third frame
+  store_be32(&create[0x20], sample);
+  store_be32(&create[0x24], fallback);
+  constexpr uint16_t kFlowSampler = 0x20;
+  ASSERT_EQ(t.run(0xa00, create, 0x10, kFlowSampler), kOk);
+  const uint32_t sampler = t.out32(0x08);
+  auto query = t.as_user(TestFunction::input(0x10));
+  store_be32(&query[0x08], sampler);
+  ASSERT_EQ(t.run(0xa02, query, 0x40, kFlowSampler), kOk);
+  EXPECT_EQ(load_be64(&t.out[0x28]), steering::sampler_address(sampler));
+  auto bad = create;
+  store_be32(&bad[0x20], t.create_flow_table(0, 1, 7));  // the kernel's table
+  EXPECT_EQ(t.run(0xa00, bad, 0x10, kFlowSampler), kBadResource);
+  EXPECT_EQ(t.run(0x931, t.as_user(t.flow_input(0x18, 0, sample))), kBadResourceState) << "the sampler uses it";
+
+  t.rule(kSource, steering::sampler_address(sampler), steering::kNicRxDrop);
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm)), kOk);
+  t.root_to(0, t.object());
+  for (uint32_t i = 0; i < 8; ++i) t.post(i, 2048, 0);
+  t.publish(8);
+  for (int i = 0; i < 4; ++i) t.queues.receive(udp_frame(10));
+  EXPECT_EQ(t.queues.counters().rx_frames, 6u) << "4 frames, frames 0 and 3 sampled";
+  EXPECT_EQ(t.f.eth.flow_samplers.find(sampler)->seen, 4u);
+}
+
 // rdma-core's test_push_vlan: the entry puts a VLAN tag after the MACs of what leaves.
 TEST(SoftwareSteering, TxPushVlanRewritesWhatLeaves) {
   SoftwareSteering t;

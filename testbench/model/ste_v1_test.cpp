@@ -310,6 +310,7 @@ TEST(SteV1, TerminalAddressesDecode) {
   const auto table = steering::terminal_at(steering::flow_table_address(5));
   EXPECT_EQ(table->kind, steering::TerminalKind::kFlowTable);
   EXPECT_EQ(table->id, 5u);
+  EXPECT_EQ(steering::terminal_at(steering::sampler_address(7))->kind, steering::TerminalKind::kSampler);
   EXPECT_FALSE(steering::terminal_at(kSteeringIcm.start));
   EXPECT_FALSE(steering::terminal_at(steering::kNicTxAllow + 0x40)) << "nothing there";
   EXPECT_FALSE(steering::terminal_at(steering::tir_address(1) + 8)) << "not 64-byte aligned";
