@@ -2,8 +2,9 @@
 // mlx5dv_dr_action_create_flow_sampler: after the general object header, flow_sampler {
 // modify_field_select (64 bits), table_type [31:24] / level [23:16] / ignore_flow_level [0] at
 // 0x18, sample_ratio at 0x1c, sample_table_id at 0x20 and default_table_id at 0x24 (24 bits each),
-// sw_steering_icm_address_rx/_tx (64 bits) at 0x28 and 0x30 }. Both tables are firmware tables of
-// the sender's own, of the sampler's table type; QUERY answers the ICM address software steering
+// sw_steering_icm_address_rx/_tx (64 bits) at 0x28 and 0x30 }. Both tables are the sender's own, of
+// the sampler's table type, the sample table a firmware one (DR's termination table: counters and
+// TIRs), the default table either kind (DR names its software table there); QUERY answers the ICM address software steering
 // entries name the sampler by (steering/terminals.h). Only with FunctionIdentity::sw_icm.
 #include "model/eth/objects.h"
 #include "model/firmware/firmware.h"
@@ -16,7 +17,7 @@ namespace {
 
 using namespace fw;
 
-constexpr uint32_t kSampler = 0x10, kSamplerBytes = 0x30;  // after the general object header
+constexpr uint32_t kSampler = 0x10, kSamplerBytes = 0x28;  // after the general object header
 constexpr Field kObjId{0x08, 31, 0};
 constexpr Field kTableType{kSampler + 0x08, 31, 24};
 constexpr Field kSampleRatio{kSampler + 0x0c, 31, 0};
@@ -37,11 +38,11 @@ FlowSampler* named_sampler(CommandCall& call, uint32_t out_bytes) {
   return lookup_owned(call, call.function().eth.flow_samplers, get(call.in(), kObjId), kCheckLookup);
 }
 
-// A firmware table the sender may point at, of the sampler's type.
-bool usable_table(CommandCall& call, uint32_t id, uint8_t type) {
+// A table the sender may point at, of the sampler's type (a firmware one when `firmware`).
+bool usable_table(CommandCall& call, uint32_t id, uint8_t type, bool firmware) {
   auto& tables = call.function().eth.flow_tables;
   const FlowTable* table = tables.find(id);
-  return table != nullptr && !table->sw_owner && table->type == type && acts_for(call, tables.owner(id));
+  return table != nullptr && !(firmware && table->sw_owner) && table->type == type && acts_for(call, tables.owner(id));
 }
 
 void reference(FunctionContext& f, const FlowSampler& sampler, int delta) {
@@ -61,8 +62,8 @@ void create_flow_sampler(CommandCall& call) {
   sampler.default_table = get(call.in(), kDefaultTable);
   // NIC RX only: mlx5 DR samples on NIC RX and FDB, and hcaemu's functions steer no FDB.
   if (!check(call, sampler.table_type == flow_table_type::kNicRx && sampler.ratio != 0, kCheckParameter) ||
-      !check(call, usable_table(call, sampler.sample_table, sampler.table_type) &&
-                       usable_table(call, sampler.default_table, sampler.table_type),
+      !check(call, usable_table(call, sampler.sample_table, sampler.table_type, true) &&
+                       usable_table(call, sampler.default_table, sampler.table_type, false),
              kCheckSamplerTable, CommandStatus::kBadResource))
     return;
   const uint32_t id = insert(call, f.eth.flow_samplers, kLogMaxFlowSamplers, sampler);

@@ -817,7 +817,7 @@ TEST(SoftwareSteering, AFlowSamplerCopiesEveryRatioThFrameToItsSampleTable) {
     return id;
   };
   const uint32_t sample = fw_table_to(sample_tir), fallback = fw_table_to(t.tir);
-  auto create = t.as_user(TestFunction::input(0x40));
+  auto create = t.as_user(TestFunction::input(0x38));  // create_flow_sampler_in, as DR sizes it
   store_be32(&create[0x18], 0);  // NIC RX
   store_be32(&create[0x1c], 3);  // every third frame
   store_be32(&create[0x20], sample);
@@ -827,12 +827,19 @@ TEST(SoftwareSteering, AFlowSamplerCopiesEveryRatioThFrameToItsSampleTable) {
   const uint32_t sampler = t.out32(0x08);
   auto query = t.as_user(TestFunction::input(0x10));
   store_be32(&query[0x08], sampler);
-  ASSERT_EQ(t.run(0xa02, query, 0x40, kFlowSampler), kOk);
+  ASSERT_EQ(t.run(0xa02, query, 0x38, kFlowSampler), kOk);
   EXPECT_EQ(load_be64(&t.out[0x28]), steering::sampler_address(sampler));
   auto bad = create;
   store_be32(&bad[0x20], t.create_flow_table(0, 1, 7));  // the kernel's table
   EXPECT_EQ(t.run(0xa00, bad, 0x10, kFlowSampler), kBadResource);
   EXPECT_EQ(t.run(0x931, t.as_user(t.flow_input(0x18, 0, sample))), kBadResourceState) << "the sampler uses it";
+  ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm + 0x1000)), kOk);
+  const uint32_t software = t.object();
+  store_be32(&bad[0x20], software);
+  EXPECT_EQ(t.run(0xa00, bad, 0x10, kFlowSampler), kBadResource) << "a software table samples nothing";
+  auto to_software = create;
+  store_be32(&to_software[0x24], software);
+  EXPECT_EQ(t.run(0xa00, to_software, 0x10, kFlowSampler), kOk) << "DR's default table is a software one";
 
   t.rule(kSource, steering::sampler_address(sampler), steering::kNicRxDrop);
   ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm)), kOk);
