@@ -24,17 +24,11 @@ constexpr Field kSampleRatio{kSampler + 0x0c, 31, 0};
 constexpr Field kSampleTable{kSampler + 0x10, 23, 0};
 constexpr Field kDefaultTable{kSampler + 0x14, 23, 0};
 constexpr uint32_t kIcmRx = kSampler + 0x18, kIcmTx = kSampler + 0x20;
-constexpr uint16_t kCheckObjType = 0x30, kCheckSamplerTable = 0x53;
+constexpr uint16_t kCheckSamplerTable = 0x53;
 constexpr uint32_t kLogMaxFlowSamplers = 12;
 
-bool offered(CommandCall& call) {
-  if (call.function().identity.sw_icm) return true;
-  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckObjType));
-  return false;
-}
-
 FlowSampler* named_sampler(CommandCall& call, uint32_t out_bytes) {
-  if (!offered(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
+  if (!offers_software_steering(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
   return lookup_owned(call, call.function().eth.flow_samplers, get(call.in(), kObjId), kCheckLookup);
 }
 
@@ -53,7 +47,7 @@ void reference(FunctionContext& f, const FlowSampler& sampler, int delta) {
 }  // namespace
 
 void create_flow_sampler(CommandCall& call) {
-  if (!offered(call) || !start(call, kSampler + kSamplerBytes)) return;
+  if (!offers_software_steering(call) || !start(call, kSampler + kSamplerBytes)) return;
   FunctionContext& f = call.function();
   FlowSampler sampler;
   sampler.table_type = uint8_t(get(call.in(), kTableType));

@@ -17,6 +17,10 @@ void modify_av_qp_mapping(CommandCall& call);
 void query_av_qp_mapping(CommandCall& call);
 void destroy_av_qp_mapping(CommandCall& call);
 
+// Whether the function offers mlx5 DR software steering (FunctionIdentity::sw_icm), whose object
+// types (SW_ICM, FLOW_SAMPLER) a function without it refuses as types it lacks (firmware/sw_icm.cpp).
+bool offers_software_steering(CommandCall& call);
+
 // obj_type SW_ICM (firmware/sw_icm.cpp).
 void create_sw_icm(CommandCall& call);
 void modify_sw_icm(CommandCall& call);

@@ -19,21 +19,21 @@ constexpr Field kLogSize{kSwIcm + 0x08, 7, 0};
 constexpr uint32_t kStartAddr = kSwIcm + 0x10;
 constexpr uint16_t kCheckObjType = 0x30, kCheckIcmRange = 0x52;
 
-bool offered(CommandCall& call) {
-  if (call.function().identity.sw_icm) return true;
-  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckObjType));
-  return false;
-}
-
 SwIcmObject* named_object(CommandCall& call, uint32_t out_bytes) {
-  if (!offered(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
+  if (!offers_software_steering(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
   return lookup_owned(call, call.function().resources.sw_icm_objects, get(call.in(), kObjId), kCheckLookup);
 }
 
 }  // namespace
 
+bool offers_software_steering(CommandCall& call) {
+  if (call.function().identity.sw_icm) return true;
+  call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckObjType));
+  return false;
+}
+
 void create_sw_icm(CommandCall& call) {
-  if (!offered(call) || !start(call, kSwIcm + kSwIcmBytes)) return;
+  if (!offers_software_steering(call) || !start(call, kSwIcm + kSwIcmBytes)) return;
   FunctionContext& f = call.function();
   const SwIcmObject object{get64(call.in(), kStartAddr), get(call.in(), kLogSize)};
   if (!check(call, f.sw_icm.place(object.start, object.log_size), kCheckIcmRange)) return;

@@ -616,11 +616,7 @@ struct SoftwareSteering : RxPath {
     f.resources.limits.log_max_uctx = 4;
     EXPECT_EQ(run(0xa04, TestFunction::input(0x20)), kOk);
     uid = uint16_t(out32(0x08));
-    auto tir_in = tir_input(false, rqn);
-    store_be32(&tir_in[0x44], 0);  // a DevX TIR, no transport domain
-    store_be16(&tir_in[2], uid);
-    EXPECT_EQ(run(0x900, tir_in), kOk);
-    tir = object();
+    tir = devx_tir();
     EXPECT_EQ((uint64_t(out32(0x08) >> 24) << 32) | out32(0x0c), steering::tir_address(tir)) << "its ICM address";
     EXPECT_EQ(run(0x939, as_user(TestFunction::input(0x10))), kOk);
     counter = out32(0x08);
@@ -629,6 +625,27 @@ struct SoftwareSteering : RxPath {
   std::vector<uint8_t> as_user(std::vector<uint8_t> in) const {
     store_be16(&in[2], uid);
     return in;
+  }
+  // The process's TIR on the RQ (DevX: no transport domain).
+  uint32_t devx_tir() {
+    auto in = as_user(tir_input(false, rqn));
+    store_be32(&in[0x44], 0);
+    EXPECT_EQ(run(0x900, in), kOk);
+    return object();
+  }
+  // The process's firmware NIC RX table of 2^log_size entries, with one group over all of them.
+  struct Table {
+    uint32_t id = 0, group = 0;
+  };
+  Table firmware_table(uint32_t log_size) {
+    auto table = as_user(flow_input(0x40, 0, 0));
+    store_be32(&table[0x18], (63u << 16) | log_size);
+    EXPECT_EQ(run(0x930, table), kOk);
+    const uint32_t id = object();
+    auto group = as_user(flow_input(0x400, 0, id));
+    store_be32(&group[0x24], (1u << log_size) - 1);
+    EXPECT_EQ(run(0x933, group), kOk);
+    return {id, object()};
   }
   std::vector<uint8_t> sw_table_input(uint8_t type, uint64_t root) {
     auto in = as_user(flow_input(0x40, type, 0));
@@ -760,23 +777,13 @@ TEST(SoftwareSteering, TxFramesLeaveOnAllowAndNotOnDrop) {
 // gets a copy, and the other table's walk delivers a third.
 TEST(SoftwareSteering, ADestinationArrayCopiesTheFrameToEveryTir) {
   SoftwareSteering t;
-  auto tir_in = t.as_user(t.tir_input(false, t.rqn));
-  store_be32(&tir_in[0x44], 0);
-  ASSERT_EQ(t.run(0x900, tir_in), kOk);
-  const uint32_t second_tir = t.object();
+  const uint32_t second_tir = t.devx_tir();
   // The second software table: its anchor at kIcm + 0x1000 always hits the first TIR.
   SteImage().lookup(steering::lookup_type::kDontCare).hit(steering::tir_address(t.tir))
       .write(t.f.sw_icm, SoftwareSteering::kIcm + 0x1000);
   ASSERT_EQ(t.run(0x930, t.sw_table_input(0, SoftwareSteering::kIcm + 0x1000)), kOk);
   const uint32_t last = t.object();
-  auto fw_table = t.as_user(t.flow_input(0x40, 0, 0));
-  store_be32(&fw_table[0x18], (63u << 16) | 2);
-  ASSERT_EQ(t.run(0x930, fw_table), kOk);
-  const uint32_t array = t.object();
-  auto group = t.as_user(t.flow_input(0x400, 0, array));
-  store_be32(&group[0x24], 3);
-  ASSERT_EQ(t.run(0x933, group), kOk);
-  const uint32_t group_id = t.object();
+  const auto [array, group_id] = t.firmware_table(2);
   const uint32_t kernel_table = t.create_flow_table(0, 2, 5);
   EXPECT_EQ(t.run(0x936, t.as_user(t.fte_input(0, array, 0, group_id, {{2, t.tir}, {1, kernel_table}}))),
             kBadResource)
@@ -800,21 +807,12 @@ TEST(SoftwareSteering, ADestinationArrayCopiesTheFrameToEveryTir) {
 // every frame the default table's.
 TEST(SoftwareSteering, AFlowSamplerCopiesEveryRatioThFrameToItsSampleTable) {
   SoftwareSteering t;
-  auto tir_in = t.as_user(t.tir_input(false, t.rqn));
-  store_be32(&tir_in[0x44], 0);
-  ASSERT_EQ(t.run(0x900, tir_in), kOk);
-  const uint32_t sample_tir = t.object();
+  const uint32_t sample_tir = t.devx_tir();
   // A firmware table of the process's forwarding every frame to `tir`.
   auto fw_table_to = [&](uint32_t tir) {
-    auto table = t.as_user(t.flow_input(0x40, 0, 0));
-    store_be32(&table[0x18], (63u << 16) | 1);
-    EXPECT_EQ(t.run(0x930, table), kOk);
-    const uint32_t id = t.object();
-    auto group = t.as_user(t.flow_input(0x400, 0, id));
-    store_be32(&group[0x24], 1);
-    EXPECT_EQ(t.run(0x933, group), kOk);
-    EXPECT_EQ(t.run(0x936, t.as_user(t.fte_input(0, id, 0, t.object(), {{2, tir}}))), kOk);
-    return id;
+    const auto table = t.firmware_table(1);
+    EXPECT_EQ(t.run(0x936, t.as_user(t.fte_input(0, table.id, 0, table.group, {{2, tir}}))), kOk);
+    return table.id;
   };
   const uint32_t sample = fw_table_to(sample_tir), fallback = fw_table_to(t.tir);
   auto create = t.as_user(TestFunction::input(0x38));  // create_flow_sampler_in, as DR sizes it
