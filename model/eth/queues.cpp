@@ -230,15 +230,19 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
       continue;
     }
     const FlowEntry& entry = table->entries.at(*hit);
-    for (uint32_t id : entry.counters)
-      if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
+    count_flow(entry.counters, frame.size());
     if (entry.action & flow_action::kDrop) return false;
     if (entry.action & flow_action::kPacketReformat)
       if (const PacketReformat* reformat = f_.eth.packet_reformats.find(entry.packet_reformat)) {
-        // `frame` may be `reformatted` itself; an L3 tunnel carries the IP packet without its Ethernet header.
+        // An L3 tunnel carries the IP packet without its Ethernet header. A frame software steering
+        // rewrote is `reformatted` itself: copied out first, as encapsulate writes there.
         const uint32_t skip = reformat->type == reformat_type::kL2ToL3Tunnel ? frame::parse(frame).l3_offset : 0;
-        const std::vector<uint8_t> inner(frame.begin() + skip, frame.end());
-        frame::encapsulate(reformat->data, inner, reformatted);
+        if (frame.data() == reformatted.data()) {
+          const std::vector<uint8_t> inner(frame.begin() + skip, frame.end());
+          frame::encapsulate(reformat->data, inner, reformatted);
+        } else {
+          frame::encapsulate(reformat->data, frame.subspan(skip), reformatted);
+        }
         ++counters_.tx_reformatted;
       }
     table_id = 0;
@@ -478,6 +482,11 @@ uint32_t EthQueues::root_table(uint8_t type) const {
   return table_id;
 }
 
+void EthQueues::count_flow(std::span<const uint32_t> counters, size_t bytes) {
+  for (uint32_t id : counters)
+    if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += bytes;
+}
+
 steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std::span<const uint8_t> frame) {
   ++counters_.sw_steering_walks;
   const steering::ReformatData reformats = [this](uint32_t id) {
@@ -485,8 +494,7 @@ steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std:
     return reformat != nullptr ? std::span<const uint8_t>(reformat->data) : std::span<const uint8_t>{};
   };
   steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame, reformats);
-  for (uint32_t id : verdict.counters)
-    if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += frame.size();
+  count_flow(verdict.counters, frame.size());
   if (verdict.outcome == steering::SteVerdict::Outcome::kFault) {
     ++counters_.sw_steering_faults;
     uint64_t skipped = 0;
@@ -557,8 +565,7 @@ uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const 
   log().trace("steer:   entry {} group {} action {:#x} dests {}", *hit, entry.group, entry.action,
               entry.destinations.size());
   if (entry.flow_tag != 0) s.flow_tag = entry.flow_tag;
-  for (uint32_t id : entry.counters)
-    if (FlowCounter* counter = f_.eth.flow_counters.find(id)) ++counter->packets, counter->octets += s.frame.size();
+  count_flow(entry.counters, s.frame.size());
   if (entry.action & flow_action::kDrop) {
     ++counters_.rx_steering_drop;
     dropped = true;

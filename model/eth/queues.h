@@ -162,6 +162,8 @@ class EthQueues {
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
   // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault
   // counted and logged.
+  // Counts a frame of `bytes` in each of the flow counters named (those that still exist).
+  void count_flow(std::span<const uint32_t> counters, size_t bytes);
   steering::SteVerdict walk_software_table(const FlowTable& table, std::span<const uint8_t> frame);
   struct RxSteering;
   void steer_to_tir(RxSteering& s, uint32_t tirn);
