@@ -28,6 +28,7 @@ HcaFunction::HcaFunction(sc_core::sc_module_name name, uint64_t bar0_size, Funct
   bar0.register_b_transport(this, &HcaFunction::b_transport);
   doorbells_.set_sq_hook([this](FunctionContext&, uint32_t, uint32_t, std::span<const uint8_t> data,
                                 uint64_t written_ps) {
+    if (context_.identity.sw_icm && eth_.names_sq(data) && defer_eth_doorbell(data, 0)) return;
     if (!eth_.doorbell(data) && !rdma_.doorbell(data, written_ps)) ++unclaimed_sq_doorbells_;
   });
   rdma_.set_timer_hook([this](const TimerDeadline& deadline) {
@@ -164,6 +165,25 @@ void HcaFunction::deliver_frame(const WorkItem& item) {
   eth_.receive(item.data, item.looped_from);
 }
 
+// With software steering, mlx5 DR writes its rules into steering ICM through a force-loopback RC
+// QP and returns before they land; the raw packets a test sends next come through an Ethernet SQ,
+// which would otherwise be served while the rule's RDMA WRITE is still on its way back to the
+// function and be steered by the old rules. Such a doorbell waits behind the function's queued
+// RDMA work and looped frames (a bounded number of times: a busy QP cannot hold it for ever).
+bool HcaFunction::defer_eth_doorbell(std::span<const uint8_t> data, uint32_t deferrals) {
+  if (deferrals >= kMaxEthDoorbellDeferrals) return false;
+  const auto behind = after_queued(work_, sc_core::sc_time_stamp(), [](const WorkItem& item) {
+    return (item.kind == WorkKind::kFrame && item.looped_from) || item.kind == WorkKind::kSqResume;
+  });
+  if (!behind) return false;
+  ++counters_.eth_doorbells_deferred;
+  enqueue({.kind = WorkKind::kEthDoorbell,
+           .data = std::vector<uint8_t>(data.begin(), data.end()),
+           .not_before = *behind,
+           .deferrals = deferrals + 1});
+  return true;
+}
+
 void HcaFunction::timer_fired() {
   if (active_) enqueue({.kind = WorkKind::kTimer});
 }
@@ -264,6 +284,9 @@ void HcaFunction::run_item(WorkItem& item) {
       break;
     case WorkKind::kDoorbell:
       doorbells_.write(context_, item.offset, item.data, pcie::to_ps(item.not_before));
+      break;
+    case WorkKind::kEthDoorbell:
+      if (!defer_eth_doorbell(item.data, item.deferrals)) eth_.doorbell(item.data);
       break;
     case WorkKind::kFrame:
       --queued_frames_;

@@ -44,6 +44,7 @@ struct HcaFunctionCounters {
   uint64_t rx_frames_dropped_inactive = 0;
   uint64_t rx_loopback_frames = 0;
   uint64_t rx_loopback_blocked = 0;      // own non-RoCE frames the vport's disable_*_local_lb stopped
+  uint64_t eth_doorbells_deferred = 0;   // Ethernet SQ doorbells that waited behind looped work (software steering)
   uint64_t work_dropped_by_reset = 0;  // doorbells/frames queued when a reset came
   uint64_t rx_frames_dropped_queue_full = 0;  // frames that found kMaxQueuedFrames (or bytes) waiting
   uint64_t failures = 0;               // times the function failed on a host fault (see fail())
@@ -127,7 +128,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   // waits them out once when the item is done, so no handler ever finds its objects changed under
   // it. Serialising the items keeps one function's queues, CQs and EQs from being advanced by two
   // processes at once (a lost EQE stalled mlx5e before).
-  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer, kSqResume, kPortChange };
+  enum class WorkKind : uint8_t { kCommands, kDoorbell, kFrame, kReset, kTimer, kSqResume, kPortChange, kEthDoorbell };
   struct WorkItem {
     WorkKind kind;
     uint64_t offset = 0;                 // doorbell: BAR0 offset
@@ -135,6 +136,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
     sc_core::sc_time not_before{};       // frames: arrival on this function's port; doorbells: their write
     std::optional<uint32_t> looped_from{}; // frames: sent by this function to itself (sender's domain)
     SqResume sq{};                       // kSqResume: where the SQ stands
+    uint32_t deferrals = 0;              // kEthDoorbell: times it waited behind looped work
   };
 
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -144,6 +146,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   void timer_fired();  // SC_METHOD on the transport timers (model time, or the wall-clock floor)
   void run_item(WorkItem& item);
   void deliver_frame(const WorkItem& item);
+  bool defer_eth_doorbell(std::span<const uint8_t> data, uint32_t deferrals);
   void fail_on_host_fault();  // after each work item
   // RdmaEngine::SqScheduler: an SQ's next message waits its turn at the back of the queue.
   void resume_later(const SqResume& resume) override;
@@ -173,6 +176,7 @@ class HcaFunction : public sc_core::sc_module, private RdmaEngine::SqScheduler {
   // Frames from the switch waiting in work_: bounded, as a NIC's receive buffer is, so senders
   // faster than this function (a broadcast TSO storm of MSS 1) cost dropped frames, not memory.
   static constexpr size_t kMaxQueuedFrames = 65536;
+  static constexpr uint32_t kMaxEthDoorbellDeferrals = 64;
   static constexpr size_t kMaxQueuedFrameBytes = size_t(64) << 20;
   size_t queued_frames_ = 0, queued_frame_bytes_ = 0;
   void clear_work();  // drops every queued item (reset, failure), counted

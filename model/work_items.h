@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include "pcie/model_time.h"
@@ -50,6 +51,18 @@ template <typename Item, typename Run, typename Settled, typename Refresh>
 template <typename Item, typename Run, typename Settled>
 [[noreturn]] void run_work_items(std::deque<Item>& work, const sc_core::sc_event& more, Run&& run, Settled&& settled) {
   run_work_items(work, more, std::forward<Run>(run), std::forward<Settled>(settled), [] {});
+}
+
+// When an item that must run after the queued items `selects` picks may run: just after the
+// latest of them is due (taken in order, they would all go first even where due at the same time),
+// and not before `now`; nothing when none is queued.
+template <typename Item, typename Selects>
+std::optional<sc_core::sc_time> after_queued(const std::deque<Item>& work, sc_core::sc_time now, Selects&& selects) {
+  std::optional<sc_core::sc_time> latest;
+  for (const Item& item : work)
+    if (selects(item)) latest = std::max({latest.value_or(now), item.not_before, now});
+  if (latest) *latest += sc_core::sc_time(1, sc_core::SC_PS);
+  return latest;
 }
 
 }  // namespace hcaemu::model

@@ -18,6 +18,7 @@
 
 #include "model/prm/bits.h"
 #include "model/objects/resources.h"
+#include "model/steering/modify_header.h"
 #include "model/objects/object_table.h"
 #include "model/queues/page_list.h"
 
@@ -125,7 +126,7 @@ namespace flow_dest {
 inline constexpr uint8_t kVport = 0x0, kFlowTable = 0x1, kTir = 0x2, kQp = 0x3;
 }
 namespace flow_action {
-inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8, kPacketReformat = 0x10;
+inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8, kPacketReformat = 0x10, kModifyHeader = 0x40;
 }
 namespace flow_table_type {
 inline constexpr uint8_t kNicRx = 0, kNicTx = 1, kEswEgressAcl = 2, kEswIngressAcl = 3, kFdb = 4, kRdmaRx = 7, kRdmaTx = 8;
@@ -153,11 +154,20 @@ struct PacketReformat {
   uint32_t refs = 0;  // flow entries using it
 };
 
+// A modify-header context (ALLOC_MODIFY_HEADER_CONTEXT): the header fields a flow entry's MOD_HDR
+// action rewrites, on the table type it was made for (NIC RX or TX).
+struct ModifyHeader {
+  uint8_t table_type = 0;
+  std::vector<steering::ModifyAction> actions;
+  uint32_t refs = 0;  // flow entries using it
+};
+
 struct FlowEntry {
   uint32_t group = 0;
   uint32_t action = 0;
   uint32_t flow_tag = 0;
   uint32_t packet_reformat = 0;               // with the kPacketReformat action
+  uint32_t modify_header = 0;                 // with the kModifyHeader action
   std::vector<uint8_t> match_value;           // fte_match_param (0x200)
   std::vector<FlowDestination> destinations;  // forward destinations
   std::vector<uint32_t> counters;             // flow counter IDs
@@ -222,6 +232,7 @@ struct EthObjects {
   ObjectTable<FlowCounter> flow_counters{1, 0xffffff, 1u << 16};
   ObjectTable<PacketReformat> packet_reformats{1, 0xffffff, 1u << 16};
   ObjectTable<FlowSampler> flow_samplers{1, 0xffffff, 1u << 12};
+  ObjectTable<ModifyHeader> modify_headers{1, 0xffffff, 1u << 16};
   // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
   std::map<uint8_t, uint32_t> roots;
 
@@ -236,14 +247,15 @@ struct EthObjects {
     flow_counters.clear();
     packet_reformats.clear();
     flow_samplers.clear();
+    modify_headers.clear();
     roots.clear();
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR,
-  // RQT; mlx5 DR's flow tables, groups, counters and packet reformat contexts).
+  // RQT; mlx5 DR's flow tables, groups, counters, packet reformat and modify-header contexts).
   size_t owned_by(uint16_t uid) const {
     return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
            flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid) +
-           packet_reformats.owned_by(uid) + flow_samplers.owned_by(uid);
+           packet_reformats.owned_by(uid) + flow_samplers.owned_by(uid) + modify_headers.owned_by(uid);
   }
 };
 

@@ -75,6 +75,10 @@ bool EthQueues::doorbell(std::span<const uint8_t> data) {
   return true;
 }
 
+bool EthQueues::names_sq(std::span<const uint8_t> data) const {
+  return data.size() >= 8 && f_.eth.sqs.contains(load_be32(&data[4]) >> 8);
+}
+
 bool EthQueues::read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out) {
   out.resize(bytes);
   return f_.memory != nullptr &&
@@ -207,54 +211,88 @@ void EthQueues::send_frame(EthSendQueue& sq, std::span<const uint8_t> frame) {
 }
 
 bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted) {
+  using Outcome = steering::SteVerdict::Outcome;
   reformatted.clear();
   uint32_t table_id = root_table(flow_table_type::kNicTx);
   if (table_id == 0) return true;  // no NIC TX tables (mlx5e sets none): frames leave as they are
-  const auto key = frame::match_key(frame, frame::parse(frame));
+  auto key = frame::match_key(frame, frame::parse(frame));
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
+    bool rewritten = false;
     if (table->sw_owner) {
       // mlx5 DR's table: allow sends the frame, a firmware table goes on; the rest drop it.
       steering::SteVerdict verdict = walk_software_table(*table, frame);
-      if (verdict.rewritten) reformatted = std::move(verdict.frame);
-      if (verdict.outcome != steering::SteVerdict::Outcome::kFlowTable)
-        return verdict.outcome == steering::SteVerdict::Outcome::kAllow;
+      if (verdict.rewritten) {
+        reformatted = std::move(verdict.frame);
+        frame = reformatted;
+        rewritten = true;
+      }
+      if (verdict.outcome != Outcome::kFlowTable) return verdict.outcome == Outcome::kAllow;
       table_id = verdict.id;
-      if (!reformatted.empty()) frame = reformatted;
-      continue;
-    }
-    const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
-    if (!hit) {
-      table_id = table->miss_action == 1 ? table->miss_table : 0;
-      continue;
-    }
-    const FlowEntry& entry = table->entries.at(*hit);
-    count_flow(entry.counters, frame.size());
-    if (entry.action & flow_action::kDrop) return false;
-    if (entry.action & flow_action::kPacketReformat)
-      if (const PacketReformat* reformat = f_.eth.packet_reformats.find(entry.packet_reformat)) {
-        // An L3 tunnel carries the IP packet without its Ethernet header. A frame software steering
-        // rewrote is `reformatted` itself: copied out first, as encapsulate writes there.
-        const uint32_t skip = reformat->type == reformat_type::kL2ToL3Tunnel ? frame::parse(frame).l3_offset : 0;
-        if (frame.data() == reformatted.data()) {
-          const std::vector<uint8_t> inner(frame.begin() + skip, frame.end());
-          frame::encapsulate(reformat->data, inner, reformatted);
-        } else {
-          frame::encapsulate(reformat->data, frame.subspan(skip), reformatted);
+    } else {
+      const std::optional<uint32_t> hit = match_flow(*table, f_.eth.flow_groups, key);
+      if (!hit) {
+        table_id = table->miss_action == 1 ? table->miss_table : 0;
+        continue;
+      }
+      const FlowEntry& entry = table->entries.at(*hit);
+      count_flow(entry.counters, frame.size());
+      if (entry.action & flow_action::kDrop) return false;
+      if (!rewrite_tx(entry, frame, reformatted, rewritten)) return false;
+      table_id = 0;
+      for (const FlowDestination& d : entry.destinations)
+        if (d.type == flow_dest::kFlowTable) {
+          table_id = d.id;
+          break;
         }
-        ++counters_.tx_reformatted;
-      }
-    table_id = 0;
-    for (const FlowDestination& d : entry.destinations)
-      if (d.type == flow_dest::kFlowTable) {
-        table_id = d.id;
-        break;
-      }
-    // Another table sees the frame as it left this one (one reformat at most: the first).
-    if (!reformatted.empty()) break;
+    }
+    if (rewritten) key = frame::match_key(frame, frame::parse(frame));  // the next table sees the new frame
   }
   return true;  // allowed, or no entry took it: NIC TX lets what it does not drop go
+}
+
+// A NIC TX entry's rewrites: header fields first, then a tunnel around the frame. `frame` ends up
+// naming `out` when either changed it; false when the frame must be dropped.
+bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out,
+                           bool& rewritten) {
+  if (entry.action & flow_action::kModifyHeader) {
+    std::vector<uint8_t> modified;
+    if (!modify_header(entry.modify_header, frame, modified)) return false;
+    if (!modified.empty()) {
+      out = std::move(modified);
+      frame = out;
+      rewritten = true;
+    }
+  }
+  const PacketReformat* reformat =
+      entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
+  if (reformat == nullptr) return true;
+  // An L3 tunnel carries the IP packet without its Ethernet header. encapsulate writes into `out`,
+  // so a frame that is `out` already is copied first.
+  const uint32_t skip = reformat->type == reformat_type::kL2ToL3Tunnel ? frame::parse(frame).l3_offset : 0;
+  if (frame.data() == out.data()) {
+    const std::vector<uint8_t> inner(frame.begin() + skip, frame.end());
+    frame::encapsulate(reformat->data, inner, out);
+  } else {
+    frame::encapsulate(reformat->data, frame.subspan(skip), out);
+  }
+  frame = out;
+  rewritten = true;
+  ++counters_.tx_reformatted;
+  return true;
+}
+
+// A flow entry's modify-header context on `frame`: the rewritten frame in `out` (left empty when
+// the actions changed nothing). False when one could not act (a frame too short for the field).
+bool EthQueues::modify_header(uint32_t id, std::span<const uint8_t> frame, std::vector<uint8_t>& out) {
+  const ModifyHeader* modify = f_.eth.modify_headers.find(id);
+  if (modify == nullptr) return true;  // an entry holds a reference: it cannot go while used
+  steering::PacketState state(frame);
+  if (steering::apply_modify_actions(state, modify->actions) != nullptr) return false;
+  ++counters_.header_modified;
+  if (state.rewritten()) out = state.take_rewritten();
+  return true;
 }
 
 void EthQueues::pace(EthSendQueue& sq, uint64_t wire_bytes) {
@@ -457,7 +495,7 @@ std::optional<EthQueues::Steered> EthQueues::to_tir(uint32_t tirn, std::span<con
     ++counters_.rx_self_loopback_blocked;
     return std::nullopt;
   }
-  if (auto rqn = rq_of_tir(tirn, frame)) return Steered{*rqn, flow_tag};
+  if (auto rqn = rq_of_tir(tirn, frame)) return Steered{*rqn, flow_tag, {}};
   ++counters_.rx_no_rq;
   return std::nullopt;
 }
@@ -515,6 +553,7 @@ struct EthQueues::RxSteering {
   uint32_t flow_tag = 0;
   std::vector<uint8_t> rewritten;
   std::vector<Steered>& out;
+  uint32_t rewrites = 0;  // times `rewritten` changed: the match key is computed again
 
   std::span<const uint8_t> current() const { return rewritten.empty() ? frame : std::span<const uint8_t>(rewritten); }
 };
@@ -531,7 +570,10 @@ uint32_t EthQueues::steer_software(RxSteering& s, const FlowTable& table) {
   using Outcome = steering::SteVerdict::Outcome;
   steering::SteVerdict verdict = walk_software_table(table, s.current());
   if (verdict.flow_tag) s.flow_tag = *verdict.flow_tag;
-  if (verdict.rewritten) s.rewritten = std::move(verdict.frame);
+  if (verdict.rewritten) {
+    s.rewritten = std::move(verdict.frame);
+    ++s.rewrites;
+  }
   if (verdict.outcome == Outcome::kFlowTable) return verdict.id;
   if (verdict.outcome == Outcome::kSampler) return through_sampler(s, verdict.id);
   if (verdict.outcome == Outcome::kTir) steer_to_tir(s, verdict.id);
@@ -571,6 +613,18 @@ uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const 
     dropped = true;
     return 0;
   }
+  if (entry.action & flow_action::kModifyHeader) {
+    std::vector<uint8_t> modified;
+    if (!modify_header(entry.modify_header, s.current(), modified)) {
+      ++counters_.rx_steering_drop;
+      dropped = true;
+      return 0;
+    }
+    if (!modified.empty()) {
+      s.rewritten = std::move(modified);
+      ++s.rewrites;
+    }
+  }
   uint32_t next = 0;
   for (const FlowDestination& d : entry.destinations) {
     if (d.type == flow_dest::kTir) steer_to_tir(s, d.id);
@@ -582,14 +636,19 @@ uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const 
 void EthQueues::steer_frame(std::span<const uint8_t> frame, std::optional<uint32_t> looped_from,
                             std::vector<Steered>& out) {
   out.clear();
-  RxSteering s{frame, looped_from, 0, {}, out};
+  RxSteering s{frame, looped_from, 0, {}, out, 0};
   const frame::Parsed parsed = frame::parse(frame);
-  const auto key = frame::match_key(frame, parsed);
+  auto key = frame::match_key(frame, parsed);
+  uint32_t key_rewrites = 0;
   bool dropped = false;
   uint32_t table_id = root_table(flow_table_type::kNicRx);
   for (uint32_t hop = 0; hop < kMaxSteeringHops && table_id != 0 && !dropped; ++hop) {
     const FlowTable* table = f_.eth.flow_tables.find(table_id);
     if (table == nullptr) break;
+    if (key_rewrites != s.rewrites) {  // the next table sees the frame as the last one left it
+      key = frame::match_key(s.current(), frame::parse(s.current()));
+      key_rewrites = s.rewrites;
+    }
     log().trace("steer: table {:#x} level {} entries {} miss_action {} miss_table {:#x}", table_id, table->level,
                 table->entries.size(), table->miss_action, table->miss_table);
     if (table->sw_owner) {

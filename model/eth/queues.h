@@ -61,6 +61,7 @@ struct EthCounters {
   uint64_t tx_paced = 0;              // frames that waited for their SQ's packet pacing rate
   uint64_t tx_steering_drop = 0;      // frames a NIC TX flow entry dropped
   uint64_t tx_reformatted = 0;        // frames a NIC TX flow entry encapsulated
+  uint64_t header_modified = 0;       // frames a flow entry's modify header rewrote (RX and TX)
   uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
   uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
   uint64_t tx_physical_lkey = 0;      // no MKEY table: addresses used as physical
@@ -97,6 +98,7 @@ class EthQueues {
   // The bytes the driver wrote at UAR + 0x800.. (DoorbellUnit::SqHook data). Returns false when the
   // SQN in them names no SQ of this function (then it is a QP doorbell for the RDMA path).
   bool doorbell(std::span<const uint8_t> data);
+  bool names_sq(std::span<const uint8_t> data) const;  // whether doorbell() would take it
   // Processes SQ `sqn` up to the producer counter in its doorbell record.
   void process_sq(uint32_t sqn);
 
@@ -160,6 +162,8 @@ class EthQueues {
   // NIC TX steering: the root NIC TX table's entries count a frame, drop it (false) or put a tunnel
   // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
+  bool rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out, bool& rewritten);
+  bool modify_header(uint32_t id, std::span<const uint8_t> frame, std::vector<uint8_t>& out);
   // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault
   // counted and logged.
   // Counts a frame of `bytes` in each of the flow counters named (those that still exist).

@@ -23,6 +23,7 @@ constexpr uint16_t kSetFte = 0x936, kQueryFte = 0x937, kDeleteFte = 0x938;
 constexpr uint16_t kAllocFlowCounter = 0x939, kDeallocFlowCounter = 0x93a, kQueryFlowCounter = 0x93b;
 constexpr uint16_t kModifyFlowTable = 0x93c, kAllocPacketReformat = 0x93d, kDeallocPacketReformat = 0x93e;
 constexpr uint16_t kSyncSteering = 0xb00;
+constexpr uint16_t kAllocModifyHeader = 0x940, kDeallocModifyHeader = 0x941;
 
 enum FlowCheck : uint16_t {
   kCheckTableType = 0x30,
@@ -35,6 +36,7 @@ enum FlowCheck : uint16_t {
   kCheckMiss = 0x37,
   kCheckReformat = 0x38,
   kCheckSoftwareOwned = 0x39,
+  kCheckModifyHeader = 0x3a,
 };
 
 // Shared input fields.
@@ -78,6 +80,7 @@ constexpr Field kFteAction{0x4c, 15, 0};
 constexpr Field kFteDestinationCount{0x50, 23, 0};
 constexpr Field kFteCounterCount{0x54, 23, 0};
 constexpr Field kFtePacketReformatId{0x58, 31, 0};
+constexpr Field kFteModifyHeaderId{0x5c, 31, 0};
 constexpr uint32_t kFteMatchValue = 0x80;
 constexpr uint32_t kMaxDestinations = 256;
 enum FteOpMod : uint16_t { kFteNew = 0, kFteModify = 1 };
@@ -95,6 +98,12 @@ constexpr Field kReformatType{0x1c, 31, 24};
 constexpr Field kReformatDataSize{0x1c, 9, 0};
 constexpr uint32_t kReformatData = 0x22;
 constexpr Field kReformatId{0x08, 31, 0};  // alloc out, dealloc in
+
+// alloc_modify_header_context_in: the actions from 0x10, 8 bytes each.
+constexpr Field kModifyTableType{0x0c, 31, 24};
+constexpr Field kModifyActionCount{0x0c, 7, 0};
+constexpr uint32_t kModifyActions = 0x10;
+constexpr Field kModifyHeaderId{0x08, 31, 0};  // alloc out, dealloc in
 
 bool known_table_type(uint32_t type) {
   using namespace flow_table_type;
@@ -290,6 +299,7 @@ void reference_entry(FunctionContext& f, const FlowEntry& entry, int delta) {
   for (uint32_t id : entry.counters)
     if (FlowCounter* counter = f.eth.flow_counters.find(id)) counter->refs += uint32_t(delta);
   if (PacketReformat* reformat = f.eth.packet_reformats.find(entry.packet_reformat)) reformat->refs += uint32_t(delta);
+  if (ModifyHeader* modify = f.eth.modify_headers.find(entry.modify_header)) modify->refs += uint32_t(delta);
   if (FlowGroup* group = f.eth.flow_groups.find(entry.group)) group->entries += uint32_t(delta);
 }
 
@@ -329,6 +339,14 @@ void set_fte(CommandCall& call) {
     const bool usable = reformats.contains(entry.packet_reformat) && fw::acts_for(call, reformats.owner(entry.packet_reformat));
     if (!check(call, table->type == flow_table_type::kNicTx && usable, kCheckReformat))
       return;
+  }
+  // A modify header made for this table's type, the sender's own.
+  if (entry.action & flow_action::kModifyHeader) {
+    entry.modify_header = get(call.in(), kFteModifyHeaderId);
+    const ModifyHeader* modify = f.eth.modify_headers.find(entry.modify_header);
+    const bool usable = modify != nullptr && modify->table_type == table->type &&
+                        fw::acts_for(call, f.eth.modify_headers.owner(entry.modify_header));
+    if (!check(call, usable, kCheckModifyHeader, CommandStatus::kBadResource)) return;
   }
   FlowGroup* group = lookup(call, f.eth.flow_groups, entry.group, kCheckGroup);
   if (group == nullptr ||
@@ -466,6 +484,31 @@ void dealloc_packet_reformat(CommandCall& call) {
   dealloc_unused(call, call.function().eth.packet_reformats, kReformatId, kCheckReformat);
 }
 
+// ---- modify-header contexts ----
+
+// NIC RX and TX tables rewrite outer MACs and the ethertype (steering/modify_header.h says why
+// only those); what cannot be applied is refused here, not when a frame comes.
+void alloc_modify_header(CommandCall& call) {
+  if (!fw::start(call, kModifyActions)) return;
+  const uint8_t type = uint8_t(get(call.in(), kModifyTableType));
+  const uint32_t count = get(call.in(), kModifyActionCount);
+  if (!check(call, type == flow_table_type::kNicRx || type == flow_table_type::kNicTx, kCheckTableType)) return;
+  if (!check(call, call.in().size() >= kModifyActions + uint64_t(count) * steering::kModifyActionSize,
+             kCheckModifyHeader, CommandStatus::kBadInputLength))
+    return;
+  ModifyHeader modify;
+  modify.table_type = type;
+  const char* why = steering::decode_modify_actions(call.in().subspan(kModifyActions), count, modify.actions);
+  if (why != nullptr) log().debug("ALLOC_MODIFY_HEADER_CONTEXT refused: {}", why);
+  if (!check(call, why == nullptr, kCheckModifyHeader)) return;
+  const uint32_t id = fw::insert(call, call.function().eth.modify_headers, 16, std::move(modify));
+  if (id != 0) set(call.out(), kModifyHeaderId, id);
+}
+
+void dealloc_modify_header(CommandCall& call) {
+  dealloc_unused(call, call.function().eth.modify_headers, kModifyHeaderId, kCheckModifyHeader);
+}
+
 // mlx5 DR asks the device to drop cached steering entries after it rewrote ICM. The model reads
 // steering ICM afresh for every frame, so there is nothing to drop.
 void sync_steering(CommandCall& call) {
@@ -494,6 +537,8 @@ void register_flow_commands(CommandTable& table) {
   table.add(kQueryFlowCounter, "QUERY_FLOW_COUNTER", query_flow_counter, Senders::kUser);
   table.add(kAllocPacketReformat, "ALLOC_PACKET_REFORMAT_CONTEXT", alloc_packet_reformat, Senders::kUser);
   table.add(kDeallocPacketReformat, "DEALLOC_PACKET_REFORMAT_CONTEXT", dealloc_packet_reformat, Senders::kUser);
+  table.add(kAllocModifyHeader, "ALLOC_MODIFY_HEADER_CONTEXT", alloc_modify_header, Senders::kUser);
+  table.add(kDeallocModifyHeader, "DEALLOC_MODIFY_HEADER_CONTEXT", dealloc_modify_header, Senders::kUser);
 }
 
 }  // namespace hcaemu::model

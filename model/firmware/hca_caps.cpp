@@ -4,6 +4,7 @@
 // Every field we report non-zero, and every "must be 0" of section 4.3, is a named Field next to
 // its layouts-doc name; the pages are tables of (field, value).
 #include "model/firmware/hca_caps.h"
+#include "model/steering/modify_header.h"
 #include "model/steering/terminals.h"
 
 #include <algorithm>
@@ -439,7 +440,8 @@ constexpr CapValue kRoceCaps[] = {
 // --- flow_table_nic_cap (type 7): flow_table_properties_nic_receive at 0x40, _nic_transmit at 0x100 --
 // NIC TX tables count, drop, allow and encapsulate (packet reformat L2_TO_L2_TUNNEL, eth/queues.cpp
 // steer_tx); no decap and no other reformat type (decap, reformat_l3_tunnel_to_l2,
-// reformat_l2_to_l3_tunnel stay 0, so mlx5_ib refuses those types).
+// reformat_l2_to_l3_tunnel stay 0, so mlx5_ib refuses those types). Both rewrite header fields
+// (modify-header contexts on the outer MACs and ethertype).
 namespace ft {
 constexpr uint32_t kNicReceive = 0x40;                        // flow_table_properties_nic_receive
 constexpr uint32_t kNicTransmit = 0x100;                      // flow_table_properties_nic_transmit
@@ -452,6 +454,8 @@ constexpr Field kFlowTableModify{0x00, 25, 25};               // flow_table_modi
 constexpr Field kReformat{0x00, 24, 24};                      // reformat
 constexpr Field kIgnoreFlowLevel{0x00, 10, 10};               // ignore_flow_level
 constexpr Field kLogMaxFtSize{0x04, 29, 24};                  // log_max_ft_size
+constexpr Field kLogMaxModifyHeaderContext{0x04, 23, 16};     // log_max_modify_header_context
+constexpr Field kMaxModifyHeaderActions{0x04, 15, 8};         // max_modify_header_actions
 constexpr Field kMaxFtLevel{0x04, 7, 0};                      // max_ft_level
 constexpr Field kLogMaxFtNum{0x0c, 7, 0};                     // log_max_ft_num
 constexpr Field kLogMaxDestination{0x10, 7, 0};               // log_max_destination
@@ -486,6 +490,9 @@ constexpr CapValue kFlowTableProperties[] = {
     {ft::kIgnoreFlowLevel, 1},  // a rule may forward to a table of any level (mlx5e's TC post-action table)
     {ft::kLogMaxFtSize, 20},
     {ft::kMaxFtLevel, 63},  // mlx5e requires >= 3
+    // Modify headers (outer MACs and ethertype, set and copy: steering/modify_header.h).
+    {ft::kLogMaxModifyHeaderContext, 16},
+    {ft::kMaxModifyHeaderActions, steering::kMaxModifyHeaderActions},
     // Limits beyond the doc's minimum, generous so no steering path trips on a 0 (= 1 entry).
     {ft::kLogMaxFtNum, 10},
     {ft::kLogMaxDestination, 6},

@@ -299,6 +299,21 @@ uint8_t alloc_reformat(TestFunction& t, uint8_t type, const std::vector<uint8_t>
   return t.run(0x93d, in);
 }
 
+// An entry naming a context (reformat, modify header) by the ID at `field` of its input: refused
+// with `missing` for an ID that names none, taken for `id`; the context, in use, cannot be freed
+// (DEALLOC_* `dealloc_opcode`, whose input is returned).
+std::vector<uint8_t> entry_holds_context(TestFunction& t, std::vector<uint8_t>& fte, uint32_t field, uint32_t id,
+                                         uint8_t missing, uint16_t dealloc_opcode) {
+  store_be32(&fte[field], id + 1);
+  EXPECT_EQ(t.run(0x936, fte), missing) << "no such context";
+  store_be32(&fte[field], id);
+  EXPECT_EQ(t.run(0x936, fte), kOk);
+  auto dealloc = TestFunction::input(0x10);
+  store_be32(&dealloc[0x08], id);
+  EXPECT_EQ(t.run(dealloc_opcode, dealloc), kBadResourceState) << "in use by the entry";
+  return dealloc;
+}
+
 // A VXLAN tunnel's outer headers, as rdma-core's test builds them, with lengths for no payload.
 std::vector<uint8_t> vxlan_outer() {
   std::vector<uint8_t> h(14 + 20 + 8 + 8, 0);
@@ -345,13 +360,7 @@ TEST(EthSq, NicTxStepsEncapsulateCountAndDrop) {
   store_be32(&rx_fte[0x4c], 0x1 | 0x10);
   store_be32(&rx_fte[0x58], reformat);
   EXPECT_EQ(t.run(0x936, rx_fte), kBadParameter) << "encapsulation only on the way out";
-  store_be32(&fte[0x58], reformat + 1);
-  EXPECT_EQ(t.run(0x936, fte), kBadParameter) << "no such reformat context";
-  store_be32(&fte[0x58], reformat);
-  ASSERT_EQ(t.run(0x936, fte), kOk);
-  auto dealloc = TestFunction::input(0x10);
-  store_be32(&dealloc[0x08], reformat);
-  EXPECT_EQ(t.run(0x93e, dealloc), kBadResourceState) << "in use by the entry";
+  const auto dealloc = entry_holds_context(t, fte, 0x58, reformat, kBadParameter, 0x93e);
 
   t.put_wqe(1, t.send_wqe(1, frame, 256));
   t.ring(2);
@@ -451,6 +460,89 @@ struct RxPath : EthPath {
     memory.write(rq_dbr, word);
   }
 };
+
+// ALLOC_MODIFY_HEADER_CONTEXT: `actions` (8 bytes each) for a table type.
+uint8_t alloc_modify_header(TestFunction& t, uint8_t type, const std::vector<std::pair<uint32_t, uint32_t>>& actions,
+                            uint32_t count_override = ~0u) {
+  auto in = TestFunction::input(0x10 + 8 * actions.size());
+  in[0x0c] = type;
+  in[0x0f] = uint8_t(count_override != ~0u ? count_override : actions.size());
+  for (size_t i = 0; i < actions.size(); ++i) {
+    store_be32(&in[0x10 + 8 * i], actions[i].first);
+    store_be32(&in[0x14 + 8 * i], actions[i].second);
+  }
+  return t.run(0x940, in);
+}
+// set_action_in / copy_action_in words (PRM field numbers: 0x1 SMAC_47_16, 0x2 SMAC_15_0,
+// 0x3 ETHERTYPE, 0x4 DMAC_47_16, 0x5 DMAC_15_0).
+std::pair<uint32_t, uint32_t> set_action(uint32_t field, uint32_t offset, uint32_t length, uint32_t data) {
+  return {(0x1u << 28) | (field << 16) | (offset << 8) | length, data};
+}
+std::pair<uint32_t, uint32_t> copy_action(uint32_t from, uint32_t from_offset, uint32_t length, uint32_t to,
+                                          uint32_t to_offset) {
+  return {(0x3u << 28) | (from << 16) | (from_offset << 8) | length, (to << 16) | (to_offset << 8)};
+}
+
+// Issue 16 (rdma-core's test_root_tbl_modify_header_rule): a root NIC TX entry's modify header sets
+// the source MAC and copies the ethertype into the destination MAC's low half before the frame
+// leaves; a NIC RX entry's rewrites the destination MAC and the next table matches the new one.
+// What cannot be applied is refused when the context is allocated.
+TEST(EthRq, ModifyHeaderContextsRewriteMacsOnTxAndRx) {
+  RxPath t;
+  constexpr uint8_t kNicRx = 0, kNicTx = 1;
+  const auto smac_high = set_action(0x1, 0, 0, 0x88888888), smac_low = set_action(0x2, 0, 16, 0x8888);
+  EXPECT_EQ(alloc_modify_header(t, 4, {smac_high}), kBadParameter) << "FDB tables: not offered";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, {{(0x2u << 28) | (0x1u << 16), 1}}), kBadParameter) << "ADD";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, {set_action(0x6, 0, 6, 1)}), kBadParameter) << "IP DSCP: not offered";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, {set_action(0x2, 8, 16, 1)}), kBadParameter) << "past the field's end";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, {smac_high}, 0), kBadParameter) << "no action";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, {smac_high}, 2), kBadInputLength) << "more actions than sent";
+  EXPECT_EQ(alloc_modify_header(t, kNicTx, std::vector(33, smac_high)), kBadParameter) << "over max_modify_header_actions";
+  ASSERT_EQ(alloc_modify_header(t, kNicTx, {smac_high, smac_low, copy_action(0x3, 0, 16, 0x5, 0)}), kOk);
+  const uint32_t tx_modify = t.out32(0x08);
+
+  const uint32_t table = t.create_flow_table(kNicTx, 2);
+  const uint32_t group = t.create_group(kNicTx, table, 0, 3, false);
+  auto fte = t.fte_input(kNicTx, table, 0, group, {});
+  store_be32(&fte[0x4c], 0x1 | 0x40);  // allow, modify header
+  const auto dealloc = entry_holds_context(t, fte, 0x5c, tx_modify, kBadResource, 0x941);
+  const auto frame = udp_frame(100);
+  t.put_wqe(0, t.send_wqe(0, frame, 256));
+  t.ring(1);
+  ASSERT_EQ(t.port.frames.size(), 1u);
+  auto expected = frame;
+  std::fill_n(expected.begin() + 6, 6, 0x88);
+  expected[4] = 0x08, expected[5] = 0x00;  // the ethertype, copied
+  EXPECT_EQ(t.port.frames[0], expected);
+  EXPECT_EQ(t.queues.counters().header_modified, 1u);
+
+  // NIC RX: the root entry rewrites the destination MAC and forwards to a table that matches it.
+  ASSERT_EQ(t.run(0x900, t.tir_input(false, t.rqn)), kOk);
+  const uint32_t tir = t.object();
+  const uint32_t rx_root = t.create_flow_table(kNicRx, 2);
+  const uint32_t rx_next = t.create_flow_table(kNicRx, 2, 1);
+  const uint32_t root_group = t.create_group(kNicRx, rx_root, 0, 3, false);
+  const uint32_t next_group = t.create_group(kNicRx, rx_next, 0, 3, true);
+  const std::array<uint8_t, 6> rewritten_mac{0x02, 0xc9, 0, 0, 0x12, 0x34};
+  ASSERT_EQ(t.run(0x936, t.fte_input(kNicRx, rx_next, 0, next_group, {{2, tir}}, &rewritten_mac)), kOk);
+  auto rx_fte = t.fte_input(kNicRx, rx_root, 0, root_group, {{1, rx_next}});
+  store_be32(&rx_fte[0x4c], 0x4 | 0x40);
+  store_be32(&rx_fte[0x5c], tx_modify);
+  EXPECT_EQ(t.run(0x936, rx_fte), kBadResource) << "a context made for NIC TX";
+  ASSERT_EQ(alloc_modify_header(t, kNicRx, {set_action(0x5, 0, 16, 0x1234)}), kOk);
+  store_be32(&rx_fte[0x5c], t.out32(0x08));
+  ASSERT_EQ(t.run(0x936, rx_fte), kOk);
+  t.post(0, 2048, 0);
+  t.publish(1);
+  t.queues.receive(frame);
+  auto received = frame;
+  std::copy(rewritten_mac.begin(), rewritten_mac.end(), received.begin());
+  EXPECT_EQ(t.read(t.rx_buffers, frame.size()), received) << "delivered as rewritten, by the rewritten MAC";
+  EXPECT_EQ(t.queues.counters().rx_steering_miss, 0u);
+
+  ASSERT_EQ(t.run(0x938, t.flow_input(0x24, kNicTx, table)), kOk);  // DELETE_FLOW_TABLE_ENTRY
+  EXPECT_EQ(t.run(0x941, dealloc), kOk) << "no entry uses it any more";
+}
 
 // mlx5e binds its RQs to a queue counter set; a frame that finds no WQE counts in its
 // out_of_buffer (the driver's rx_out_of_buffer). A set the function does not have is refused.

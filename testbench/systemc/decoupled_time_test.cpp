@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/work_items.h"
 #include "pcie/model_time.h"
 #include "sriov/switch_ingress.h"
 
@@ -129,6 +130,24 @@ TEST(DecoupledTime, ModelTimeCountsWholePicoseconds) {
   EXPECT_EQ(pcie::to_ps(sc_time(3, SC_NS)), 3000u);
   EXPECT_EQ(pcie::from_ps(123'456'789'012), sc_time(123'456'789'012.0, sc_core::SC_PS));
   EXPECT_EQ(pcie::to_ps(pcie::from_ps(0xffff'ffff'ffffull)), 0xffff'ffff'ffffull);
+}
+
+// Issue 16 (mlx5 DR rule writes overtaken by raw packets): an item that must follow certain queued
+// ones is due just after the latest of them, never before now, and at no particular time when none
+// is queued.
+TEST(WorkItems, AnItemAfterTheSelectedOnesIsDueJustAfterTheLatest) {
+  struct Item {
+    char kind;
+    sc_time not_before;
+  };
+  const sc_time now(100, SC_NS), ps(1, sc_core::SC_PS);
+  std::deque<Item> work{{'f', sc_time(150, SC_NS)}, {'d', sc_time(300, SC_NS)}, {'f', sc_time(120, SC_NS)}};
+  const auto frames = [](const Item& item) { return item.kind == 'f'; };
+  EXPECT_EQ(hcaemu::model::after_queued(work, now, frames), sc_time(150, SC_NS) + ps);
+  work = {{'f', sc_time(20, SC_NS)}, {'r', sc_time(0, SC_NS)}};
+  EXPECT_EQ(hcaemu::model::after_queued(work, now, frames), now + ps) << "all due: right after them, in order";
+  work = {{'d', sc_time(300, SC_NS)}};
+  EXPECT_FALSE(hcaemu::model::after_queued(work, now, frames).has_value());
 }
 
 }  // namespace
