@@ -116,9 +116,9 @@ po::options_description describe_options(Options& o) {
       ("software-steering", po::bool_switch(&o.software_steering),
        "experimental: offer mlx5 DR software steering (rdma-core's mlx5dv_dr_*) in every function: "
        "steering ICM, software-owned NIC RX/TX tables walked as STE v1 (MAC, metadata-register and "
-       "Geneve lookups; counters, flow tags, VLAN push/pop, tunnel encap/decap, modify lists, "
-       "destination arrays, flow samplers; drop/allow/TIR/table terminals). Not yet: match definers "
-       "(matcher layouts) and ASO flow meters; an entry the model cannot perform drops the frame, counted and "
+       "Geneve lookups, format-0 match definers; counters, flow tags, VLAN push/pop, tunnel encap/decap, "
+       "modify lists, destination arrays, flow samplers; drop/allow/TIR/table terminals). Not yet: flow "
+       "meters; an entry the model cannot perform drops the frame, counted and "
        "logged. Also \"software_steering\": true in --config")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")

@@ -19,6 +19,7 @@
 #include "model/prm/bits.h"
 #include "model/objects/resources.h"
 #include "model/steering/modify_header.h"
+#include "model/steering/ste_v1.h"
 #include "model/objects/object_table.h"
 #include "model/queues/page_list.h"
 
@@ -233,6 +234,9 @@ struct EthObjects {
   ObjectTable<PacketReformat> packet_reformats{1, 0xffffff, 1u << 16};
   ObjectTable<FlowSampler> flow_samplers{1, 0xffffff, 1u << 12};
   ObjectTable<ModifyHeader> modify_headers{1, 0xffffff, 1u << 16};
+  // MATCH_DEFINER objects (mlx5 DR's large matchers): an entry's lookup type names one by its ID in
+  // one byte, above the fixed lookup types (steering/ste_v1.h).
+  ObjectTable<steering::MatchDefinerView> match_definers{steering::kFirstDefinerIndex, 0xfe, 0xff};
   // Root table per table type (SET_FLOW_TABLE_ROOT); 0 = none set (lowest level table is used).
   std::map<uint8_t, uint32_t> roots;
 
@@ -248,6 +252,7 @@ struct EthObjects {
     packet_reformats.clear();
     flow_samplers.clear();
     modify_headers.clear();
+    match_definers.clear();
     roots.clear();
   }
   // Objects a user context created that are still alive (raw packet and RSS QPs' TIS, SQ, RQ, TIR,
@@ -255,7 +260,8 @@ struct EthObjects {
   size_t owned_by(uint16_t uid) const {
     return tises.owned_by(uid) + tirs.owned_by(uid) + rqts.owned_by(uid) + rqs.owned_by(uid) + sqs.owned_by(uid) +
            flow_counters.owned_by(uid) + flow_tables.owned_by(uid) + flow_groups.owned_by(uid) +
-           packet_reformats.owned_by(uid) + flow_samplers.owned_by(uid) + modify_headers.owned_by(uid);
+           packet_reformats.owned_by(uid) + flow_samplers.owned_by(uid) + modify_headers.owned_by(uid) +
+           match_definers.owned_by(uid);
   }
 };
 

@@ -531,7 +531,8 @@ steering::SteVerdict EthQueues::walk_software_table(const FlowTable& table, std:
     const PacketReformat* reformat = f_.eth.packet_reformats.find(id);
     return reformat != nullptr ? std::span<const uint8_t>(reformat->data) : std::span<const uint8_t>{};
   };
-  steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame, reformats);
+  const steering::Definers definers = [this](uint8_t index) { return f_.eth.match_definers.find(index); };
+  steering::SteVerdict verdict = steering::walk_ste_v1(f_.sw_icm, table.icm_root, frame, reformats, definers);
   count_flow(verdict.counters, frame.size());
   if (verdict.outcome == steering::SteVerdict::Outcome::kFault) {
     ++counters_.sw_steering_faults;

@@ -33,4 +33,10 @@ void modify_flow_sampler(CommandCall& call);
 void query_flow_sampler(CommandCall& call);
 void destroy_flow_sampler(CommandCall& call);
 
+// obj_type MATCH_DEFINER (firmware/match_definer.cpp).
+void create_match_definer(CommandCall& call);
+void modify_match_definer(CommandCall& call);
+void query_match_definer(CommandCall& call);
+void destroy_match_definer(CommandCall& call);
+
 }  // namespace hcaemu::model

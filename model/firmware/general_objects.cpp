@@ -92,6 +92,7 @@ constexpr TypeHandlers kTypes[] = {
     {kObjTypeAvQpMapping, create_av_qp_mapping, modify_av_qp_mapping, query_av_qp_mapping, destroy_av_qp_mapping},
     {kObjTypeSwIcm, create_sw_icm, modify_sw_icm, query_sw_icm, destroy_sw_icm},
     {kObjTypeFlowSampler, create_flow_sampler, modify_flow_sampler, query_flow_sampler, destroy_flow_sampler},
+    {kObjTypeMatchDefiner, create_match_definer, modify_match_definer, query_match_definer, destroy_match_definer},
 };
 
 // Runs the handler `pick` chooses for the command's obj_type; an obj_type not offered is refused.

@@ -632,6 +632,8 @@ constexpr Field kSwOwner{0x00, 14, 14};                        // flow_table_pro
 constexpr uint32_t kRxDropIcmAddress = 0x400;                  // sw_steering_nic_rx_action_drop_icm_address
 constexpr uint32_t kTxDropIcmAddress = 0x408;                  // sw_steering_nic_tx_action_drop_icm_address
 constexpr uint32_t kTxAllowIcmAddress = 0x410;                 // sw_steering_nic_tx_action_allow_icm_address
+constexpr Field kMatchDefinerFormatsLow{0xfc, 31, 0};          // match_definer_format_supported, bits 31..0
+constexpr uint32_t kDefinerFormat0 = 1u << 0;                  // steering/ste_v1.h definer_tag
 }  // namespace sws
 
 void fill_software_steering(CapType type, std::span<uint8_t> page) {
@@ -640,6 +642,8 @@ void fill_software_steering(CapType type, std::span<uint8_t> page) {
       set(page, sws::kSteeringFormatVersion, sws::kSteeringFormatConnectX6Dx);
       set(page, sws::kGeneralFlRcQpWhenRoceDisabled, 1);
       set(page, gen::kGeneralObjTypesHigh, get(page, gen::kGeneralObjTypesHigh) | 1u << (kObjTypeFlowSampler - 32));
+      set(page, gen::kGeneralObjTypesLow, get(page, gen::kGeneralObjTypesLow) | 1u << kObjTypeMatchDefiner);
+      set(page, sws::kMatchDefinerFormatsLow, sws::kDefinerFormat0);
       return;
     case CapType::kRoce:
       set(page, sws::kFlRcQpWhenRoceDisabled, 1);

@@ -71,6 +71,7 @@ inline constexpr uint16_t kObjTypeAvQpMapping = 0x3a;
 // FunctionIdentity::sw_icm.
 inline constexpr uint16_t kObjTypeSwIcm = 0x08;
 inline constexpr uint16_t kObjTypeFlowSampler = 0x20;  // mlx5 DR's flow samplers (firmware/flow_sampler.cpp)
+inline constexpr uint16_t kObjTypeMatchDefiner = 0x18;  // mlx5 DR's large matchers (firmware/match_definer.cpp)
 
 // Virtio net queues: the general object type whose general_obj_types bit tells mlx5 that the
 // function has virtio access regions (objects/var_window.h). No queue of the type can be created.

@@ -97,7 +97,32 @@ std::optional<DefinerFields> definer_fields(uint16_t type, const PacketState& pa
   }
 }
 
-uint32_t ste_hash(std::span<const uint8_t, 16> bytes) {
+std::optional<DefinerTag> definer_tag(const MatchDefinerView& definer, const PacketState& packet) {
+  const auto frame = packet.frame();
+  if (definer.format != 0 || frame.size() < transport::ethernet::kEthHeaderSize) return std::nullopt;
+  // def0's bits the model has no value for: sx_sniffer, functional_loopback, qp_type,
+  // encapsulation_type, port (dword 4 [30:29], [27:22]); force_loopback (dword 5 [21]); the
+  // checksum and l3/l4 ok bits (dword 7 [15:8]; DR leaves them out without definer_supp_checksum).
+  const auto masked = [&](uint32_t at, uint32_t bits) {
+    return (uint32_t(definer.mask[at]) << 24 | uint32_t(definer.mask[at + 1]) << 16 |
+            uint32_t(definer.mask[at + 2]) << 8 | definer.mask[at + 3]) & bits;
+  };
+  if (masked(16, 0x6fc00000u) || masked(20, 0x00200000u) || masked(28, 0x0000ff00u)) return std::nullopt;
+  const Parsed& p = packet.parsed();
+  const L2Common c = l2_common(p);
+  DefinerTag t{};
+  put32(t, 0, packet.registers()[0]);
+  put32(t, 4, packet.registers()[1]);
+  std::copy_n(frame.begin(), 6, t.begin() + 8);  // dmac
+  t[14] = uint8_t(p.ethertype >> 8);
+  t[15] = uint8_t(p.ethertype);
+  put32(t, 16, c.fragmented << 28 | c.l3_type << 20 | c.l4_type << 18 | c.vlan_qualifier << 16 | c.tci);
+  std::copy_n(frame.begin() + 6, 6, t.begin() + 24);  // smac
+  if (c.l4_type == 1 && p.l4_offset + 14 <= frame.size()) t[31] = frame[p.l4_offset + 13];  // TCP flags
+  return t;
+}
+
+uint32_t ste_hash(std::span<const uint8_t> bytes) {
   uint32_t crc = 0;
   for (uint8_t byte : bytes) {
     crc ^= byte;
@@ -111,8 +136,8 @@ namespace {
 // One walk: the state between entries.
 class Walk {
  public:
-  Walk(const SwIcm& icm, std::span<const uint8_t> frame, const ReformatData& reformats)
-      : icm_(icm), packet_(frame), reformats_(reformats) {}
+  Walk(const SwIcm& icm, std::span<const uint8_t> frame, const ReformatData& reformats, const Definers& definers)
+      : icm_(icm), packet_(frame), reformats_(reformats), definers_(definers) {}
 
   SteVerdict run(uint64_t root) {
     uint64_t address = root, entries = 1;
@@ -165,7 +190,15 @@ class Walk {
   // The entry of a table of `entries` the frame hashes to (the previous hit chose the lookup type
   // and byte mask). False when the lookup type is one the model does not parse.
   bool entry_address(uint64_t& address, uint64_t entries) {
-    if (entries <= 1 || next_byte_mask_ == 0) return true;
+    if (entries <= 1) return true;
+    if ((next_type_ & 0xff) >= kFirstDefinerIndex) {  // a definer's table: all 32 bytes, no byte mask
+      verdict_.fault_lookup_type = next_type_;
+      const auto tag = masked_tag(uint8_t(next_type_));
+      if (!tag) return false;
+      address += uint64_t(ste_hash(*tag) % entries) * kSteBytes;
+      return true;
+    }
+    if (next_byte_mask_ == 0) return true;
     const auto fields = definer_fields(next_type_, packet_);
     verdict_.fault_lookup_type = next_type_;
     if (!fields) return false;
@@ -176,9 +209,29 @@ class Walk {
     return true;
   }
 
+  // The frame's tag under definer `index`'s mask; nullopt when there is no such definer or the model
+  // cannot build its tag.
+  std::optional<DefinerTag> masked_tag(uint8_t index) {
+    const MatchDefinerView* definer = definers_ ? definers_(index) : nullptr;
+    if (definer == nullptr) return std::nullopt;
+    auto tag = definer_tag(*definer, packet_);
+    if (tag)
+      for (uint32_t i = 0; i < kDefinerTagBytes; ++i) (*tag)[i] &= definer->mask[i];
+    return tag;
+  }
+
   // Whether the frame hits the entry; nullopt (a fault) for an entry the model cannot evaluate.
   std::optional<bool> matches() {
     const std::span<const uint8_t> ste(ste_);
+    if (format() == kFormatMatch && ste_[6] >= kFirstDefinerIndex) {
+      verdict_.fault_lookup_type = own_type();
+      const auto tag = masked_tag(ste_[6]);
+      if (!tag) {
+        fault("match entry of a definer the model has not, or cannot build");
+        return std::nullopt;
+      }
+      return std::equal(tag->begin(), tag->end(), ste.begin() + 0x20);
+    }
     if (format() == kFormatMatch) {
       // A match entry compares 32 bytes; DR writes them only as continuation and always-hit entries,
       // whose lookup type sees no field of the frame.
@@ -297,6 +350,7 @@ class Walk {
   const SwIcm& icm_;
   PacketState packet_;
   const ReformatData& reformats_;
+  const Definers& definers_;
   std::array<uint8_t, kSteBytes> ste_{};
   uint16_t next_type_ = 0, next_byte_mask_ = 0;
   SteVerdict verdict_;
@@ -304,8 +358,9 @@ class Walk {
 
 }  // namespace
 
-SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame, const ReformatData& reformats) {
-  return Walk(icm, frame, reformats).run(root);
+SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame, const ReformatData& reformats,
+                       const Definers& definers) {
+  return Walk(icm, frame, reformats, definers).run(root);
 }
 
 }  // namespace hcaemu::model::steering

@@ -36,9 +36,27 @@ inline constexpr uint16_t kDontCare = 0x000f, kSteeringRegisters0 = 0x010f;
 using DefinerFields = std::array<uint8_t, 16>;
 std::optional<DefinerFields> definer_fields(uint16_t type, const PacketState& packet);
 
+// Match definers (MATCH_DEFINER objects, docs/mlx5-dr.md): a definer's 32-byte tag of a frame in
+// its format, under its mask. Match-format entries (lookup type 0x04 << 8 | the definer's index)
+// compare all 32 bytes, and a table whose next lookup names a definer hashes them all. Format 0
+// (dr_ste_v1's def0: reg_c_0/1, MACs, ethertype, L3/L4 type, first VLAN, TCP flags) is the one
+// offered; indices 0x40 and up are definers, below them the fixed lookup types.
+inline constexpr uint32_t kDefinerTagBytes = 32;
+inline constexpr uint8_t kFirstDefinerIndex = 0x40;
+using DefinerTag = std::array<uint8_t, kDefinerTagBytes>;
+struct MatchDefinerView {
+  uint16_t format = 0;
+  DefinerTag mask{};
+};
+// The definer of index `index`, or nullptr.
+using Definers = std::function<const MatchDefinerView*(uint8_t index)>;
+// Format `format`'s tag of a frame (unmasked); nullopt for a format not offered, or one whose
+// mask covers a field the model does not parse.
+std::optional<DefinerTag> definer_tag(const MatchDefinerView& definer, const PacketState& packet);
+
 // The hash that places an entry in its table: CRC-32 (reflected 0xEDB88320, initial 0, no final
-// XOR) of the 16 bytes, byte-swapped. Entry index = hash % entries.
-uint32_t ste_hash(std::span<const uint8_t, 16> bytes);
+// XOR) of the 16 bytes (32 for a definer), byte-swapped. Entry index = hash % entries.
+uint32_t ste_hash(std::span<const uint8_t> bytes);
 
 struct SteVerdict {
   enum class Outcome : uint8_t { kDrop, kAllow, kTir, kFlowTable, kSampler, kFault };
@@ -62,6 +80,6 @@ using ReformatData = std::function<std::span<const uint8_t>(uint32_t id)>;
 
 // Walks steering ICM from `root` (a table's start anchor: one entry) for `frame`.
 SteVerdict walk_ste_v1(const SwIcm& icm, uint64_t root, std::span<const uint8_t> frame,
-                       const ReformatData& reformats = {});
+                       const ReformatData& reformats = {}, const Definers& definers = {});
 
 }  // namespace hcaemu::model::steering

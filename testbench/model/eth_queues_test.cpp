@@ -942,6 +942,38 @@ TEST(SoftwareSteering, AFlowSamplerCopiesEveryRatioThFrameToItsSampleTable) {
 }
 
 // rdma-core's test_push_vlan: the entry puts a VLAN tag after the MACs of what leaves.
+// MATCH_DEFINER objects: only with software steering, format 0 only and no mask beyond its 32
+// bytes; an ID above the fixed lookup types, which QUERY reads back; the process's own.
+TEST(SoftwareSteering, MatchDefinersAreFormatZeroAndTheirOwners) {
+  SoftwareSteering t;
+  constexpr uint16_t kMatchDefiner = 0x18;
+  auto create = t.as_user(TestFunction::input(0x90));
+  std::fill_n(&create[0x70 + 24], 6, 0xff);
+  t.f.identity.sw_icm = false;
+  EXPECT_EQ(t.run(0xa00, create, 0x10, kMatchDefiner), kBadParameter) << "without software steering";
+  t.f.identity.sw_icm = true;
+  store_be32(&create[0x20], 2);
+  EXPECT_EQ(t.run(0xa00, create, 0x10, kMatchDefiner), kBadParameter) << "format 2: not offered";
+  store_be32(&create[0x20], 0);
+  create[0x64] = 1;
+  EXPECT_EQ(t.run(0xa00, create, 0x10, kMatchDefiner), kBadParameter) << "mask dwords 8-11: not in format 0";
+  create[0x64] = 0;
+  ASSERT_EQ(t.run(0xa00, create, 0x10, kMatchDefiner), kOk);
+  const uint32_t id = t.out32(0x08);
+  EXPECT_GE(id, 0x40u);
+  EXPECT_LE(id, 0xfeu);
+  auto named = t.as_user(TestFunction::input(0x10));
+  store_be32(&named[0x08], id);
+  ASSERT_EQ(t.run(0xa02, named, 0x90, kMatchDefiner), kOk);
+  EXPECT_EQ(t.out[0x70 + 24], 0xff);
+  EXPECT_EQ(t.out[0x70 + 30], 0x00);
+  auto stranger = named;
+  store_be16(&stranger[2], uint16_t(t.uid + 1));
+  EXPECT_NE(t.run(0xa03, stranger, 0x10, kMatchDefiner), kOk) << "another process's";
+  EXPECT_EQ(t.run(0xa03, named, 0x10, kMatchDefiner), kOk);
+  EXPECT_NE(t.run(0xa02, named, 0x90, kMatchDefiner), kOk) << "gone";
+}
+
 TEST(SoftwareSteering, TxPushVlanRewritesWhatLeaves) {
   SoftwareSteering t;
   t.rule(kSource, steering::kNicTxAllow, steering::kNicTxDrop, 0x0a000c00, 0x8100ac0c);

@@ -54,6 +54,11 @@ struct SteImage {
     std::copy(tag.begin(), tag.end(), bytes.begin() + 0x30);
     return *this;
   }
+  // A match-format entry's 32-byte tag (a definer's lookup: no mask in the entry).
+  SteImage& match_tag(std::span<const uint8_t, 32> tag) {
+    std::copy(tag.begin(), tag.end(), bytes.begin() + 0x20);
+    return *this;
+  }
   SteImage& always_miss() {  // DR's: tag 0xdc under a zero mask
     bytes[0x30] = 0xdc;
     return *this;

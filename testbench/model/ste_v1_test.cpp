@@ -317,5 +317,56 @@ TEST(SteV1, TerminalAddressesDecode) {
   EXPECT_LT(steering::flow_table_address(0xffffff), uint64_t(1) << 40);
 }
 
+// Issue 16 (mlx5dv_dr_matcher_set_layout): a matcher made of a format-0 match definer on the source
+// MAC, as DR lays it out once definers are offered: a hash table of 32 match-format entries hashed
+// by the whole 32-byte tag under the definer's mask; the rule's entry hits, another source misses to
+// the end anchor; an unknown definer, or one whose mask covers a field the model has no value for
+// (the port), faults.
+TEST(SteV1, AMatchDefinerMatcherHashesAndComparesItsWholeTag) {
+  SwIcm icm;
+  ASSERT_TRUE(icm.place(kBase, 16));
+  steering::MatchDefinerView definer;
+  std::fill_n(definer.mask.begin() + 24, 6, 0xff);  // def0 smac_47_16, smac_15_0
+  const steering::Definers definers = [&](uint8_t index) { return index == 0x40 ? &definer : nullptr; };
+  const std::array<uint8_t, 6> smac{0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8};
+  steering::DefinerTag tag{};
+  std::copy(smac.begin(), smac.end(), tag.begin() + 24);
+  const uint32_t index = steering::ste_hash(tag) % 32;
+  constexpr uint16_t kDefinerLookup = 0x0440;  // match format, definer 0x40
+  SteImage().lookup(lu::kDontCare).hit(kHashTable, 32, 0x0040).write(icm, kAnchor);
+  SteImage().lookup(lu::kDontCare).always_miss().never_hit().miss(steering::kNicRxDrop).write(icm, kEndAnchor);
+  steering::DefinerTag empty{};
+  empty[0] = 0xdc;
+  for (uint32_t i = 0; i < 32; ++i)
+    SteImage().lookup(kDefinerLookup).match_tag(empty).never_hit().miss(kEndAnchor).write(icm, kHashTable + 64 * i);
+  SteImage().lookup(kDefinerLookup).match_tag(tag).hit(steering::tir_address(7)).miss(kEndAnchor)
+      .write(icm, kHashTable + 64 * index);
+
+  SteVerdict v = steering::walk_ste_v1(icm, kAnchor, frame_from(smac), {}, definers);
+  EXPECT_EQ(v.outcome, Outcome::kTir) << v.fault;
+  EXPECT_EQ(v.id, 7u);
+  v = steering::walk_ste_v1(icm, kAnchor, frame_from({0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc9}), {}, definers);
+  EXPECT_EQ(v.outcome, Outcome::kDrop) << "another source: the end anchor, then RX drop";
+  v = steering::walk_ste_v1(icm, kAnchor, frame_from(smac));
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "no such definer";
+  definer.mask[17] = 0xc0;  // dword 4 [23:22]: port
+  v = steering::walk_ste_v1(icm, kAnchor, frame_from(smac), {}, definers);
+  EXPECT_EQ(v.outcome, Outcome::kFault) << "a field the model has no value for";
+}
+
+// def0's tag of a frame: registers, MACs, ethertype, L3/L4 type and first VLAN, TCP flags.
+TEST(SteV1, DefinerFormatZeroTagCarriesTheFramesFields) {
+  steering::MatchDefinerView definer;
+  auto frame = frame_from({0x02, 0, 0, 0, 0, 9}, true);
+  const auto tag = steering::definer_tag(definer, steering::PacketState(frame));
+  ASSERT_TRUE(tag);
+  EXPECT_TRUE(std::equal(frame.begin(), frame.begin() + 6, tag->begin() + 8)) << "dmac";
+  EXPECT_EQ(load_be16(&(*tag)[14]), 0x0800u) << "ethertype behind the VLAN tag";
+  EXPECT_EQ(load_be32(&(*tag)[16]), (1u << 20) | (2u << 18) | (1u << 16) | 0xac0cu) << "IPv4, UDP, C-VLAN, TCI";
+  EXPECT_TRUE(std::equal(frame.begin() + 6, frame.begin() + 12, tag->begin() + 24)) << "smac";
+  definer.format = 2;
+  EXPECT_FALSE(steering::definer_tag(definer, steering::PacketState(frame))) << "format 2: not offered";
+}
+
 }  // namespace
 }  // namespace hcaemu::model::test
