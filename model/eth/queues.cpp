@@ -64,19 +64,26 @@ EthQueues::Fault EthQueues::translate(uint32_t lkey, uint64_t va, uint32_t lengt
 
 // ---------------------------------------------------------------- SQ engine
 
+// The SQN in the doorbell's second dword [31:8]; nullopt for bytes too short to hold one.
+std::optional<uint32_t> EthQueues::doorbell_sqn(std::span<const uint8_t> data) {
+  if (data.size() < 8) return std::nullopt;
+  return load_be32(&data[4]) >> 8;
+}
+
 bool EthQueues::doorbell(std::span<const uint8_t> data) {
-  if (data.size() < 8) return false;
-  const uint32_t sqn = load_be32(&data[4]) >> 8;
-  if (!f_.eth.sqs.contains(sqn)) {
+  const auto sqn = doorbell_sqn(data);
+  if (!sqn) return false;
+  if (!f_.eth.sqs.contains(*sqn)) {
     ++counters_.doorbell_unknown_sq;
     return false;
   }
-  process_sq(sqn);
+  process_sq(*sqn);
   return true;
 }
 
 bool EthQueues::names_sq(std::span<const uint8_t> data) const {
-  return data.size() >= 8 && f_.eth.sqs.contains(load_be32(&data[4]) >> 8);
+  const auto sqn = doorbell_sqn(data);
+  return sqn && f_.eth.sqs.contains(*sqn);
 }
 
 bool EthQueues::read_ring(const WorkQueueRing& ring, uint32_t first_block, uint32_t bytes, std::vector<uint8_t>& out) {
@@ -256,15 +263,8 @@ bool EthQueues::steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& r
 // naming `out` when either changed it; false when the frame must be dropped.
 bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out,
                            bool& rewritten) {
-  if (entry.action & flow_action::kModifyHeader) {
-    std::vector<uint8_t> modified;
-    if (!modify_header(entry.modify_header, frame, modified)) return false;
-    if (!modified.empty()) {
-      out = std::move(modified);
-      frame = out;
-      rewritten = true;
-    }
-  }
+  if (!modify_header(entry, frame, out, rewritten)) return false;
+  if (rewritten) frame = out;
   const PacketReformat* reformat =
       entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
   if (reformat == nullptr) return true;
@@ -283,15 +283,21 @@ bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& fra
   return true;
 }
 
-// A flow entry's modify-header context on `frame`: the rewritten frame in `out` (left empty when
-// the actions changed nothing). False when one could not act (a frame too short for the field).
-bool EthQueues::modify_header(uint32_t id, std::span<const uint8_t> frame, std::vector<uint8_t>& out) {
-  const ModifyHeader* modify = f_.eth.modify_headers.find(id);
+// A flow entry's modify-header context (with its MOD_HDR action) on `frame`: when the actions
+// changed it, the new frame goes to `out` (which `frame` may name: it is read first) and
+// `rewritten` is set. False when one could not act (a frame too short for the field).
+bool EthQueues::modify_header(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
+                              bool& rewritten) {
+  if ((entry.action & flow_action::kModifyHeader) == 0) return true;
+  const ModifyHeader* modify = f_.eth.modify_headers.find(entry.modify_header);
   if (modify == nullptr) return true;  // an entry holds a reference: it cannot go while used
   steering::PacketState state(frame);
   if (steering::apply_modify_actions(state, modify->actions) != nullptr) return false;
   ++counters_.header_modified;
-  if (state.rewritten()) out = state.take_rewritten();
+  if (state.rewritten()) {
+    out = state.take_rewritten();
+    rewritten = true;
+  }
   return true;
 }
 
@@ -609,23 +615,13 @@ uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const 
               entry.destinations.size());
   if (entry.flow_tag != 0) s.flow_tag = entry.flow_tag;
   count_flow(entry.counters, s.frame.size());
-  if (entry.action & flow_action::kDrop) {
+  bool modified = false;
+  if ((entry.action & flow_action::kDrop) || !modify_header(entry, s.current(), s.rewritten, modified)) {
     ++counters_.rx_steering_drop;
     dropped = true;
     return 0;
   }
-  if (entry.action & flow_action::kModifyHeader) {
-    std::vector<uint8_t> modified;
-    if (!modify_header(entry.modify_header, s.current(), modified)) {
-      ++counters_.rx_steering_drop;
-      dropped = true;
-      return 0;
-    }
-    if (!modified.empty()) {
-      s.rewritten = std::move(modified);
-      ++s.rewrites;
-    }
-  }
+  if (modified) ++s.rewrites;
   uint32_t next = 0;
   for (const FlowDestination& d : entry.destinations) {
     if (d.type == flow_dest::kTir) steer_to_tir(s, d.id);

@@ -99,6 +99,7 @@ class EthQueues {
   // SQN in them names no SQ of this function (then it is a QP doorbell for the RDMA path).
   bool doorbell(std::span<const uint8_t> data);
   bool names_sq(std::span<const uint8_t> data) const;  // whether doorbell() would take it
+  static std::optional<uint32_t> doorbell_sqn(std::span<const uint8_t> data);
   // Processes SQ `sqn` up to the producer counter in its doorbell record.
   void process_sq(uint32_t sqn);
 
@@ -163,7 +164,8 @@ class EthQueues {
   // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
   bool rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out, bool& rewritten);
-  bool modify_header(uint32_t id, std::span<const uint8_t> frame, std::vector<uint8_t>& out);
+  bool modify_header(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
+                     bool& rewritten);
   // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault
   // counted and logged.
   // Counts a frame of `bytes` in each of the flow counters named (those that still exist).

@@ -28,8 +28,7 @@ constexpr uint16_t kCheckSamplerTable = 0x53;
 constexpr uint32_t kLogMaxFlowSamplers = 12;
 
 FlowSampler* named_sampler(CommandCall& call, uint32_t out_bytes) {
-  if (!offers_software_steering(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
-  return lookup_owned(call, call.function().eth.flow_samplers, get(call.in(), kObjId), kCheckLookup);
+  return named_steering_object(call, call.function().eth.flow_samplers, out_bytes);
 }
 
 // A table the sender may point at, of the sampler's type (a firmware one when `firmware`).
@@ -79,10 +78,7 @@ void query_flow_sampler(CommandCall& call) {
   set64(call.out(), kIcmTx, steering::sampler_address(id));
 }
 
-void modify_flow_sampler(CommandCall& call) {
-  if (named_sampler(call, mbox::kHeaderSize) != nullptr)
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
-}
+void modify_flow_sampler(CommandCall& call) { refuse_steering_modify(call, call.function().eth.flow_samplers); }
 
 void destroy_flow_sampler(CommandCall& call) {
   const FlowSampler* sampler = named_sampler(call, mbox::kHeaderSize);

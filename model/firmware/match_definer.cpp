@@ -25,8 +25,7 @@ constexpr uint16_t kCheckDefinerFormat = 0x54;
 constexpr uint32_t kLogMaxDefiners = 8;
 
 steering::MatchDefinerView* named_definer(CommandCall& call, uint32_t out_bytes) {
-  if (!offers_software_steering(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
-  return lookup_owned(call, call.function().eth.match_definers, get(call.in(), kObjId), kCheckLookup);
+  return named_steering_object(call, call.function().eth.match_definers, out_bytes);
 }
 
 }  // namespace
@@ -52,10 +51,7 @@ void query_match_definer(CommandCall& call) {
   std::copy(definer->mask.begin(), definer->mask.end(), call.out().begin() + kMaskDw7To0);
 }
 
-void modify_match_definer(CommandCall& call) {
-  if (named_definer(call, mbox::kHeaderSize) != nullptr)
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
-}
+void modify_match_definer(CommandCall& call) { refuse_steering_modify(call, call.function().eth.match_definers); }
 
 void destroy_match_definer(CommandCall& call) {
   if (named_definer(call, mbox::kHeaderSize) != nullptr)

@@ -20,8 +20,7 @@ constexpr uint32_t kStartAddr = kSwIcm + 0x10;
 constexpr uint16_t kCheckObjType = 0x30, kCheckIcmRange = 0x52;
 
 SwIcmObject* named_object(CommandCall& call, uint32_t out_bytes) {
-  if (!offers_software_steering(call) || !start(call, mbox::kHeaderSize, out_bytes)) return nullptr;
-  return lookup_owned(call, call.function().resources.sw_icm_objects, get(call.in(), kObjId), kCheckLookup);
+  return named_steering_object(call, call.function().resources.sw_icm_objects, out_bytes);
 }
 
 }  // namespace
@@ -52,10 +51,7 @@ void query_sw_icm(CommandCall& call) {
   set64(call.out(), kStartAddr, object->start);
 }
 
-void modify_sw_icm(CommandCall& call) {
-  if (named_object(call, mbox::kHeaderSize) != nullptr)
-    call.fail(CommandStatus::kBadParameter, syndrome(call.opcode(), kCheckParameter));
-}
+void modify_sw_icm(CommandCall& call) { refuse_steering_modify(call, call.function().resources.sw_icm_objects); }
 
 void destroy_sw_icm(CommandCall& call) {
   const SwIcmObject* object = named_object(call, mbox::kHeaderSize);
