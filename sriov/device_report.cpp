@@ -28,10 +28,11 @@ void log_protection(FunctionPort& port) {
 void log_details(FunctionPort& port) {
   const auto& e = port.hca().eth_counters();
   log().debug("{}: eth doorbells {} (unknown sq {}, not ready {}, in error {}, dbr faults {}, overrun {}), tx nops {} "
-              "tso {} no-port {} paced {} tx-steering drop {} encapsulated {} header-modified {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {})",
+              "tso {} no-port {} paced {} tx-steering drop {} encapsulated {} header-modified {}, rx cqes {} (dma faults {}, cqe failures {}, too big {}, rq not ready {}), "
+              "decapsulated {} (not tunnelled {})",
               port.name(), e.doorbells, e.doorbell_unknown_sq, e.doorbell_not_ready, e.doorbell_in_error,
               e.dbr_faults, e.producer_overrun, e.tx_nops, e.tx_tso_wqes, e.tx_no_port, e.tx_paced, e.tx_steering_drop, e.tx_reformatted, e.header_modified, e.rx_cqes, e.rx_dma_faults,
-              e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready);
+              e.rx_cqe_failures, e.rx_too_big, e.rx_rq_not_ready, e.rx_decapsulated, e.rx_not_tunnelled);
   if (e.sw_steering_walks != 0)
     log().info("{}: software steering walked {} frames, {} dropped on an entry the model does not perform; {} "
                "Ethernet doorbells waited behind looped RDMA work (rule writes)",

@@ -127,7 +127,8 @@ namespace flow_dest {
 inline constexpr uint8_t kVport = 0x0, kFlowTable = 0x1, kTir = 0x2, kQp = 0x3;
 }
 namespace flow_action {
-inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8, kPacketReformat = 0x10, kModifyHeader = 0x40;
+inline constexpr uint32_t kAllow = 0x1, kDrop = 0x2, kForward = 0x4, kCount = 0x8, kPacketReformat = 0x10, kDecap = 0x20,
+                           kModifyHeader = 0x40;
 }
 namespace flow_table_type {
 inline constexpr uint8_t kNicRx = 0, kNicTx = 1, kEswEgressAcl = 2, kEswIngressAcl = 3, kFdb = 4, kRdmaRx = 7, kRdmaTx = 8;
@@ -142,11 +143,14 @@ struct FlowDestination {
 
 // A packet reformat context (ALLOC_PACKET_REFORMAT_CONTEXT): what a flow entry's reformat action
 // does to a frame. L2_TO_L2_TUNNEL puts `data` (the tunnel's Ethernet, IP, UDP and tunnel headers)
-// before the frame on NIC TX (eth/queues.cpp encapsulate); L2_TO_L3_TUNNEL, offered with software
-// steering, puts them before its IP packet.
+// before the frame on NIC TX (eth/queues.cpp encapsulate); L2_TO_L3_TUNNEL puts them before its IP
+// packet; L3_TUNNEL_TO_L2, on NIC RX, takes the inner IP packet out of its tunnel and puts `data`
+// (an Ethernet header) before it. (An L2 tunnel's removal needs no context: the DECAP action.)
 namespace reformat_type {
 inline constexpr uint8_t kL2ToL2Tunnel = 0x2;
-inline constexpr uint8_t kL2ToL3Tunnel = 0x4;  // the frame's Ethernet header goes first (mlx5 DR's L3 tunnels)
+inline constexpr uint8_t kL3TunnelToL2 = 0x3;
+inline constexpr uint8_t kL2ToL3Tunnel = 0x4;  // the frame's Ethernet header goes first
+inline constexpr bool on_transmit(uint8_t type) { return type == kL2ToL2Tunnel || type == kL2ToL3Tunnel; }
 }
 inline constexpr uint32_t kMaxEncapHeaderSize = 128;  // flow_table_nic_cap.max_encap_header_size
 struct PacketReformat {

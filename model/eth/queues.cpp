@@ -283,6 +283,30 @@ bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& fra
   return true;
 }
 
+// A NIC RX entry's tunnel removal, before its header rewrites: DECAP leaves an L2 tunnel's inner
+// frame, an L3_TUNNEL_TO_L2 reformat the inner IP packet behind the context's Ethernet header. The
+// result goes to `out` (which `frame` may name: it is read first). A frame without the kind of
+// tunnel the action removes is dropped (false), counted.
+bool EthQueues::decapsulate_rx(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
+                               bool& rewritten) {
+  const bool decap = entry.action & flow_action::kDecap;
+  const PacketReformat* reformat =
+      entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
+  if (!decap && reformat == nullptr) return true;
+  const auto payload = frame::tunnel_payload(frame, frame::parse(frame));
+  if (!payload || payload->ethernet != decap) {
+    ++counters_.rx_not_tunnelled;
+    return false;
+  }
+  std::vector<uint8_t> inner;
+  if (reformat != nullptr) inner = reformat->data;
+  inner.insert(inner.end(), frame.begin() + payload->offset, frame.end());
+  out = std::move(inner);
+  rewritten = true;
+  ++counters_.rx_decapsulated;
+  return true;
+}
+
 // A flow entry's modify-header context (with its MOD_HDR action) on `frame`: when the actions
 // changed it, the new frame goes to `out` (which `frame` may name: it is read first) and
 // `rewritten` is set. False when one could not act (a frame too short for the field).
@@ -616,7 +640,8 @@ uint32_t EthQueues::steer_firmware(RxSteering& s, const FlowTable& table, const 
   if (entry.flow_tag != 0) s.flow_tag = entry.flow_tag;
   count_flow(entry.counters, s.frame.size());
   bool modified = false;
-  if ((entry.action & flow_action::kDrop) || !modify_header(entry, s.current(), s.rewritten, modified)) {
+  if ((entry.action & flow_action::kDrop) || !decapsulate_rx(entry, s.current(), s.rewritten, modified) ||
+      !modify_header(entry, s.current(), s.rewritten, modified)) {
     ++counters_.rx_steering_drop;
     dropped = true;
     return 0;

@@ -61,6 +61,8 @@ struct EthCounters {
   uint64_t tx_paced = 0;              // frames that waited for their SQ's packet pacing rate
   uint64_t tx_steering_drop = 0;      // frames a NIC TX flow entry dropped
   uint64_t tx_reformatted = 0;        // frames a NIC TX flow entry encapsulated
+  uint64_t rx_decapsulated = 0;       // frames a NIC RX flow entry took out of their tunnel
+  uint64_t rx_not_tunnelled = 0;      // frames a NIC RX decap found without the tunnel it removes (dropped)
   uint64_t header_modified = 0;       // frames a flow entry's modify header rewrote (RX and TX)
   uint64_t tx_bad_ds = 0, tx_bad_opcode = 0, tx_bad_lkey = 0, tx_dma_faults = 0, tx_too_long = 0;
   uint64_t tx_error_cqes = 0, tx_flushed_wqes = 0, tx_cqe_failures = 0;
@@ -164,6 +166,8 @@ class EthQueues {
   // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
   bool rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out, bool& rewritten);
+  bool decapsulate_rx(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
+                      bool& rewritten);
   bool modify_header(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
                      bool& rewritten);
   // A software-owned table's verdict on a frame (steering/ste_v1.h), its counters counted, a fault

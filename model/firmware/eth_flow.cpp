@@ -332,14 +332,18 @@ void set_fte(CommandCall& call) {
   entry.group = get(call.in(), kFteGroup);
   entry.action = get(call.in(), kFteAction);
   entry.flow_tag = get(call.in(), kFteFlowTag);
-  // A reformat (encapsulation) on the way out only: NIC TX tables, a context that exists.
+  // A reformat of the sender's own: an encapsulation on NIC TX, an L3 tunnel's removal on NIC RX.
+  // DECAP (an L2 tunnel's removal) on NIC RX, never with a reformat as well.
   if (entry.action & flow_action::kPacketReformat) {
     entry.packet_reformat = get(call.in(), kFtePacketReformatId);
     const auto& reformats = f.eth.packet_reformats;
-    const bool usable = reformats.contains(entry.packet_reformat) && fw::acts_for(call, reformats.owner(entry.packet_reformat));
-    if (!check(call, table->type == flow_table_type::kNicTx && usable, kCheckReformat))
-      return;
+    const PacketReformat* reformat = reformats.find(entry.packet_reformat);
+    const bool usable = reformat != nullptr && fw::acts_for(call, reformats.owner(entry.packet_reformat)) &&
+                        reformat_type::on_transmit(reformat->type) == (table->type == flow_table_type::kNicTx);
+    if (!check(call, usable && (entry.action & flow_action::kDecap) == 0, kCheckReformat)) return;
   }
+  if (!check(call, (entry.action & flow_action::kDecap) == 0 || table->type == flow_table_type::kNicRx, kCheckReformat))
+    return;
   // A modify header made for this table's type, the sender's own.
   if (entry.action & flow_action::kModifyHeader) {
     entry.modify_header = get(call.in(), kFteModifyHeaderId);
@@ -466,10 +470,12 @@ void alloc_packet_reformat(CommandCall& call) {
   if (!fw::start(call, kReformatData)) return;
   const uint32_t size = get(call.in(), kReformatDataSize);
   const uint8_t type = uint8_t(get(call.in(), kReformatType));
-  const bool l3_tunnel = type == reformat_type::kL2ToL3Tunnel && call.function().identity.sw_icm;
-  // Encapsulation behind at least an Ethernet header, no longer than the caps say.
-  if (!check(call, type == reformat_type::kL2ToL2Tunnel || l3_tunnel, kCheckReformat) ||
-      !check(call, size >= 14 && size <= kMaxEncapHeaderSize, kCheckReformat) ||
+  // Encapsulation behind at least an Ethernet header, no longer than the caps say; an L3 tunnel's
+  // removal puts back an Ethernet header, with or without a VLAN tag.
+  const bool known = reformat_type::on_transmit(type) || type == reformat_type::kL3TunnelToL2;
+  const bool sized = type == reformat_type::kL3TunnelToL2 ? size == 14 || size == 18
+                                                          : size >= 14 && size <= kMaxEncapHeaderSize;
+  if (!check(call, known, kCheckReformat) || !check(call, sized, kCheckReformat) ||
       !check(call, call.in().size() >= kReformatData + size, kCheckReformat, CommandStatus::kBadInputLength))
     return;
   PacketReformat reformat;

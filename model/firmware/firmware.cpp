@@ -141,6 +141,7 @@ void register_all_commands(CommandTable& table) {
   register_scheduling_element_commands(table);
   register_packet_pacing_commands(table);
   register_umem_commands(table);
+  register_eswitch_manager_commands(table);
 }
 }  // namespace
 

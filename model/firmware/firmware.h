@@ -25,6 +25,7 @@ void register_user_context_commands(CommandTable& table);  // firmware/user_cont
 void register_general_object_commands(CommandTable& table);  // firmware/general_objects.cpp: reserved QP numbers
 void register_scheduling_element_commands(CommandTable& table);  // firmware/scheduling_elements.cpp
 void register_packet_pacing_commands(CommandTable& table);  // firmware/packet_pacing.cpp: SET_PP_RATE_LIMIT
+void register_eswitch_manager_commands(CommandTable& table);  // firmware/eswitch_manager.cpp: ESW vport, MPFS
 void register_umem_commands(CommandTable& table);  // firmware/umem.cpp: CREATE/DESTROY_UMEM (DevX)
 
 // A PORT_CHANGE EQE (ACTIVE or DOWN, as the port now is) on the EQs that asked for them: after a

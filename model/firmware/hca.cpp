@@ -1,8 +1,9 @@
 // HCA-level commands (mlx5-device-bringup.md sections 4.1-4.4 and 8): capabilities
 // (QUERY/SET_HCA_CAP), INIT/TEARDOWN_HCA, QUERY_ADAPTER, SET_DRIVER_VERSION, ACCESS_REG (the
 // register file is firmware/port_registers.cpp), vport state and NIC/HCA vport contexts, and the RoCE
-// address (GID) table. The model has no eswitch manager: a command naming another function or
-// vport (other_function / other_vport) is refused from every function.
+// address (GID) table. The PF is the eswitch manager (legacy mode, no FDB; firmware/eswitch_manager.cpp),
+// but the VFs' vports are the host admin's (hcactl), not a guest's: a command naming another
+// function or vport (other_function / other_vport) is refused from every function.
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -55,7 +56,7 @@ enum CapCheck : uint16_t { kUnknownCapType = 0x10, kSetModeBit = 0x11 };
 void query_hca_cap(CommandCall& call) {
   if (!call.need_input(0x10) || !cap_targets_self(call)) return;
   const uint16_t type = call.op_mod() >> 1;
-  const uint32_t bytes = cap_struct_bytes(type);
+  const uint32_t bytes = cap_struct_bytes(call.function().identity, type);
   if (bytes == 0) {
     fail(call, CommandStatus::kBadParameter, kUnknownCapType);
     return;
@@ -72,7 +73,7 @@ void set_hca_cap(CommandCall& call) {
     return;
   }
   const uint16_t type = call.op_mod() >> 1;
-  const uint32_t bytes = cap_struct_bytes(type);
+  const uint32_t bytes = cap_struct_bytes(call.function().identity, type);
   if (bytes == 0) {
     fail(call, CommandStatus::kBadParameter, kUnknownCapType);
     return;

@@ -123,6 +123,7 @@ constexpr Field kGeneralObjTypesHigh{0x80, 31, 0};            // general_obj_typ
 constexpr Field kGeneralObjTypesLow{0x84, 31, 0};             // bits 31..0
 constexpr Field kLogMaxUctx{0x8c, 28, 24};                    // log_max_uctx
 constexpr Field kMaxNumEqs{0x8c, 15, 0};                      // max_num_eqs
+constexpr Field kLogMaxL2Table{0x90, 28, 24};                 // log_max_l2_table (MPFS)
 constexpr Field kLogUarPageSz{0x90, 15, 0};                   // log_uar_page_sz
 constexpr Field kDeviceFrequencyKhz{0x9c, 31, 0};             // device_frequency_khz
 constexpr Field kLogMaxDciStreamChannels{0xb0, 20, 16};       // log_max_dci_stream_channels
@@ -175,9 +176,9 @@ constexpr CapValue kGeneralCaps[] = {
     {gen::kRetransmissionQCounters, 1},      // duplicate_request, rnr_nak_retry_err, packet_seq_err, ...
     {gen::kEnhancedErrorQCounters, 1},       // and the error CQE counters (objects/queue_counters.h)
     {gen::kPkeyTableSize, 0},                // 128 entries
-    {gen::kVportGroupManager, 0},            // no eswitch, no LAG
+    {gen::kVportGroupManager, 0},            // the PF's: fill_every_function (eswitch manager)
     {gen::kNicFlowTable, 1},                 // mlx5e needs it
-    {gen::kEswitchManager, 0},
+    {gen::kEswitchManager, 0},               // the PF's: fill_every_function
     {gen::kMcamReg, 0},                      // no MCAM, no fw tracer
     {gen::kPcamReg, 0},
     {gen::kLocalCaAckDelay, 16},
@@ -438,10 +439,10 @@ constexpr CapValue kRoceCaps[] = {
 };
 
 // --- flow_table_nic_cap (type 7): flow_table_properties_nic_receive at 0x40, _nic_transmit at 0x100 --
-// NIC TX tables count, drop, allow and encapsulate (packet reformat L2_TO_L2_TUNNEL, eth/queues.cpp
-// steer_tx); no decap and no other reformat type (decap, reformat_l3_tunnel_to_l2,
-// reformat_l2_to_l3_tunnel stay 0, so mlx5_ib refuses those types). Both rewrite header fields
-// (modify-header contexts on the outer MACs and ethertype).
+// NIC TX tables count, drop, allow and encapsulate (packet reformat L2_TO_L2_TUNNEL and
+// L2_TO_L3_TUNNEL, eth/queues.cpp rewrite_tx); NIC RX tables take frames out of tunnels (DECAP for
+// an L2 tunnel, reformat L3_TUNNEL_TO_L2: eth/queues.cpp decapsulate_rx). Both rewrite header
+// fields (modify-header contexts on the outer MACs and ethertype).
 namespace ft {
 constexpr uint32_t kNicReceive = 0x40;                        // flow_table_properties_nic_receive
 constexpr uint32_t kNicTransmit = 0x100;                      // flow_table_properties_nic_transmit
@@ -452,6 +453,9 @@ constexpr Field kModifyRoot{0x00, 27, 27};                    // modify_root
 constexpr Field kIdentifiedMissTableMode{0x00, 26, 26};       // identified_miss_table_mode
 constexpr Field kFlowTableModify{0x00, 25, 25};               // flow_table_modify
 constexpr Field kReformat{0x00, 24, 24};                      // reformat
+constexpr Field kDecap{0x00, 23, 23};                         // decap
+constexpr Field kReformatL3TunnelToL2{0x00, 13, 13};          // reformat_l3_tunnel_to_l2
+constexpr Field kReformatL2ToL3Tunnel{0x00, 12, 12};          // reformat_l2_to_l3_tunnel
 constexpr Field kIgnoreFlowLevel{0x00, 10, 10};               // ignore_flow_level
 constexpr Field kLogMaxFtSize{0x04, 29, 24};                  // log_max_ft_size
 constexpr Field kLogMaxModifyHeaderContext{0x04, 23, 16};     // log_max_modify_header_context
@@ -543,7 +547,8 @@ constexpr Field kDoorbellBarOffsetLow{0x0c, 31, 0};
 
 constexpr uint32_t kGeneralBytes = 0x100, kEthernetBytes = 0x100, kAtomicBytes = 0x100, kRoceBytes = 0x100,
                    kFlowTableBytes = 0x1000, kDeviceMemoryBytes = 0x100, kOdpBytes = 0x100, kGeneral2Bytes = 0x100,
-                   kQosBytes = 0x100, kVirtioEmulationBytes = 0x100;
+                   kQosBytes = 0x100, kVirtioEmulationBytes = 0x100, kEswitchFlowTableBytes = 0x1000,
+                   kEswitchBytes = 0x100;
 
 // --- settable fields: what SET_HCA_CAP may change in `cur` -------------------------------------
 // kLimit: value <= max; kFlag: 1 only where max is 1. kSubset: a bit mask that may only name what
@@ -675,6 +680,14 @@ void fill_every_function(const FunctionIdentity& identity, CapType type, std::sp
       set(page, gen::kDeviceMemory, identity.memic.bytes != 0 || identity.sw_icm);
       set(page, gen::kGeneralObjTypesLow, (identity.var.bytes != 0 ? 1u << kObjTypeVirtioNetQueue : 0) |
                                               (identity.sw_icm ? 1u << kObjTypeSwIcm : 0));
+      if (is_eswitch_manager(identity)) {
+        // The PF manages the embedded switch in legacy mode, as a passed-through ConnectX PF does:
+        // mlx5_core builds its eswitch (devlink shows the mode) and keeps its MACs in the MPFS L2
+        // table. No LAG (lag_master 0). Its eswitch caps (types 8 and 9) offer no FDB.
+        set(page, gen::kVportGroupManager, 1);
+        set(page, gen::kEswitchManager, 1);
+        set(page, gen::kLogMaxL2Table, kLogMaxL2Table);
+      }
       return;
     case CapType::kEthernetOffloads:
       fill(page, kEthernetCaps);
@@ -697,6 +710,9 @@ void fill_every_function(const FunctionIdentity& identity, CapType type, std::sp
           page[properties + ft::kFtFieldBitmaskSupport + bit / 8] |= uint8_t(0x80u >> (bit % 8));
         }
       }
+      set(page.subspan(ft::kNicReceive), ft::kDecap, 1);
+      set(page.subspan(ft::kNicReceive), ft::kReformatL3TunnelToL2, 1);
+      set(page.subspan(ft::kNicTransmit), ft::kReformatL2ToL3Tunnel, 1);
       return;
     case CapType::kDeviceMemory:
       fill_device_memory(identity, page);
@@ -716,6 +732,9 @@ void fill_every_function(const FunctionIdentity& identity, CapType type, std::sp
     case CapType::kQos:
       fill(page, kQosCaps);
       return;
+    case CapType::kEswitchFlowTable:  // all zero: no FDB or ACL tables, encap mode none, no SW FDB
+    case CapType::kEswitch:           // all zero: no VLAN strip/insert, no metadata, no ECPF
+      return;
     default:
       return;
   }
@@ -728,8 +747,12 @@ void fill_max(const FunctionIdentity& identity, CapType type, std::span<uint8_t>
 
 }  // namespace
 
-uint32_t cap_struct_bytes(uint16_t type) {
+bool is_eswitch_manager(const FunctionIdentity& identity) { return !identity.is_vf; }
+
+uint32_t cap_struct_bytes(const FunctionIdentity& identity, uint16_t type) {
   switch (CapType(type)) {
+    case CapType::kEswitchFlowTable: return is_eswitch_manager(identity) ? kEswitchFlowTableBytes : 0;
+    case CapType::kEswitch: return is_eswitch_manager(identity) ? kEswitchBytes : 0;
     case CapType::kGeneral: return kGeneralBytes;
     case CapType::kEthernetOffloads: return kEthernetBytes;
     case CapType::kAtomic: return kAtomicBytes;
@@ -756,7 +779,7 @@ uint32_t log_max_eq(const FunctionIdentity& identity) {
 
 bool build_cap_page(const FunctionIdentity& identity, const HcaCapSettings& cur, uint16_t type, CapMode mode,
                     std::span<uint8_t> page) {
-  const uint32_t bytes = cap_struct_bytes(type);
+  const uint32_t bytes = cap_struct_bytes(identity, type);
   if (bytes == 0 || page.size() < bytes) return false;
   page = page.first(bytes);
   std::fill(page.begin(), page.end(), 0);

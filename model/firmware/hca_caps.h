@@ -21,6 +21,8 @@ enum class CapType : uint16_t {
   kAtomic = 0x3,
   kRoce = 0x4,
   kFlowTable = 0x7,
+  kEswitchFlowTable = 0x8,  // flow_table_eswitch_cap, queried when eswitch_manager is set
+  kEswitch = 0x9,           // e_switch_cap, likewise
   kQos = 0xc,           // queried when cmd_hca_cap.qos is set
   kDeviceMemory = 0xf,  // queried when cmd_hca_cap.device_memory is set
   kVirtioEmulation = 0x13,  // queried when general_obj_types names virtio net queues (VARs)
@@ -92,8 +94,13 @@ inline constexpr uint32_t kAtomicReqModeBigEndian = 0;      // atomic_req_8B_end
 inline constexpr uint32_t kAtomicReqModeHostEndianness = 1;
 inline constexpr uint32_t kQpcAtomicModeIbCompliant = 1;    // qpc.atomic_mode mlx5_ib sets (IB_COMP)
 
-// Bytes of the structure of a modelled cap type; 0 for a type the model does not offer.
-uint32_t cap_struct_bytes(uint16_t type);
+// The PF manages the embedded switch (vport_group_manager, eswitch_manager); VFs do not.
+bool is_eswitch_manager(const FunctionIdentity& identity);
+// Entries of the eswitch manager's MPFS L2 table (log_max_l2_table; firmware/eswitch_manager.cpp).
+inline constexpr uint32_t kLogMaxL2Table = 5;
+
+// Bytes of the structure of a modelled cap type; 0 for a type the model does not offer `identity`.
+uint32_t cap_struct_bytes(const FunctionIdentity& identity, uint16_t type);
 
 // Fills `page` (the capability area at out+0x10, at least cap_struct_bytes(type) long) with the
 // cap of `type` in `mode`. Returns false, leaving the page alone, for a type we do not model.

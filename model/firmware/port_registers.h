@@ -5,6 +5,7 @@
 // Each function has its own copy: a VF's `ip link set down` changes only its own view.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <span>
 #include <vector>
@@ -137,6 +138,14 @@ struct VportState {
   std::vector<uint16_t> vlans;
   uint8_t admin_state = kVportAdminFollow;  // MODIFY_VPORT_STATE: follow the port
   std::vector<RoceAddress> roce_addresses = std::vector<RoceAddress>(kRoceAddressTableSize);
+  // The eswitch manager's MPFS L2 table (SET/DELETE_L2_TABLE_ENTRY): the unicast addresses the
+  // driver claims for its function, by table index; empty until the first SET.
+  struct L2TableEntry {
+    MacAddress mac{};
+    bool vlan_valid = false;
+    uint16_t vlan = 0;
+  };
+  std::vector<std::optional<L2TableEntry>> l2_table;
 
   bool up(const PortState& port) const { return port.up() && admin_state != kVportAdminDown; }
 };

@@ -343,7 +343,8 @@ TEST(EthSq, NicTxStepsEncapsulateCountAndDrop) {
   EXPECT_EQ(t.port.frames[0], frame) << "no NIC TX table";
 
   const auto outer = vxlan_outer();
-  EXPECT_EQ(alloc_reformat(t, 0x3, outer), kBadParameter) << "L3_TUNNEL_TO_L2: not offered";
+  EXPECT_EQ(alloc_reformat(t, 0x3, outer), kBadParameter) << "L3_TUNNEL_TO_L2 puts back an Ethernet header only";
+  EXPECT_EQ(alloc_reformat(t, 0x1, outer), kBadParameter) << "L2_TO_NVGRE: not offered";
   EXPECT_EQ(alloc_reformat(t, 0x2, std::vector<uint8_t>(kMaxEncapHeaderSize + 1, 0)), kBadParameter) << "too long";
   EXPECT_EQ(alloc_reformat(t, 0x2, std::vector<uint8_t>(8, 0)), kBadParameter) << "not even an Ethernet header";
   ASSERT_EQ(alloc_reformat(t, 0x2, outer), kOk);
@@ -542,6 +543,86 @@ TEST(EthRq, ModifyHeaderContextsRewriteMacsOnTxAndRx) {
 
   ASSERT_EQ(t.run(0x938, t.flow_input(0x24, kNicTx, table)), kOk);  // DELETE_FLOW_TABLE_ENTRY
   EXPECT_EQ(t.run(0x941, dealloc), kOk) << "no entry uses it any more";
+}
+
+// An IPv4 GRE tunnel (protocol 0x0800) around `inner`'s IP packet: an L3 tunnel.
+std::vector<uint8_t> gre_l3_frame(const std::vector<uint8_t>& inner) {
+  std::vector<uint8_t> f(14 + 20 + 4);
+  const uint8_t dst[6] = {0x02, 0xc9, 0, 0, 0, 1}, src[6] = {0x02, 0xc9, 0, 0, 0, 9};
+  std::copy_n(dst, 6, &f[0]);
+  std::copy_n(src, 6, &f[6]);
+  store_be16(&f[12], 0x0800);
+  f[14] = 0x45;
+  f[22] = 64;
+  f[23] = 47;  // GRE
+  store_be32(&f[26], 0xc0a80002);
+  store_be32(&f[30], 0xc0a80001);
+  store_be16(&f[36], 0x0800);  // GRE protocol: IPv4
+  f.insert(f.end(), inner.begin() + 14, inner.end());
+  store_be16(&f[16], uint16_t(f.size() - 14));
+  return f;
+}
+
+// Firmware (root) NIC RX tables take frames out of tunnels, as rdma-core's root-table reformat
+// tests ask through mlx5_ib: DECAP leaves an L2 tunnel's inner frame, an L3_TUNNEL_TO_L2 context
+// the inner IP packet behind its Ethernet header. A frame without that tunnel is dropped, counted;
+// the actions belong to NIC RX only, and not together.
+TEST(EthRq, RxEntriesTakeFramesOutOfL2AndL3Tunnels) {
+  RxPath t;
+  constexpr uint8_t kNicRx = 0, kNicTx = 1;
+  ASSERT_EQ(t.run(0x900, t.tir_input(false, t.rqn)), kOk);
+  const uint32_t tir = t.object();
+  const uint32_t root = t.create_flow_table(kNicRx, 2);
+  const uint32_t group = t.create_group(kNicRx, root, 0, 3, false);
+  auto decap = t.fte_input(kNicRx, root, 0, group, {{2, tir}});
+  store_be32(&decap[0x4c], 0x4 | 0x20);  // forward, decap
+  const uint32_t tx_table = t.create_flow_table(kNicTx, 2);
+  const uint32_t tx_group = t.create_group(kNicTx, tx_table, 0, 3, false);
+  auto tx_decap = t.fte_input(kNicTx, tx_table, 0, tx_group, {});
+  store_be32(&tx_decap[0x4c], 0x1 | 0x20);
+  EXPECT_EQ(t.run(0x936, tx_decap), kBadParameter) << "decap on the way out";
+  ASSERT_EQ(t.run(0x936, decap), kOk);
+
+  const auto inner = udp_frame(100);
+  std::vector<uint8_t> vxlan;
+  frame::encapsulate(vxlan_outer(), inner, vxlan);
+  t.post(0, 2048, 0);
+  t.post(1, 2048, 0);
+  t.publish(2);
+  t.queues.receive(vxlan);
+  EXPECT_EQ(t.read(t.rx_buffers, inner.size()), inner) << "the inner frame, without the tunnel";
+  t.queues.receive(inner);
+  EXPECT_EQ(t.queues.counters().rx_not_tunnelled, 1u) << "nothing to take out: dropped";
+  EXPECT_EQ(t.queues.counters().rx_decapsulated, 1u);
+
+  // L3: the inner IP packet behind the context's Ethernet header (with a VLAN tag: 18 bytes).
+  std::vector<uint8_t> l2(18);
+  const uint8_t mac[6] = {0x02, 0xc9, 0, 0, 0, 0x77};
+  std::copy_n(mac, 6, &l2[0]);
+  std::copy_n(mac, 6, &l2[6]);
+  store_be16(&l2[12], 0x8100);
+  store_be16(&l2[14], 5);
+  store_be16(&l2[16], 0x0800);
+  EXPECT_EQ(alloc_reformat(t, 0x3, std::vector<uint8_t>(16, 0)), kBadParameter) << "neither 14 nor 18 bytes";
+  ASSERT_EQ(alloc_reformat(t, 0x3, l2), kOk);
+  const uint32_t l3_to_l2 = t.out32(0x08);
+  auto reformat = t.fte_input(kNicRx, root, 0, group, {{2, tir}});
+  store_be32(&reformat[0x4c], 0x4 | 0x10 | 0x20);
+  store_be32(&reformat[0x58], l3_to_l2);
+  EXPECT_EQ(t.run(0x936, reformat, 16, 1), kBadParameter) << "decap and an L3 reformat together";
+  store_be32(&reformat[0x4c], 0x4 | 0x10);
+  store_be32(&tx_decap[0x4c], 0x1 | 0x10);
+  store_be32(&tx_decap[0x58], l3_to_l2);
+  EXPECT_EQ(t.run(0x936, tx_decap), kBadParameter) << "an L3 tunnel's removal on the way out";
+  ASSERT_EQ(t.run(0x936, reformat, 16, 1), kOk) << "modify the entry";
+  t.queues.receive(gre_l3_frame(inner));
+  std::vector<uint8_t> expected = l2;
+  expected.erase(expected.begin() + 12, expected.begin() + 16);  // the RQ strips the tag into the CQE
+  expected.insert(expected.end(), inner.begin() + 14, inner.end());
+  EXPECT_EQ(t.read(t.rx_buffers + 4096, expected.size()), expected) << "the inner IP packet behind the new header";
+  t.queues.receive(vxlan);
+  EXPECT_EQ(t.queues.counters().rx_not_tunnelled, 2u) << "an L2 tunnel is no L3 tunnel";
+  EXPECT_EQ(t.queues.counters().rx_decapsulated, 2u);
 }
 
 // mlx5e binds its RQs to a queue counter set; a frame that finds no WQE counts in its
@@ -789,9 +870,9 @@ TEST(SoftwareSteering, TablesNeedTheFeatureAnAnchorAndStayTheirOwners) {
   ASSERT_EQ(t.run(0x932, t.as_user(t.flow_input(0x18, 0, sw)), 0x40), kOk);
   EXPECT_EQ(load_be64(&t.out[0x18 + 0x20]), SoftwareSteering::kIcm) << "a software table's root, as created";
   EXPECT_EQ(t.run(0xb00, t.as_user(TestFunction::input(0x10))), kOk) << "SYNC_STEERING";
-  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kOk) << "an L3 tunnel (L2_TO_L3_TUNNEL) with software steering";
+  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kOk) << "an L3 tunnel (L2_TO_L3_TUNNEL)";
   t.f.identity.sw_icm = false;
-  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kBadParameter) << "and not without";
+  EXPECT_EQ(alloc_reformat(t, 0x4, vxlan_outer()), kOk) << "root tables encapsulate L3 tunnels too";
   EXPECT_EQ(t.run(0xb00, t.as_user(TestFunction::input(0x10))), uint8_t(CommandStatus::kBadOpcode));
   t.f.identity.sw_icm = true;
   auto destroy_uctx = TestFunction::input(0x10);

@@ -4,6 +4,7 @@
 // out from the docs here (not taken from the model's constants) so the test checks the layouts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -172,9 +173,10 @@ TEST(FwHcaProbe, GeneralCapsAreTheSection43Set) {
     EXPECT_EQ(f.cap(0x30, 29, 29), 1u) << "retransmission_q_counters";
     EXPECT_EQ(f.cap(0x34, 14, 14), 1u) << "enhanced_error_q_counters";
     EXPECT_EQ(f.cap(0x30, 15, 0), 0u) << "pkey_table_size";
-    EXPECT_EQ(f.cap(0x34, 31, 31), 0u) << "vport_group_manager";
+    EXPECT_EQ(f.cap(0x34, 31, 31), 1u) << "vport_group_manager: the PF";
     EXPECT_EQ(f.cap(0x34, 25, 25), 1u) << "nic_flow_table";
-    EXPECT_EQ(f.cap(0x34, 24, 24), 0u) << "eswitch_manager";
+    EXPECT_EQ(f.cap(0x34, 24, 24), 1u) << "eswitch_manager: the PF";
+    EXPECT_EQ(f.cap(0x90, 28, 24), 5u) << "log_max_l2_table: the MPFS table of 32";
     EXPECT_EQ(f.cap(0x34, 22, 21), 0u) << "mcam_reg / pcam_reg";
     EXPECT_EQ(f.cap(0x34, 9, 8), 1u) << "port_type Ethernet";
     EXPECT_EQ(f.cap(0x34, 7, 0), 1u) << "num_ports";
@@ -337,10 +339,10 @@ TEST(FwHcaCaps, SetStoresSettableFieldsAndRefusesAboveMax) {
 
   // Read-only fields in the copy are ignored, as firmware does.
   in = set_cap_input(f, kGeneral);
-  store_be32(&in[0x10 + 0x34], load_be32(&in[0x10 + 0x34]) | 0x80000000u);  // vport_group_manager
+  store_be32(&in[0x10 + 0x34], load_be32(&in[0x10 + 0x34]) & ~0x80000000u);  // vport_group_manager
   EXPECT_EQ(f.run(0x109, 0, in), kOk);
   ASSERT_EQ(f.query_cap(kGeneral, kCur), kOk);
-  EXPECT_EQ(f.cap(0x34, 31, 31), 0u);
+  EXPECT_EQ(f.cap(0x34, 31, 31), 1u) << "the PF stays the vport group manager";
 }
 
 TEST(FwHcaCaps, SetAfterInitAndBadTypesAreRefused) {
@@ -890,6 +892,86 @@ TEST(FwHcaReset, DisableHcaBringsCapsRegistersAndVportBackToDefaults) {
   ASSERT_EQ(f.access_reg(0x5006, true, down, 0x10), kOk);
   f.fw.reset();
   EXPECT_TRUE(f.context.port.state().up());
+}
+
+// --- the PF as eswitch manager (firmware/eswitch_manager.cpp) ------------------------------------------
+
+// mlx5_core builds its eswitch in legacy mode when both bits are set (devlink dev eswitch show);
+// 6.1 oopses on a manager without vport_group_manager, so they come together, on the PF only. The
+// eswitch caps it then queries offer no FDB: no software-owned FDB, encap mode none, no metadata.
+TEST(FwHcaEswitch, ThePfManagesTheEswitchWithoutAnFdbAndVfsDoNot) {
+  Function pf;
+  Function vf({.is_vf = true, .vhca_id = 1});
+  constexpr uint16_t kEswitchFlowTable = 8, kEswitch = 9;
+  for (uint16_t type : {kEswitchFlowTable, kEswitch}) {
+    for (uint16_t mode : {kCur, kMax}) {
+      ASSERT_EQ(pf.query_cap(type, mode), kOk) << "type " << type;
+      EXPECT_TRUE(std::all_of(pf.out.begin() + 0x10, pf.out.end(), [](uint8_t b) { return b == 0; }))
+          << "type " << type << ": nothing offered";
+      EXPECT_EQ(vf.query_cap(type, mode), kBadParam) << "a VF has no eswitch caps, type " << type;
+    }
+  }
+  ASSERT_EQ(vf.query_cap(kGeneral, kMax), kOk);
+  EXPECT_EQ(vf.cap(0x34, 31, 31), 0u) << "vport_group_manager";
+  EXPECT_EQ(vf.cap(0x34, 24, 24), 0u) << "eswitch_manager";
+  EXPECT_EQ(vf.cap(0x90, 28, 24), 0u) << "log_max_l2_table";
+  ASSERT_EQ(pf.query_cap(kGeneral, kMax), kOk);
+  EXPECT_EQ(pf.cap(0x4c, 4, 4), 0u) << "lag_master: no LAG";
+
+  // rdma-core's DR asks a manager for its own vport's eswitch context before building a domain.
+  ASSERT_EQ(pf.run(0x752, 0, {}, 0x110), kOk) << "QUERY_ESW_VPORT_CONTEXT own vport";
+  EXPECT_EQ(pf.at(0x10 + 0xf0, 31, 0), 0u) << "no sw_steering_vport_icm_address_rx";
+  std::vector<uint8_t> other(16);
+  other[8] = 0x80;  // other_vport
+  store_be16(&other[0x0a], 1);
+  EXPECT_EQ(pf.run(0x752, 0, other, 0x110), kBadParam) << "a VF's vport is the host admin's";
+  EXPECT_EQ(pf.run(0x752, 1, {}, 0x110), kBadParam) << "op_mod";
+  EXPECT_EQ(pf.run(0x752, 0, {}, 0x100), kBadOutLen);
+  EXPECT_EQ(vf.run(0x752, 0, {}, 0x110), kBadParam) << "a VF is no manager";
+}
+
+// The MPFS L2 table: mlx5_core claims each unicast address of its netdev at the lowest free index.
+TEST(FwHcaEswitch, TheL2TableKeepsUnicastAddressesByIndex) {
+  Function pf;
+  auto entry = [](uint32_t index, std::array<uint8_t, 6> mac, int vlan = -1) {
+    std::vector<uint8_t> in(0x40);
+    store_be32(&in[0x14], index);
+    if (vlan >= 0) store_be32(&in[0x1c], 1u << 12 | uint32_t(vlan));
+    std::copy(mac.begin(), mac.end(), in.begin() + 0x22);
+    return in;
+  };
+  const std::array<uint8_t, 6> mac{0x02, 0xc9, 0, 0, 0, 0}, other{0x02, 0xc9, 0, 0, 0, 7};
+  ASSERT_EQ(pf.run(0x829, 0, entry(0, mac)), kOk) << "SET_L2_TABLE_ENTRY";
+  ASSERT_EQ(pf.run(0x82a, 0, entry(0, {}), 0x40), kOk) << "QUERY_L2_TABLE_ENTRY";
+  EXPECT_TRUE(std::equal(mac.begin(), mac.end(), pf.out.begin() + 0x22));
+  EXPECT_EQ(pf.at(0x1c, 12, 12), 0u) << "no VLAN";
+  EXPECT_EQ(pf.run(0x829, 0, entry(1, mac)), kBadParam) << "the same address at a second index";
+  EXPECT_EQ(pf.syndrome(), 0x08290017u);
+  ASSERT_EQ(pf.run(0x829, 0, entry(1, mac, 5)), kOk) << "the same address on a VLAN is another entry";
+  ASSERT_EQ(pf.run(0x82a, 0, entry(1, {}), 0x40), kOk);
+  EXPECT_EQ(pf.at(0x1c, 12, 0), 1u << 12 | 5u);
+  ASSERT_EQ(pf.run(0x829, 0, entry(31, other)), kOk) << "the last of 32";
+  EXPECT_EQ(pf.run(0x829, 0, entry(32, other)), uint8_t(CommandStatus::kBadIndex)) << "past the table";
+  EXPECT_EQ(pf.run(0x829, 0, entry(2, {0x01, 0, 0x5e, 0, 0, 1})), kBadParam) << "multicast";
+  std::vector<uint8_t> silent = entry(2, other);
+  store_be32(&silent[0x1c], 1u << 15);
+  EXPECT_EQ(pf.run(0x829, 0, silent), kBadParam) << "silent mode (multi-host) is not offered";
+  EXPECT_EQ(pf.run(0x829, 1, entry(2, other)), kBadParam) << "op_mod";
+  EXPECT_EQ(pf.run(0x829, 0, std::vector<uint8_t>(0x20)), kBadInLen);
+  ASSERT_EQ(pf.run(0x82b, 0, entry(0, {})), kOk) << "DELETE_L2_TABLE_ENTRY";
+  EXPECT_EQ(pf.run(0x82b, 0, entry(0, {})), uint8_t(CommandStatus::kBadResource)) << "deleted twice";
+  EXPECT_EQ(pf.run(0x82a, 0, entry(0, {}), 0x40), uint8_t(CommandStatus::kBadResource)) << "empty entry";
+  ASSERT_EQ(pf.run(0x829, 0, entry(0, mac)), kOk) << "its index is free again";
+  EXPECT_EQ(pf.run(0x829, 0, entry(0, mac, 7)), kOk) << "SET over an index replaces it";
+
+  Function vf({.is_vf = true, .vhca_id = 1});
+  EXPECT_EQ(vf.run(0x829, 0, entry(0, other)), kBadParam) << "a VF has no L2 table";
+  std::vector<uint8_t> user = entry(0, mac);
+  store_be16(&user[2], 1);
+  EXPECT_EQ(pf.run(0x82b, 0, user), kBadParam) << "a user context may not touch it";
+  ASSERT_EQ(pf.run(0x105, 0), kOk) << "DISABLE_HCA";
+  ASSERT_EQ(pf.run(0x104, 0), kOk) << "ENABLE_HCA";
+  EXPECT_EQ(pf.run(0x82a, 0, entry(0, {}), 0x40), uint8_t(CommandStatus::kBadResource)) << "reset empties it";
 }
 
 TEST(FwHcaIdentity, DefaultMacFollowsVhcaId) {
