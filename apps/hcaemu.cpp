@@ -73,6 +73,7 @@ struct Options {
   std::string socket_mode = "600";
   std::string dcqcn;  // empty: off; else a profile of model/congestion/dcqcn.h
   bool software_steering = false;
+  bool no_software_steering = false;
   std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
@@ -113,13 +114,16 @@ po::options_description describe_options(Options& o) {
        "DCQCN congestion control in every function (ECN-capable RoCE data, CNPs for CE-marked packets, a "
        "rate limiter per QP; mlx5_ib's hw_counters np_cnp_sent, rp_cnp_handled, ...): connectx (the "
        "default: ConnectX firmware values) or paper (Zhu et al., SIGCOMM 2015); off without the option")
+      ("no-software-steering", po::bool_switch(&o.no_software_steering),
+       "do not offer mlx5 DR software steering (rdma-core's mlx5dv_dr_*), which every function offers by "
+       "default: steering ICM, software-owned NIC RX/TX tables walked as STE v1 (MAC, metadata-register "
+       "and Geneve lookups, format-0 match definers; counters, flow tags, VLAN push/pop, tunnel "
+       "encap/decap, modify lists, destination arrays, flow samplers; drop/allow/TIR/table terminals; "
+       "not yet flow meters: an entry the model cannot perform drops the frame, counted and logged). "
+       "Without it DR builds root tables only, through the kernel. Also \"software_steering\": false "
+       "in --config")
       ("software-steering", po::bool_switch(&o.software_steering),
-       "experimental: offer mlx5 DR software steering (rdma-core's mlx5dv_dr_*) in every function: "
-       "steering ICM, software-owned NIC RX/TX tables walked as STE v1 (MAC, metadata-register and "
-       "Geneve lookups, format-0 match definers; counters, flow tags, VLAN push/pop, tunnel encap/decap, "
-       "modify lists, destination arrays, flow samplers; drop/allow/TIR/table terminals). Not yet: flow "
-       "meters; an entry the model cannot perform drops the frame, counted and "
-       "logged. Also \"software_steering\": true in --config")
+       "offer mlx5 DR software steering (the default; kept for older command lines)")
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
@@ -215,7 +219,10 @@ std::optional<sriov::DeviceConfig> load_config(const Options& options, bool& don
   try {
     if (!options.config_file.empty()) config = sriov::load_device_config(options.config_file);
     if (options.ports != 0) config.physical_ports = uint8_t(options.ports);
+    if (options.software_steering && options.no_software_steering)
+      throw std::runtime_error("--software-steering and --no-software-steering contradict each other");
     if (options.software_steering) config.software_steering = true;
+    if (options.no_software_steering) config.software_steering = false;
     config.validate();
   } catch (const std::exception& e) {
     std::cerr << "hcaemu: " << e.what() << "\n";

@@ -84,8 +84,8 @@ struct DeviceConfig {
   UplinkConfig uplink;
 
   // mlx5 DR software steering in every function (model/steering/): the caps offer it, SW ICM and
-  // software-owned tables are served. Off by default while parts of it are missing (docs/mlx5-dr.md).
-  bool software_steering = false;
+  // software-owned tables are served (docs/mlx5-dr.md; flow meters are missing).
+  bool software_steering = true;
 
   uint8_t physical_ports = 1;  // 1 or 2
   SecondPortConfig port1;      // used when physical_ports is 2

@@ -314,18 +314,24 @@ std::vector<uint8_t> entry_holds_context(TestFunction& t, std::vector<uint8_t>& 
   return dealloc;
 }
 
-// A VXLAN tunnel's outer headers, as rdma-core's test builds them, with lengths for no payload.
-std::vector<uint8_t> vxlan_outer() {
-  std::vector<uint8_t> h(14 + 20 + 8 + 8, 0);
+// A tunnel's outer Ethernet and IPv4 headers (protocol `ip_protocol`), `bytes` long in all.
+std::vector<uint8_t> outer_ipv4(size_t bytes, uint8_t ip_protocol) {
+  std::vector<uint8_t> h(bytes, 0);
   const uint8_t dst[6] = {0x02, 0xc9, 0, 0, 0, 9}, src[6] = {0x02, 0xc9, 0, 0, 0, 8};
   std::copy_n(dst, 6, &h[0]);
   std::copy_n(src, 6, &h[6]);
   store_be16(&h[12], 0x0800);
   h[14] = 0x45;
   h[22] = 64;
-  h[23] = 17;
+  h[23] = ip_protocol;
   store_be32(&h[26], 0xc0a80001);
   store_be32(&h[30], 0xc0a80002);
+  return h;
+}
+
+// A VXLAN tunnel's outer headers, as rdma-core's test builds them, with lengths for no payload.
+std::vector<uint8_t> vxlan_outer() {
+  std::vector<uint8_t> h = outer_ipv4(14 + 20 + 8 + 8, 17);
   store_be16(&h[34], 50000);
   store_be16(&h[36], 4789);
   h[42] = 0x08;  // VXLAN: VNI valid
@@ -547,16 +553,7 @@ TEST(EthRq, ModifyHeaderContextsRewriteMacsOnTxAndRx) {
 
 // An IPv4 GRE tunnel (protocol 0x0800) around `inner`'s IP packet: an L3 tunnel.
 std::vector<uint8_t> gre_l3_frame(const std::vector<uint8_t>& inner) {
-  std::vector<uint8_t> f(14 + 20 + 4);
-  const uint8_t dst[6] = {0x02, 0xc9, 0, 0, 0, 1}, src[6] = {0x02, 0xc9, 0, 0, 0, 9};
-  std::copy_n(dst, 6, &f[0]);
-  std::copy_n(src, 6, &f[6]);
-  store_be16(&f[12], 0x0800);
-  f[14] = 0x45;
-  f[22] = 64;
-  f[23] = 47;  // GRE
-  store_be32(&f[26], 0xc0a80002);
-  store_be32(&f[30], 0xc0a80001);
+  std::vector<uint8_t> f = outer_ipv4(14 + 20 + 4, 47);
   store_be16(&f[36], 0x0800);  // GRE protocol: IPv4
   f.insert(f.end(), inner.begin() + 14, inner.end());
   store_be16(&f[16], uint16_t(f.size() - 14));

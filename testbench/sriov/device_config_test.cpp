@@ -210,12 +210,13 @@ TEST_F(DeviceConfigTest, SecondPhysicalPort) {
   EXPECT_EQ(error_of(R"({"physical_ports":2,"port1":{"mac_base":"02:c9:00:00:00:09"}})"), "");
 }
 
-// mlx5 DR software steering: off unless asked for, a boolean, printed back.
-TEST_F(DeviceConfigTest, SoftwareSteeringIsOffUnlessAskedFor) {
-  EXPECT_FALSE(DeviceConfig{}.software_steering);
-  const DeviceConfig on = load_device_config(write(R"({"software_steering":true})"));
-  EXPECT_TRUE(on.software_steering);
-  EXPECT_TRUE(load_device_config(write(to_json(on))).software_steering);
+// mlx5 DR software steering: on unless turned off, a boolean, printed back.
+TEST_F(DeviceConfigTest, SoftwareSteeringIsOnUnlessTurnedOff) {
+  EXPECT_TRUE(DeviceConfig{}.software_steering);
+  EXPECT_TRUE(load_device_config(write(R"({})")).software_steering);
+  const DeviceConfig off = load_device_config(write(R"({"software_steering":false})"));
+  EXPECT_FALSE(off.software_steering);
+  EXPECT_FALSE(load_device_config(write(to_json(off))).software_steering);
   EXPECT_NE(error_of(R"({"software_steering":1})").find("true or false"), std::string::npos);
 }
 

@@ -6,7 +6,7 @@
 # is not in rdma_suite_expected_skips.txt and on a task blocked in the guest kernel (mlx5_core's
 # log of commands the tests make fail on purpose is shown, not judged). Needs the guest image variant with Python (HCAEMU_GUEST_VARIANT=pyverbs, built on
 # first use). Usage: [SUITE_FUNCTIONS="pf vf"] [SUITE_MODULES="test_mr test_qp ..."]
-#   [SUITE_MODULE_TIMEOUT=300] [SUITE_SOFTWARE_STEERING=1] run_rdma_suite.sh HCAEMU HCAVM
+#   [SUITE_MODULE_TIMEOUT=300] [SUITE_SOFTWARE_STEERING=0] run_rdma_suite.sh HCAEMU HCAVM
 set -uo pipefail
 HCAEMU=$1
 HCAVM=$2
@@ -20,8 +20,9 @@ MODULE_TIMEOUT=${SUITE_MODULE_TIMEOUT:-300}
 # rdma-core's raw packet tests send frames from a made-up source MAC (PacketConsts.SRC_MAC), which
 # the VF's source-MAC spoof check drops, as a ConnectX's does: the host admin turns it off for the
 # VF under test, as `ip link set PF vf 0 spoofchk off` would.
-# SUITE_SOFTWARE_STEERING=1 offers mlx5 DR software steering (hcaemu --software-steering).
-steering=$([ "${SUITE_SOFTWARE_STEERING:-0}" = 1 ] && echo ', "software_steering": true')
+# mlx5 DR software steering is hcaemu's default; SUITE_SOFTWARE_STEERING=0 turns it off
+# (hcaemu --no-software-steering).
+steering=$([ "${SUITE_SOFTWARE_STEERING:-1}" = 0 ] && echo ', "software_steering": false')
 echo '{"vfs": {"0": {"spoofchk": false}}'"$steering"'}' > "$WORK/suite-config.json"
 start_hcaemu 1 --config "$WORK/suite-config.json" ${HCAEMU_TEST_LOG_LEVEL:+--log-level $HCAEMU_TEST_LOG_LEVEL}
 verdict=0
