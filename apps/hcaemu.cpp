@@ -77,9 +77,8 @@ struct Options {
   std::string control_socket; // empty: SOCKET_DIR/control.sock; "none": no control socket
 };
 
-// The options, each bound to its field of `o`.
-po::options_description describe_options(Options& o) {
-  po::options_description desc(kUsage);
+// The options of the functions and their sockets, configuration and logging, bound to `o`.
+void add_device_options(po::options_description& desc, Options& o) {
   desc.add_options()
       ("help,h", "show this help and exit")
       ("version", "print the version and exit")
@@ -96,7 +95,12 @@ po::options_description describe_options(Options& o) {
       ("config", po::value<std::string>(), "JSON device configuration (see docs/configuration.md)")
       ("print-config", "print the effective configuration as JSON and exit")
       ("log-level", po::value<std::string>(&o.log_level)->default_value("info"),
-       "trace, debug, info, warn, error, critical or off")
+       "trace, debug, info, warn, error, critical or off");
+}
+
+// The options of the model: timing, timers, congestion control, software steering.
+void add_model_options(po::options_description& desc, Options& o) {
+  desc.add_options()
       ("timing-preset", po::value<std::string>(&o.timing_preset)->default_value("connectx6dx-100g"),
        "named timing preset: HCA pipeline cycles, firmware latency, port rate, propagation (docs/timing.md)")
       ("timing-file", po::value<std::string>(&o.timing_file),
@@ -123,7 +127,12 @@ po::options_description describe_options(Options& o) {
        "Without it DR builds root tables only, through the kernel. Also \"software_steering\": false "
        "in --config")
       ("software-steering", po::bool_switch(&o.software_steering),
-       "offer mlx5 DR software steering (the default; kept for older command lines)")
+       "offer mlx5 DR software steering (the default; kept for older command lines)");
+}
+
+// The options of the wire and of what hcaemu records: captures, uplinks, control socket, trace.
+void add_wire_options(po::options_description& desc, Options& o) {
+  desc.add_options()
       ("pcap", po::value<std::string>(&o.pcap_file),
        "write every frame the embedded switch carries to FILE (pcap, nanosecond timestamps = model time)")
       ("pcap-limit-mib", po::value<uint64_t>(&o.pcap_limit_mib)->default_value(4096),
@@ -158,6 +167,14 @@ po::options_description describe_options(Options& o) {
        "write the RDMA latency trace (model time per stage of each WQE) to PREFIX.json (Perfetto/Chrome "
        "trace-event format) and PREFIX.csv, and the QPs (CQs, send queue, peer) to PREFIX.qps.csv; summarise "
        "with hcatrace summary PREFIX.csv");
+}
+
+// The options, each bound to its field of `o`.
+po::options_description describe_options(Options& o) {
+  po::options_description desc(kUsage);
+  add_device_options(desc, o);
+  add_model_options(desc, o);
+  add_wire_options(desc, o);
   return desc;
 }
 

@@ -265,8 +265,7 @@ bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& fra
                            bool& rewritten) {
   if (!modify_header(entry, frame, out, rewritten)) return false;
   if (rewritten) frame = out;
-  const PacketReformat* reformat =
-      entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
+  const PacketReformat* reformat = reformat_of(entry);
   if (reformat == nullptr) return true;
   // An L3 tunnel carries the IP packet without its Ethernet header. encapsulate writes into `out`,
   // so a frame that is `out` already is copied first.
@@ -283,6 +282,11 @@ bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& fra
   return true;
 }
 
+// The packet reformat context a flow entry's reformat action names; null without that action.
+const PacketReformat* EthQueues::reformat_of(const FlowEntry& entry) const {
+  return entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
+}
+
 // A NIC RX entry's tunnel removal, before its header rewrites: DECAP leaves an L2 tunnel's inner
 // frame, an L3_TUNNEL_TO_L2 reformat the inner IP packet behind the context's Ethernet header. The
 // result goes to `out` (which `frame` may name: it is read first). A frame without the kind of
@@ -290,8 +294,7 @@ bool EthQueues::rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& fra
 bool EthQueues::decapsulate_rx(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
                                bool& rewritten) {
   const bool decap = entry.action & flow_action::kDecap;
-  const PacketReformat* reformat =
-      entry.action & flow_action::kPacketReformat ? f_.eth.packet_reformats.find(entry.packet_reformat) : nullptr;
+  const PacketReformat* reformat = reformat_of(entry);
   if (!decap && reformat == nullptr) return true;
   const auto payload = frame::tunnel_payload(frame, frame::parse(frame));
   if (!payload || payload->ethernet != decap) {

@@ -166,6 +166,7 @@ class EthQueues {
   // header before it (into `reformatted`, left empty otherwise); a frame no entry drops leaves.
   bool steer_tx(std::span<const uint8_t> frame, std::vector<uint8_t>& reformatted);
   bool rewrite_tx(const FlowEntry& entry, std::span<const uint8_t>& frame, std::vector<uint8_t>& out, bool& rewritten);
+  const PacketReformat* reformat_of(const FlowEntry& entry) const;
   bool decapsulate_rx(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
                       bool& rewritten);
   bool modify_header(const FlowEntry& entry, std::span<const uint8_t> frame, std::vector<uint8_t>& out,
